@@ -1,0 +1,98 @@
+//! Conversations, their messages and the stream journal used for reconnect.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use elsa_workflows::{Page, PageRequest, TenantId};
+use serde::{Deserialize, Serialize};
+
+use crate::{AiError, AiStreamEvent, ConversationId};
+
+/// Who wrote a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MessageRole {
+    /// The person.
+    User,
+    /// The assistant.
+    Assistant,
+}
+
+/// One message of a conversation (redacted).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AiMessage {
+    /// Who wrote it.
+    pub role: MessageRole,
+    /// Its text.
+    pub content: String,
+    /// When it was written.
+    pub timestamp: DateTime<Utc>,
+}
+
+/// A conversation, owned by one actor in one tenant.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AiConversation {
+    /// The conversation id.
+    pub id: ConversationId,
+    /// The tenant.
+    pub tenant_id: TenantId,
+    /// The actor who owns it; only they may continue or read it.
+    pub owner_id: String,
+    /// The agent it runs under.
+    pub agent: String,
+    /// A title (the first message, shortened).
+    pub title: String,
+    /// When it started.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Its messages, oldest first.
+    pub messages: Vec<AiMessage>,
+}
+
+/// Stores conversations with configurable retention.
+#[async_trait]
+pub trait AiConversationStore: Send + Sync {
+    /// Stores a new conversation.
+    async fn create(&self, conversation: &AiConversation) -> Result<(), AiError>;
+
+    /// The conversation if it exists in this tenant.
+    async fn find(&self, id: &ConversationId, tenant_id: &TenantId) -> Result<Option<AiConversation>, AiError>;
+
+    /// Appends a message and bumps `updated_at`.
+    async fn append_message(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        message: &AiMessage,
+    ) -> Result<(), AiError>;
+
+    /// The owner's conversations in this tenant, most recently updated first, without messages.
+    async fn list(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<AiConversation>, AiError>;
+
+    /// Deletes conversations (and their journals) last updated before `cutoff`; returns how many.
+    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError>;
+}
+
+/// The durable, ordered log of every stream event, per conversation.
+#[async_trait]
+pub trait AiStreamJournal: Send + Sync {
+    /// Appends an event; its sequence must be exactly one more than the last one.
+    async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError>;
+
+    /// Events with sequence greater than `after`, in order, at most `limit` of them.
+    async fn read_after(
+        &self,
+        conversation_id: &ConversationId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<AiStreamEvent>, AiError>;
+
+    /// The highest sequence written (0 when there is none).
+    async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError>;
+}

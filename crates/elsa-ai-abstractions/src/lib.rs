@@ -1,0 +1,70 @@
+//! Provider-neutral contracts of the Weaver AI copilot platform.
+//!
+//! This crate holds every trait and model the other Weaver crates share: the provider
+//! boundary ([`AiProvider`], [`AiProviderEvent`]), the orchestrator and its stream
+//! ([`AiOrchestrator`], [`AiStreamEvent`]), tools and the invoker through which a provider
+//! runs them ([`AiTool`], [`AiToolRegistry`], [`AiProviderToolInvoker`]), context
+//! attachments, agents, proposals, audit, conversations and enablement. It has no policy
+//! and no I/O: `elsa-ai-host` implements the policy, `elsa-ai-store` the durable stores,
+//! and providers such as `elsa-ai-copilot` the model runtimes.
+//!
+//! All traits are object-safe and `Send + Sync`, so hosts hold them as `Arc<dyn _>`.
+//! Every error is an [`AiError`], whose variants are one-to-one with HTTP statuses.
+//!
+//! ```
+//! use elsa_ai_abstractions::{AiCaller, AiError, AiToolResult, Permission};
+//!
+//! let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
+//! assert!(caller.has(&Permission::READ_WORKFLOWS));
+//!
+//! // A governance denial is a result the model can read, never a panic.
+//! let denied = AiToolResult::denied(&AiError::forbidden("permission_denied", "needs admin:ai"));
+//! assert!(denied.to_model_text().contains("permission_denied"));
+//! ```
+
+mod agent;
+mod audit;
+mod clock;
+mod context;
+mod conversation;
+mod enablement;
+mod error;
+mod identity;
+mod ids;
+mod mcp;
+mod proposal;
+mod provider;
+mod stream;
+mod tool;
+
+pub use agent::AiAgentDefinition;
+pub use audit::{AiAuditEvent, AiAuditLog, AiAuditSink, AuditAction, AuditOutcome, AuditQuery};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use context::{
+    AiContextAttachment, AiContextProvider, AiContextResolutionRequest, AiResolvedContext,
+    AttachmentKind,
+};
+pub use conversation::{AiConversation, AiConversationStore, AiMessage, AiStreamJournal, MessageRole};
+pub use enablement::{AiToolEnablementStore, ToolEnablement};
+pub use error::{AiError, AiErrorBody};
+pub use identity::{AiCaller, Permission};
+pub use ids::{AuditEventId, ConversationId, ProposalId};
+pub use mcp::{AiMcpServerRegistration, McpTransport};
+pub use proposal::{
+    AiProposal, AiProposalIntake, AiProposalStore, BaselineRef, ProposalDraft, ProposalKind,
+    ProposalPayload, ProposalQuery, ProposalStatus,
+};
+pub use provider::{
+    AiProvider, AiProviderEvent, AiProviderInfo, AiSessionHandle, AiTurnRequest,
+    CreateAiSessionRequest,
+};
+pub use stream::{AiChatRequest, AiChatStream, AiOrchestrator, AiStreamEvent, AiStreamEventType};
+pub use tool::{
+    AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolError,
+    AiToolExecutionContext, AiToolOutcome, AiToolQuery, AiToolRegistration, AiToolRegistry,
+    AiToolResult, AiToolServices, AuditBehavior, DangerLevel, TenantBehavior, ToolMutability,
+    ToolSource, linked_tools,
+};
+
+/// Re-exported so that tool modules register with the same `inventory` this crate collects.
+pub use inventory;

@@ -1,0 +1,1 @@
+//! Examples live in this folder as cargo examples.
