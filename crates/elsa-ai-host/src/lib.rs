@@ -1,1 +1,17 @@
-//! Filled by a later issue.
+//! The policy layer of Weaver.
+//!
+//! **Governance.** Every tool a model may see or call passes through this crate. The
+//! [`ToolRegistry`] collects the tools linked through `inventory` and those a host registers
+//! in code, validates their metadata and lists only what a caller may call.
+//! [`ToolEnablementService`] records administrators' enablement decisions. The
+//! [`ToolGovernor`] is the [`AiProviderToolInvoker`](elsa_ai_abstractions::AiProviderToolInvoker)
+//! a provider calls: the eleven steps of governed execution, in order, each a small type.
+//! One [`Redactor`] redacts everything that crosses a boundary; [`ResultClamp`] keeps tool
+//! results inside the model-context budget; [`AgentRegistry`] holds the least-privilege
+//! agents; [`InMemoryAuditLog`] is the development audit trail; [`Metrics`] counts outcomes.
+
+mod clamp;
+mod redaction;
+
+pub use clamp::{Clamped, ResultClamp, json_size};
+pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};

@@ -1,0 +1,407 @@
+//! Redaction of secrets at every boundary: one [`Redactor`] for model context, tool
+//! arguments and results, stream events, audit records and proposal rationale.
+//!
+//! Three rules, applied in one walk that never changes a value's shape (same keys, same
+//! array lengths, strings stay strings):
+//!
+//! * **Sensitive keys**: the value of any object key naming a secret (`password`, `secret`,
+//!   `token`, `apiKey`, `connectionString`, `authorization`, `privateKey`, `clientSecret`,
+//!   `accessKey`, `credentials`, `cookie`, … matched case- and separator-insensitively, so
+//!   `api_key`, `API-KEY` and `ApiKey` are one key) is replaced; inside such a value every
+//!   scalar is replaced and objects and arrays keep their structure.
+//! * **Credential shapes** anywhere in a string: bearer tokens, JWTs, PEM private key
+//!   blocks, AWS access key ids, GitHub/GitLab/Slack/npm/Google/Stripe/OpenAI-style keys,
+//!   `password=…`-style assignments (connection strings, query strings, logs, embedded JSON),
+//!   `Authorization:` header values and `scheme://user:password@host` passwords. Only the
+//!   secret part is replaced.
+//! * **Registered secrets**: exact strings a host registers (API keys from its configuration)
+//!   are replaced wherever they occur.
+//!
+//! Every replacement is the fixed marker [`REDACTED`]. Strings are scanned in one pass of a
+//! multi-pattern automaton over literal anchors (`bearer`, `eyJ`, `-----BEGIN `, `AKIA`,
+//! `ghp_`, `password`, `://`, the registered secrets, …); only anchor hits are verified,
+//! so text without anchors costs a single scan and no allocation. Object keys are not
+//! rewritten.
+
+mod keys;
+mod patterns;
+mod sink;
+
+use std::borrow::Cow;
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
+use elsa_ai_abstractions::{AiAuditEvent, AiStreamEvent};
+use serde_json::Value;
+
+use keys::SensitiveKeys;
+use patterns::{Anchor, BUILT_IN};
+pub use sink::RedactingAuditSink;
+
+/// The marker that replaces every redacted value or secret span.
+pub const REDACTED: &str = "[REDACTED]";
+
+/// Why a [`Redactor`] could not be built.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RedactorError {
+    /// A registered secret is too short to redact without destroying ordinary text.
+    #[error("a registered secret must be at least {min} bytes long (got {len})")]
+    SecretTooShort {
+        /// The secret's length in bytes.
+        len: usize,
+        /// The minimum length.
+        min: usize,
+    },
+    /// The pattern automaton could not be built (for example, too many or too long secrets).
+    #[error("the redaction patterns could not be compiled: {0}")]
+    Patterns(String),
+}
+
+/// Builds a [`Redactor`] with host-registered secrets.
+#[derive(Clone, Debug, Default)]
+pub struct RedactorBuilder {
+    secrets: Vec<String>,
+}
+
+impl RedactorBuilder {
+    /// The shortest secret a host may register, in bytes.
+    pub const MIN_SECRET_LEN: usize = 6;
+
+    /// Registers a value that must be replaced wherever it occurs (matched exactly).
+    pub fn secret(mut self, secret: impl Into<String>) -> Self {
+        self.secrets.push(secret.into());
+        self
+    }
+
+    /// Registers several secrets.
+    pub fn secrets<S: Into<String>>(mut self, secrets: impl IntoIterator<Item = S>) -> Self {
+        self.secrets.extend(secrets.into_iter().map(Into::into));
+        self
+    }
+
+    /// Compiles the patterns.
+    pub fn build(mut self) -> Result<Redactor, RedactorError> {
+        if let Some(short) = self.secrets.iter().find(|s| s.len() < Self::MIN_SECRET_LEN) {
+            return Err(RedactorError::SecretTooShort {
+                len: short.len(),
+                min: Self::MIN_SECRET_LEN,
+            });
+        }
+        self.secrets.sort();
+        self.secrets.dedup();
+        let mut literals: Vec<&str> = BUILT_IN.iter().map(|(literal, _)| *literal).collect();
+        let mut kinds: Vec<Anchor> = BUILT_IN.iter().map(|(_, anchor)| *anchor).collect();
+        for (index, secret) in self.secrets.iter().enumerate() {
+            literals.push(secret);
+            kinds.push(Anchor::Secret(index));
+        }
+        let anchors = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(AhoCorasickKind::DFA))
+            .build(&literals)
+            .map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        let keys = SensitiveKeys::new().map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        Ok(Redactor {
+            anchors,
+            kinds,
+            secrets: self.secrets,
+            keys,
+        })
+    }
+}
+
+/// The one redaction service; cheap to share behind an `Arc`.
+///
+/// ```
+/// use elsa_ai_host::{Redactor, REDACTED};
+/// use serde_json::json;
+///
+/// let redactor = Redactor::builder().secret("sk-host-configured-key").build()?;
+/// let mut value = json!({
+///     "apiKey": "abc",
+///     "note": "Server=db;Password=hunter2;",
+///     "echo": "uses sk-host-configured-key",
+/// });
+/// redactor.redact_value(&mut value);
+/// assert_eq!(value["apiKey"], REDACTED);
+/// assert_eq!(value["note"], "Server=db;Password=[REDACTED];");
+/// assert_eq!(value["echo"], "uses [REDACTED]");
+/// # Ok::<(), elsa_ai_host::RedactorError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Redactor {
+    anchors: AhoCorasick,
+    kinds: Vec<Anchor>,
+    secrets: Vec<String>,
+    keys: SensitiveKeys,
+}
+
+impl Redactor {
+    /// A builder for a redactor with registered secrets.
+    pub fn builder() -> RedactorBuilder {
+        RedactorBuilder::default()
+    }
+
+    /// Whether an object key names a sensitive value.
+    pub fn is_sensitive_key(&self, key: &str) -> bool {
+        self.keys.is_sensitive(key)
+    }
+
+    /// Redacts free text (prompts, rationale, error messages); borrowed when nothing matched.
+    pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.redact_text(text) {
+            Some(redacted) => Cow::Owned(redacted),
+            None => Cow::Borrowed(text),
+        }
+    }
+
+    /// Redacts a JSON value in place, keeping its shape; returns whether anything changed.
+    pub fn redact_value(&self, value: &mut Value) -> bool {
+        let mut changed = false;
+        let mut pending: Vec<(&mut Value, bool)> = Vec::with_capacity(16);
+        pending.push((value, false));
+        while let Some((value, sensitive)) = pending.pop() {
+            match value {
+                Value::Null => {}
+                Value::Bool(_) | Value::Number(_) => {
+                    if sensitive {
+                        *value = Value::String(REDACTED.to_owned());
+                        changed = true;
+                    }
+                }
+                Value::String(text) => {
+                    if sensitive {
+                        if text != REDACTED {
+                            REDACTED.clone_into(text);
+                            changed = true;
+                        }
+                    } else if let Some(redacted) = self.redact_text(text) {
+                        *text = redacted;
+                        changed = true;
+                    }
+                }
+                Value::Array(items) => {
+                    pending.extend(items.iter_mut().map(|item| (item, sensitive)))
+                }
+                Value::Object(map) => {
+                    for (key, item) in map.iter_mut() {
+                        pending.push((item, sensitive || self.keys.is_sensitive(key)));
+                    }
+                }
+            }
+        }
+        changed
+    }
+
+    /// A redacted copy of a JSON value.
+    pub fn redacted_value(&self, value: &Value) -> Value {
+        let mut copy = value.clone();
+        self.redact_value(&mut copy);
+        copy
+    }
+
+    /// Redacts an audit record's summary and details before it reaches a sink.
+    pub fn redact_audit_event(&self, event: &mut AiAuditEvent) {
+        if let Some(summary) = self.redact_text(&event.summary) {
+            event.summary = summary;
+        }
+        self.redact_value(&mut event.details);
+    }
+
+    /// Redacts a stream event's data before it is journaled or sent.
+    pub fn redact_stream_event(&self, event: &mut AiStreamEvent) {
+        self.redact_value(&mut event.data);
+    }
+
+    /// The redacted text, or `None` when nothing in it needed redaction.
+    fn redact_text(&self, text: &str) -> Option<String> {
+        let bytes = text.as_bytes();
+        let mut out: Option<String> = None;
+        let mut copied = 0;
+        let mut pos = 0;
+        while pos < bytes.len() {
+            let Some(found) = self.anchors.find(Input::new(bytes).range(pos..)) else {
+                break;
+            };
+            let anchor = self.kinds[found.pattern().as_usize()];
+            let span = patterns::verify(anchor, bytes, found.start(), found.end(), &self.secrets)
+                .filter(|span| {
+                    span.start >= copied
+                        && span.end > span.start
+                        && text.is_char_boundary(span.start)
+                        && text.is_char_boundary(span.end)
+                });
+            match span {
+                Some(span) => {
+                    let buffer = out.get_or_insert_with(|| String::with_capacity(text.len()));
+                    buffer.push_str(&text[copied..span.start]);
+                    buffer.push_str(REDACTED);
+                    copied = span.end;
+                    pos = span.end.max(found.start() + 1);
+                }
+                None => pos = found.start() + 1,
+            }
+        }
+        out.map(|mut buffer| {
+            buffer.push_str(&text[copied..]);
+            buffer
+        })
+    }
+}
+
+impl Default for Redactor {
+    /// The built-in rules without registered secrets.
+    fn default() -> Self {
+        // Only fixed literals are compiled here, which always succeeds.
+        #[allow(clippy::expect_used)]
+        RedactorBuilder::default()
+            .build()
+            .expect("the built-in redaction patterns compile")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn redactor() -> Redactor {
+        Redactor::builder()
+            .secret("host-secret-value-42")
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn sensitive_keys_are_replaced_whatever_their_spelling() {
+        let mut value = json!({
+            "password": "p1", "api_key": "k1", "API-KEY": "k2", "ApiKey": "k3",
+            "clientSecret": "c", "connectionString": "Server=x", "name": "visible"
+        });
+        assert!(redactor().redact_value(&mut value));
+        for key in [
+            "password",
+            "api_key",
+            "API-KEY",
+            "ApiKey",
+            "clientSecret",
+            "connectionString",
+        ] {
+            assert_eq!(value[key], REDACTED, "{key}");
+        }
+        assert_eq!(value["name"], "visible");
+    }
+
+    #[test]
+    fn shape_is_kept_inside_sensitive_subtrees() {
+        let mut value =
+            json!({"credentials": {"user": "bob", "pins": [1, 2, null], "ok": true}, "n": 5});
+        redactor().redact_value(&mut value);
+        assert_eq!(
+            value,
+            json!({"credentials": {"user": REDACTED, "pins": [REDACTED, REDACTED, null], "ok": REDACTED}, "n": 5})
+        );
+    }
+
+    #[test]
+    fn credential_shapes_in_strings_are_replaced_in_place() {
+        let r = redactor();
+        let cases = [
+            (
+                "Authorization: Bearer abcdef123456",
+                "Authorization: [REDACTED]",
+            ),
+            ("send bearer abcdef123456 now", "send bearer [REDACTED] now"),
+            (
+                "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl ok",
+                "jwt [REDACTED] ok",
+            ),
+            ("key AKIAIOSFODNN7EXAMPLE used", "key [REDACTED] used"),
+            (
+                "gh ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+                "gh [REDACTED]",
+            ),
+            (
+                "pat github_pat_11ABCDEFG0123456789_abcdefghijkl",
+                "pat [REDACTED]",
+            ),
+            (
+                "Server=db;User Id=sa;Password=hunter2;",
+                "Server=db;User Id=sa;Password=[REDACTED];",
+            ),
+            (
+                "postgres://app:s3cr3t@db:5432/app",
+                "postgres://app:[REDACTED]@db:5432/app",
+            ),
+            (
+                "https://x.io/cb?access_token=abc123&x=1",
+                "https://x.io/cb?access_token=[REDACTED]&x=1",
+            ),
+            ("echo host-secret-value-42!", "echo [REDACTED]!"),
+            (
+                "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBg\n-----END PRIVATE KEY-----",
+                "-----BEGIN PRIVATE KEY-----[REDACTED]-----END PRIVATE KEY-----",
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(r.redact_str(input), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_is_borrowed_untouched() {
+        let r = redactor();
+        for text in [
+            "the bearer of bad news",
+            "reset your password in settings",
+            "https://example.com/workflows/abc",
+            "tokens used: 1200",
+            "ünïcödé text with eyJ but nothing else",
+            "HOST-SECRET-VALUE-42 differs in case",
+        ] {
+            assert!(matches!(r.redact_str(text), Cow::Borrowed(_)), "{text}");
+        }
+    }
+
+    #[test]
+    fn several_secrets_in_one_string_are_all_replaced() {
+        let text = "a=1 password=x1 token=y2 AKIAIOSFODNN7EXAMPLE host-secret-value-42";
+        assert_eq!(
+            redactor().redact_str(text),
+            "a=1 password=[REDACTED] token=[REDACTED] [REDACTED] [REDACTED]"
+        );
+    }
+
+    #[test]
+    fn embedded_json_strings_are_redacted() {
+        let mut value = json!({"body": "{\"password\":\"hunter2\",\"user\":\"bob\"}"});
+        redactor().redact_value(&mut value);
+        assert_eq!(
+            value["body"],
+            "{\"password\":\"[REDACTED]\",\"user\":\"bob\"}"
+        );
+    }
+
+    #[test]
+    fn short_secrets_are_refused() {
+        let error = Redactor::builder().secret("abc").build().unwrap_err();
+        assert_eq!(error, RedactorError::SecretTooShort { len: 3, min: 6 });
+    }
+
+    #[test]
+    fn audit_events_and_stream_events_are_redacted() {
+        let r = redactor();
+        let mut event = AiAuditEvent::new(
+            "acme".into(),
+            "alice",
+            elsa_ai_abstractions::AuditAction::TOOL_INVOKED,
+            elsa_ai_abstractions::AuditOutcome::Success,
+            "called with password=hunter2",
+        );
+        event.details = json!({"token": "abc"});
+        r.redact_audit_event(&mut event);
+        assert_eq!(event.summary, "called with password=[REDACTED]");
+        assert_eq!(event.details["token"], REDACTED);
+    }
+}
