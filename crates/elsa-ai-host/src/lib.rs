@@ -10,8 +10,15 @@
 //! results inside the model-context budget; [`AgentRegistry`] holds the least-privilege
 //! agents; [`InMemoryAuditLog`] is the development audit trail; [`Metrics`] counts outcomes.
 
+mod agents;
+mod audit;
 mod clamp;
 mod redaction;
 
+pub use agents::{
+    AgentRegistrationError, AgentRegistry, AgentRegistryBuilder, INSTANCE_DIAGNOSTICS, WORKFLOW_AUTHOR,
+    instance_diagnostics, workflow_author,
+};
+pub use audit::InMemoryAuditLog;
 pub use clamp::{Clamped, ResultClamp, json_size};
 pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};

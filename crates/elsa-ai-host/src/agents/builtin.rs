@@ -1,0 +1,100 @@
+//! The built-in agents of SPEC §3.
+
+use elsa_ai_abstractions::{AiAgentDefinition, AttachmentKind, Permission};
+
+/// Names of the built-in tools (implemented in `elsa-ai-tools`), as agents reference them.
+pub(crate) mod tools {
+    pub const GET_DEFINITION: &str = "workflow.getDefinition";
+    pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
+    pub const VALIDATE_DRAFT: &str = "workflow.validateDraft";
+    pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
+    pub const PROPOSE_UPDATE: &str = "workflow.proposeUpdate";
+    pub const ACTIVITIES_CATALOG: &str = "activities.catalog";
+    pub const INSTANCE_GET: &str = "instance.get";
+    pub const INSTANCE_SEARCH: &str = "instance.search";
+    pub const INSTANCE_ERRORS: &str = "instance.getErrors";
+    pub const EXECUTION_HISTORY: &str = "instance.executionHistory";
+    pub const AGGREGATE_FAILURES: &str = "instance.aggregateFailures";
+    pub const DETECT_TRENDS: &str = "instance.detectTrends";
+}
+
+/// The name of the agent that drafts workflow changes; the default agent of a chat.
+pub const WORKFLOW_AUTHOR: &str = "workflow-author";
+
+/// The name of the read-only agent that diagnoses workflow runs.
+pub const INSTANCE_DIAGNOSTICS: &str = "instance-diagnostics";
+
+fn names(tools: &[&str]) -> Vec<String> {
+    tools.iter().map(|t| (*t).to_owned()).collect()
+}
+
+/// `workflow-author`: reads definitions and the activity catalog, validates drafts and turns
+/// them into proposals. It never writes workflows; a person approves every proposal.
+pub fn workflow_author() -> AiAgentDefinition {
+    AiAgentDefinition {
+        name: WORKFLOW_AUTHOR.to_owned(),
+        display_name: "Workflow author".to_owned(),
+        description: "Explains Elsa workflow definitions and drafts changes as reviewable proposals.".to_owned(),
+        instructions: "You help people understand and change Elsa workflows. Read definitions and the \
+            activity catalog with your tools before you answer. To change a workflow, build a structured \
+            draft, validate it, and submit it as a proposal: you cannot write workflows yourself, and a \
+            person reviews, approves and applies every proposal. Say so when a tool refuses a call; do not \
+            try to work around a refusal."
+            .to_owned(),
+        allowed_tools: names(&[
+            tools::GET_DEFINITION,
+            tools::LIST_DEFINITIONS,
+            tools::ACTIVITIES_CATALOG,
+            tools::VALIDATE_DRAFT,
+            tools::PROPOSE_CREATE,
+            tools::PROPOSE_UPDATE,
+        ]),
+        allowed_context_providers: vec![
+            AttachmentKind::WorkflowDefinition,
+            AttachmentKind::ActivitySelection,
+            AttachmentKind::Tenant,
+        ],
+        allowed_mcp_servers: Vec::new(),
+        permissions: vec![
+            Permission::READ_WORKFLOWS,
+            Permission::READ_ACTIVITIES,
+            Permission::PROPOSE_WORKFLOWS,
+        ],
+        enabled: true,
+    }
+}
+
+/// `instance-diagnostics`: read-only; inspects instances, their errors and execution history,
+/// and analyses failures and trends within the attached scope and time range.
+pub fn instance_diagnostics() -> AiAgentDefinition {
+    AiAgentDefinition {
+        name: INSTANCE_DIAGNOSTICS.to_owned(),
+        display_name: "Instance diagnostics".to_owned(),
+        description: "Diagnoses failed and stuck workflow runs without changing anything.".to_owned(),
+        instructions: "You diagnose Elsa workflow runs. Use your tools to read instances, their errors and \
+            execution history, and the definitions they ran. Analyse failures and trends only within the \
+            attached diagnostics scope and time range. You are read-only: explain what went wrong and what \
+            a person could change, but do not propose or make changes."
+            .to_owned(),
+        allowed_tools: names(&[
+            tools::GET_DEFINITION,
+            tools::LIST_DEFINITIONS,
+            tools::INSTANCE_GET,
+            tools::INSTANCE_SEARCH,
+            tools::INSTANCE_ERRORS,
+            tools::EXECUTION_HISTORY,
+            tools::AGGREGATE_FAILURES,
+            tools::DETECT_TRENDS,
+        ]),
+        allowed_context_providers: vec![
+            AttachmentKind::WorkflowInstance,
+            AttachmentKind::WorkflowDefinition,
+            AttachmentKind::DiagnosticsScope,
+            AttachmentKind::TimeRange,
+            AttachmentKind::Tenant,
+        ],
+        allowed_mcp_servers: Vec::new(),
+        permissions: vec![Permission::READ_WORKFLOWS, Permission::READ_WORKFLOW_INSTANCES],
+        enabled: true,
+    }
+}
