@@ -13,12 +13,32 @@
 mod agents;
 mod audit;
 mod clamp;
+mod enablement;
+mod governor;
 mod redaction;
+mod registry;
+mod telemetry;
+
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use agents::{
-    AgentRegistrationError, AgentRegistry, AgentRegistryBuilder, INSTANCE_DIAGNOSTICS, WORKFLOW_AUTHOR,
-    instance_diagnostics, workflow_author,
+    AgentRegistrationError, AgentRegistry, AgentRegistryBuilder, INSTANCE_DIAGNOSTICS,
+    WORKFLOW_AUTHOR, instance_diagnostics, workflow_author,
 };
 pub use audit::InMemoryAuditLog;
 pub use clamp::{Clamped, ResultClamp, json_size};
+pub use enablement::{
+    EnablementChange, EnablementDecisions, EnablementPolicy, InMemoryToolEnablementStore,
+    ToolEnablementService,
+};
+pub use governor::{
+    GovernanceStep, StepObserver, ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor,
+    ToolGovernorBuilder,
+};
 pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};
+pub use registry::{
+    MAX_TOOL_NAME_LEN, RegisteredTool, ToolPolicy, ToolRegistrationError, ToolRegistry,
+    ToolRegistryBuilder, agent_names_tool, requires_tenant, tool_admits_agent,
+};
+pub use telemetry::{Metrics, ToolCounters, ToolCountersSnapshot, tool_span};

@@ -44,7 +44,10 @@ impl AgentRegistryBuilder {
         let valid_name = !agent.name.is_empty()
             && agent.name.len() <= 64
             && agent.name.starts_with(|c: char| c.is_ascii_lowercase())
-            && agent.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+            && agent
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
         if !valid_name {
             return Err(AgentRegistrationError::InvalidName(agent.name));
         }
@@ -63,7 +66,9 @@ impl AgentRegistryBuilder {
 
     /// The registry.
     pub fn build(self) -> AgentRegistry {
-        AgentRegistry { agents: self.agents }
+        AgentRegistry {
+            agents: self.agents,
+        }
     }
 }
 
@@ -104,9 +109,10 @@ impl AgentRegistry {
                 code: "agent_not_found".into(),
                 message: format!("agent '{name}' not found"),
             }),
-            Some(agent) if !agent.enabled => {
-                Err(AiError::forbidden("agent_disabled", format!("agent '{name}' is disabled")))
-            }
+            Some(agent) if !agent.enabled => Err(AiError::forbidden(
+                "agent_disabled",
+                format!("agent '{name}' is disabled"),
+            )),
             Some(agent) => Ok(agent),
         }
     }
@@ -118,8 +124,16 @@ impl AgentRegistry {
 
     /// What a caller may do under an agent: the caller's permissions intersected with the
     /// agent's. Nothing an agent says can add to what the caller holds.
-    pub fn effective_permissions(caller: &AiCaller, agent: &AiAgentDefinition) -> BTreeSet<Permission> {
-        agent.permissions.iter().filter(|p| caller.has(p)).cloned().collect()
+    pub fn effective_permissions(
+        caller: &AiCaller,
+        agent: &AiAgentDefinition,
+    ) -> BTreeSet<Permission> {
+        agent
+            .permissions
+            .iter()
+            .filter(|p| caller.has(p))
+            .cloned()
+            .collect()
     }
 }
 
@@ -142,16 +156,30 @@ mod tests {
         assert!(author.allows_context(elsa_ai_abstractions::AttachmentKind::ActivitySelection));
         let diagnostics = registry.resolve(INSTANCE_DIAGNOSTICS).unwrap();
         assert!(diagnostics.allows_tool("instance.detectTrends"));
-        assert!(!diagnostics.allows_tool("workflow.proposeCreate"), "diagnostics is read-only");
-        assert!(!diagnostics.permissions.contains(&Permission::PROPOSE_WORKFLOWS));
+        assert!(
+            !diagnostics.allows_tool("workflow.proposeCreate"),
+            "diagnostics is read-only"
+        );
+        assert!(
+            !diagnostics
+                .permissions
+                .contains(&Permission::PROPOSE_WORKFLOWS)
+        );
         assert_eq!(registry.list().count(), 2);
     }
 
     #[test]
     fn agent_permissions_only_narrow_the_callers() {
-        let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS, Permission::ADMIN_AI]);
+        let caller = AiCaller::new(
+            "alice",
+            "acme",
+            [Permission::READ_WORKFLOWS, Permission::ADMIN_AI],
+        );
         let effective = AgentRegistry::effective_permissions(&caller, &workflow_author());
-        assert_eq!(effective.into_iter().collect::<Vec<_>>(), [Permission::READ_WORKFLOWS]);
+        assert_eq!(
+            effective.into_iter().collect::<Vec<_>>(),
+            [Permission::READ_WORKFLOWS]
+        );
     }
 
     #[test]
@@ -159,7 +187,12 @@ mod tests {
         let mut disabled = instance_diagnostics();
         disabled.name = "night-shift".into();
         disabled.enabled = false;
-        let registry = AgentRegistry::builder().with_builtin_agents().unwrap().agent(disabled).unwrap().build();
+        let registry = AgentRegistry::builder()
+            .with_builtin_agents()
+            .unwrap()
+            .agent(disabled)
+            .unwrap()
+            .build();
         assert_eq!(registry.resolve("ghost").unwrap_err().status(), 404);
         let error = registry.resolve("night-shift").unwrap_err();
         assert_eq!((error.status(), error.code()), (403, "agent_disabled"));
@@ -173,7 +206,13 @@ mod tests {
             AgentRegistry::builder().agent(bad).unwrap_err(),
             AgentRegistrationError::InvalidName("Workflow Author".into())
         );
-        let twice = AgentRegistry::builder().with_builtin_agents().unwrap().agent(workflow_author());
-        assert_eq!(twice.unwrap_err(), AgentRegistrationError::Duplicate(WORKFLOW_AUTHOR.into()));
+        let twice = AgentRegistry::builder()
+            .with_builtin_agents()
+            .unwrap()
+            .agent(workflow_author());
+        assert_eq!(
+            twice.unwrap_err(),
+            AgentRegistrationError::Duplicate(WORKFLOW_AUTHOR.into())
+        );
     }
 }

@@ -22,7 +22,11 @@ impl InMemoryAuditLog {
 
     /// The tenant's records, oldest first.
     pub fn events(&self, tenant_id: &TenantId) -> Vec<AiAuditEvent> {
-        self.tenants.read().get(tenant_id).cloned().unwrap_or_default()
+        self.tenants
+            .read()
+            .get(tenant_id)
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// How many records the log holds across all tenants.
@@ -39,30 +43,56 @@ impl InMemoryAuditLog {
 #[async_trait]
 impl AiAuditSink for InMemoryAuditLog {
     async fn record(&self, event: AiAuditEvent) -> Result<(), AiError> {
-        self.tenants.write().entry(event.tenant_id.clone()).or_default().push(event);
+        self.tenants
+            .write()
+            .entry(event.tenant_id.clone())
+            .or_default()
+            .push(event);
         Ok(())
     }
 }
 
 fn matches(event: &AiAuditEvent, query: &AuditQuery) -> bool {
-    query.conversation_id.as_ref().is_none_or(|id| event.conversation_id.as_ref() == Some(id))
-        && query.proposal_id.as_ref().is_none_or(|id| event.proposal_id.as_ref() == Some(id))
-        && query.actor_id.as_ref().is_none_or(|actor| &event.actor_id == actor)
+    query
+        .conversation_id
+        .as_ref()
+        .is_none_or(|id| event.conversation_id.as_ref() == Some(id))
+        && query
+            .proposal_id
+            .as_ref()
+            .is_none_or(|id| event.proposal_id.as_ref() == Some(id))
+        && query
+            .actor_id
+            .as_ref()
+            .is_none_or(|actor| &event.actor_id == actor)
         && query.outcome.is_none_or(|outcome| event.outcome == outcome)
-        && query.time_range.is_none_or(|range| range.contains(event.timestamp))
+        && query
+            .time_range
+            .is_none_or(|range| range.contains(event.timestamp))
 }
 
 #[async_trait]
 impl AiAuditLog for InMemoryAuditLog {
-    async fn query(&self, tenant_id: &TenantId, query: &AuditQuery) -> Result<Page<AiAuditEvent>, AiError> {
+    async fn query(
+        &self,
+        tenant_id: &TenantId,
+        query: &AuditQuery,
+    ) -> Result<Page<AiAuditEvent>, AiError> {
         let mut found: Vec<AiAuditEvent> = self
             .tenants
             .read()
             .get(tenant_id)
-            .map(|events| events.iter().rev().filter(|e| matches(e, query)).cloned().collect())
+            .map(|events| {
+                events
+                    .iter()
+                    .rev()
+                    .filter(|e| matches(e, query))
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default();
         // Newest first; records with equal timestamps keep reverse recording order.
-        found.sort_by(|a, b| b.timestamp.cmp(&a.timestamp));
+        found.sort_by_key(|e| std::cmp::Reverse(e.timestamp));
         Ok(query.page.slice(found))
     }
 }
@@ -80,7 +110,13 @@ mod tests {
     use crate::{RedactingAuditSink, Redactor};
 
     fn event(tenant: &str, actor: &str, outcome: AuditOutcome, minutes_ago: i64) -> AiAuditEvent {
-        let mut event = AiAuditEvent::new(tenant.into(), actor, AuditAction::TOOL_INVOKED, outcome, "x");
+        let mut event = AiAuditEvent::new(
+            tenant.into(),
+            actor,
+            AuditAction::TOOL_INVOKED,
+            outcome,
+            "x",
+        );
         event.timestamp = Utc::now() - Duration::minutes(minutes_ago);
         event
     }
@@ -88,23 +124,44 @@ mod tests {
     #[tokio::test]
     async fn queries_are_tenant_partitioned_filtered_and_newest_first() {
         let log = InMemoryAuditLog::new();
-        log.record(event("acme", "alice", AuditOutcome::Success, 30)).await.unwrap();
-        log.record(event("acme", "bob", AuditOutcome::Denied, 10)).await.unwrap();
-        log.record(event("acme", "alice", AuditOutcome::Denied, 20)).await.unwrap();
-        log.record(event("globex", "alice", AuditOutcome::Denied, 5)).await.unwrap();
+        log.record(event("acme", "alice", AuditOutcome::Success, 30))
+            .await
+            .unwrap();
+        log.record(event("acme", "bob", AuditOutcome::Denied, 10))
+            .await
+            .unwrap();
+        log.record(event("acme", "alice", AuditOutcome::Denied, 20))
+            .await
+            .unwrap();
+        log.record(event("globex", "alice", AuditOutcome::Denied, 5))
+            .await
+            .unwrap();
 
-        let all = log.query(&"acme".into(), &AuditQuery::default()).await.unwrap();
+        let all = log
+            .query(&"acme".into(), &AuditQuery::default())
+            .await
+            .unwrap();
         assert_eq!(all.total, 3, "globex records stay in globex");
         let actors: Vec<&str> = all.items.iter().map(|e| e.actor_id.as_str()).collect();
         assert_eq!(actors, ["bob", "alice", "alice"]);
-        assert!(all.items.windows(2).all(|w| w[0].timestamp >= w[1].timestamp));
+        assert!(
+            all.items
+                .windows(2)
+                .all(|w| w[0].timestamp >= w[1].timestamp)
+        );
 
         let denied_alice = AuditQuery {
             actor_id: Some("alice".into()),
             outcome: Some(AuditOutcome::Denied),
             ..AuditQuery::default()
         };
-        assert_eq!(log.query(&"acme".into(), &denied_alice).await.unwrap().total, 1);
+        assert_eq!(
+            log.query(&"acme".into(), &denied_alice)
+                .await
+                .unwrap()
+                .total,
+            1
+        );
 
         let recent = AuditQuery {
             time_range: Some(TimeRange {
@@ -117,7 +174,13 @@ mod tests {
         let page = log.query(&"acme".into(), &recent).await.unwrap();
         assert_eq!((page.total, page.items.len()), (1, 1));
         assert_eq!(page.items[0].actor_id, "bob");
-        assert!(log.query(&"initech".into(), &AuditQuery::default()).await.unwrap().items.is_empty());
+        assert!(
+            log.query(&"initech".into(), &AuditQuery::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
     }
 
     #[tokio::test]
@@ -126,7 +189,9 @@ mod tests {
         let mut tagged = event("acme", "alice", AuditOutcome::Success, 1);
         tagged.conversation_id = Some(ConversationId::new("c1"));
         log.record(tagged).await.unwrap();
-        log.record(event("acme", "alice", AuditOutcome::Success, 1)).await.unwrap();
+        log.record(event("acme", "alice", AuditOutcome::Success, 1))
+            .await
+            .unwrap();
         let query = AuditQuery {
             conversation_id: Some(ConversationId::new("c1")),
             ..AuditQuery::default()

@@ -1,0 +1,118 @@
+use async_trait::async_trait;
+use elsa_ai_abstractions::{AiError, AiStreamEventType, AiToolResult};
+use serde_json::{Value, json};
+
+/// What the governor reports about one tool call, already redacted (and, for results,
+/// clamped). Exactly one `Started` and one terminal event per call id.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ToolEvent {
+    /// The call passed governance and is about to run, or was refused (then `Failed` follows).
+    Started {
+        /// The provider's call id.
+        call_id: String,
+        /// The tool name as the model asked for it.
+        tool_name: String,
+        /// The redacted arguments.
+        arguments: Value,
+    },
+    /// The tool ran and returned content.
+    Completed {
+        /// The provider's call id.
+        call_id: String,
+        /// The tool name.
+        tool_name: String,
+        /// The redacted, clamped result the model receives.
+        result: AiToolResult,
+    },
+    /// The call was refused or failed.
+    Failed {
+        /// The provider's call id.
+        call_id: String,
+        /// The tool name as the model asked for it.
+        tool_name: String,
+        /// The error result the model receives (`outcome` is `Denied` or `Error`).
+        result: AiToolResult,
+    },
+}
+
+impl ToolEvent {
+    /// The call id the event belongs to.
+    pub fn call_id(&self) -> &str {
+        match self {
+            Self::Started { call_id, .. }
+            | Self::Completed { call_id, .. }
+            | Self::Failed { call_id, .. } => call_id,
+        }
+    }
+
+    /// The stream event type it maps to: `tool.started`, `tool.completed` or `tool.failed`.
+    pub fn event_type(&self) -> AiStreamEventType {
+        match self {
+            Self::Started { .. } => AiStreamEventType::ToolStarted,
+            Self::Completed { .. } => AiStreamEventType::ToolCompleted,
+            Self::Failed { .. } => AiStreamEventType::ToolFailed,
+        }
+    }
+
+    /// The stream event's `data` (camelCase JSON).
+    pub fn data(&self) -> Value {
+        match self {
+            Self::Started {
+                call_id,
+                tool_name,
+                arguments,
+            } => json!({"callId": call_id, "toolName": tool_name, "arguments": arguments}),
+            Self::Completed {
+                call_id,
+                tool_name,
+                result,
+            }
+            | Self::Failed {
+                call_id,
+                tool_name,
+                result,
+            } => json!({
+                "callId": call_id,
+                "toolName": tool_name,
+                "outcome": result.outcome,
+                "result": result.content,
+                "error": result.error,
+                "truncated": result.truncated,
+            }),
+        }
+    }
+}
+
+/// Where the governor reports tool events of a turn; the orchestrator connects it to the
+/// conversation's stream journal.
+#[async_trait]
+pub trait ToolEventSink: Send + Sync {
+    /// Publishes one event. A failure is logged and counted; it does not change the result
+    /// the model receives (the audit trail, not the stream, is the record of the call).
+    async fn publish(&self, event: ToolEvent) -> Result<(), AiError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_map_to_stream_types_and_camel_case_data() {
+        let started = ToolEvent::Started {
+            call_id: "c1".into(),
+            tool_name: "demo.echo".into(),
+            arguments: json!({"x": 1}),
+        };
+        assert_eq!(started.event_type(), AiStreamEventType::ToolStarted);
+        assert_eq!(started.data()["callId"], "c1");
+        let failed = ToolEvent::Failed {
+            call_id: "c1".into(),
+            tool_name: "demo.echo".into(),
+            result: AiToolResult::denied(&AiError::forbidden("tool_disabled", "off")),
+        };
+        assert_eq!(failed.event_type(), AiStreamEventType::ToolFailed);
+        assert_eq!(failed.data()["outcome"], "Denied");
+        assert_eq!(failed.data()["error"]["status"], 403);
+        assert_eq!(failed.call_id(), "c1");
+    }
+}

@@ -1,0 +1,472 @@
+//! The `ToolGovernor`: the [`AiProviderToolInvoker`] a provider calls, running the eleven
+//! steps of SPEC §3 in order, each a small type of its own (see [`GovernanceStep`]).
+//!
+//! ```text
+//!  1 ResolveActor ─ 2 ResolveAgentScope ─ 3 FindTool ─ 4 CheckEnablement ─ 5 CheckTenantBehavior
+//!  ─ 6 CheckPermissions ─ 7 CheckMutabilityPolicy ─ 8 RedactArguments ─ 9 ExecuteTool
+//!  ─ 10 RedactResult (+ clamp) ─ 11 EmitEvents
+//! ```
+//!
+//! A check that refuses (steps 1–7) ends the call there: its error is redacted (step 10) and
+//! reported (step 11) as an [`AiToolResult::denied`]; nothing after the refusing step runs.
+
+mod events;
+mod step;
+mod steps;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use elsa_ai_abstractions::{
+    AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
+    AiProviderToolInvocation, AiProviderToolInvoker, AiToolExecutionContext, AiToolResult,
+    AiToolServices, Clock, ConversationId, SystemClock,
+};
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::telemetry::tool_span;
+use crate::{Metrics, Redactor, RegisteredTool, ResultClamp, ToolRegistry};
+pub use events::{ToolEvent, ToolEventSink};
+use step::Refusal;
+pub use step::{GovernanceStep, StepObserver};
+use steps::{
+    AgentScope, CallRecord, CheckEnablement, CheckMutabilityPolicy, CheckPermissions,
+    CheckTenantBehavior, ClampResult, EmitEvents, ExecuteTool, FindTool, RedactArguments,
+    RedactResult, ResolveActor, ResolveAgentScope,
+};
+
+/// Everything a turn binds its tool calls to: who, under which agent, in which conversation,
+/// with which attachments, where tool events go and when to give up.
+#[derive(Clone)]
+pub struct ToolCallScope {
+    /// The caller of the turn.
+    pub caller: AiCaller,
+    /// The agent the conversation runs under.
+    pub agent: String,
+    /// The conversation, if the calls come from a chat turn.
+    pub conversation_id: Option<ConversationId>,
+    /// The references attached to the turn, handed to every tool.
+    pub attachments: Vec<AiContextAttachment>,
+    /// Where `tool.started` / `tool.completed` / `tool.failed` are reported.
+    pub events: Option<Arc<dyn ToolEventSink>>,
+    /// The turn's cancellation; cancelling it cancels running tools.
+    pub cancellation: CancellationToken,
+}
+
+impl std::fmt::Debug for ToolCallScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCallScope")
+            .field("caller", &self.caller)
+            .field("agent", &self.agent)
+            .field("conversation_id", &self.conversation_id)
+            .field("attachments", &self.attachments)
+            .field("events", &self.events.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolCallScope {
+    /// A scope for `caller` under `agent`, without conversation, attachments or event sink.
+    pub fn new(caller: AiCaller, agent: impl Into<String>) -> Self {
+        Self {
+            caller,
+            agent: agent.into(),
+            conversation_id: None,
+            attachments: Vec::new(),
+            events: None,
+            cancellation: CancellationToken::new(),
+        }
+    }
+
+    /// Binds the calls to a conversation (whose ownership step 6 checks).
+    pub fn with_conversation(mut self, conversation_id: ConversationId) -> Self {
+        self.conversation_id = Some(conversation_id);
+        self
+    }
+
+    /// Hands these attachments to every tool.
+    pub fn with_attachments(mut self, attachments: Vec<AiContextAttachment>) -> Self {
+        self.attachments = attachments;
+        self
+    }
+
+    /// Reports tool events to `events`.
+    pub fn with_events(mut self, events: Arc<dyn ToolEventSink>) -> Self {
+        self.events = Some(events);
+        self
+    }
+
+    /// Uses the turn's cancellation token.
+    pub fn with_cancellation(mut self, cancellation: CancellationToken) -> Self {
+        self.cancellation = cancellation;
+        self
+    }
+}
+
+struct Governor {
+    registry: Arc<ToolRegistry>,
+    services: AiToolServices,
+    audit: Arc<dyn AiAuditSink>,
+    redactor: Arc<Redactor>,
+    clamp: ResultClamp,
+    default_timeout: Duration,
+    conversations: Option<Arc<dyn AiConversationStore>>,
+    observer: Option<Arc<dyn StepObserver>>,
+    metrics: Arc<Metrics>,
+    clock: Arc<dyn Clock>,
+}
+
+/// Builds a [`ToolGovernor`].
+pub struct ToolGovernorBuilder {
+    governor: Governor,
+}
+
+impl std::fmt::Debug for ToolGovernorBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolGovernorBuilder")
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolGovernorBuilder {
+    /// The default budget of a tool result in model context, in bytes of compact JSON.
+    pub const DEFAULT_RESULT_LIMIT: usize = 32 * 1024;
+
+    /// The default timeout of a tool that names none.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The redactor used for arguments, results, events and audit records
+    /// (default: the built-in rules without registered secrets).
+    pub fn redactor(mut self, redactor: Arc<Redactor>) -> Self {
+        self.governor.redactor = redactor;
+        self
+    }
+
+    /// The byte budget of a result in model context (see [`ResultClamp`]).
+    pub fn result_limit(mut self, bytes: usize) -> Self {
+        self.governor.clamp = ResultClamp::new(bytes);
+        self
+    }
+
+    /// The timeout of tools whose definition names none.
+    pub fn default_timeout(mut self, timeout: Duration) -> Self {
+        self.governor.default_timeout = timeout;
+        self
+    }
+
+    /// Checks at step 6 that the caller owns the conversation the calls belong to.
+    pub fn conversations(mut self, conversations: Arc<dyn AiConversationStore>) -> Self {
+        self.governor.conversations = Some(conversations);
+        self
+    }
+
+    /// Reports each step of each call to `observer`.
+    pub fn observer(mut self, observer: Arc<dyn StepObserver>) -> Self {
+        self.governor.observer = Some(observer);
+        self
+    }
+
+    /// Counts outcomes into `metrics` (default: the governor's own counters).
+    pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
+        self.governor.metrics = metrics;
+        self
+    }
+
+    /// Stamps audit records with `clock`.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.governor.clock = clock;
+        self
+    }
+
+    /// The governor.
+    pub fn build(self) -> ToolGovernor {
+        ToolGovernor {
+            governor: Arc::new(self.governor),
+        }
+    }
+}
+
+/// Governed tool execution: bind it to a turn and hand the invoker to the provider.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use elsa_ai_abstractions::{AiCaller, AiProviderToolInvocation, AiToolOutcome, Permission};
+/// # use elsa_ai_host::testing::governance::{empty_services, read_tool, TestTool};
+/// use elsa_ai_host::{
+///     AgentRegistry, InMemoryAuditLog, InMemoryToolEnablementStore, ToolCallScope, ToolGovernor,
+///     ToolRegistry, WORKFLOW_AUTHOR,
+/// };
+///
+/// # tokio_test_block(async {
+/// let registry = ToolRegistry::builder()
+///     .tool(Arc::new(TestTool::echo(read_tool("workflow.getDefinition"))))?
+///     .build(Arc::new(AgentRegistry::builtin()), Arc::new(InMemoryToolEnablementStore::new()));
+/// let audit = Arc::new(InMemoryAuditLog::new());
+/// let governor = ToolGovernor::builder(Arc::new(registry), empty_services(), audit.clone()).build();
+///
+/// let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
+/// let invoker = governor.bind(ToolCallScope::new(caller, WORKFLOW_AUTHOR));
+/// let call = |name: &str| AiProviderToolInvocation {
+///     call_id: "call-1".into(),
+///     tool_name: name.into(),
+///     arguments: serde_json::json!({"id": "wf-1"}),
+/// };
+/// assert_eq!(invoker.invoke(call("workflow.getDefinition")).await.outcome, AiToolOutcome::Success);
+/// // Outside the agent's scope: a denial the model can read, and an audit record.
+/// let denied = invoker.invoke(call("instance.get")).await;
+/// assert_eq!(denied.error.unwrap().code, "tool_not_in_agent_scope");
+/// assert_eq!(audit.events(&"acme".into()).len(), 2);
+/// # Ok::<(), elsa_ai_host::ToolRegistrationError>(())
+/// # });
+/// # fn tokio_test_block<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct ToolGovernor {
+    governor: Arc<Governor>,
+}
+
+impl std::fmt::Debug for ToolGovernor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolGovernor")
+            .field("registry", &self.governor.registry)
+            .field("result_limit", &self.governor.clamp.limit())
+            .field("default_timeout", &self.governor.default_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolGovernor {
+    /// A builder over the registry (which also supplies agents, enablement and policy), the
+    /// Elsa services tools use, and the audit sink.
+    pub fn builder(
+        registry: Arc<ToolRegistry>,
+        services: AiToolServices,
+        audit: Arc<dyn AiAuditSink>,
+    ) -> ToolGovernorBuilder {
+        ToolGovernorBuilder {
+            governor: Governor {
+                registry,
+                services,
+                audit,
+                redactor: Arc::new(Redactor::default()),
+                clamp: ResultClamp::new(ToolGovernorBuilder::DEFAULT_RESULT_LIMIT),
+                default_timeout: ToolGovernorBuilder::DEFAULT_TIMEOUT,
+                conversations: None,
+                observer: None,
+                metrics: Arc::new(Metrics::new()),
+                clock: Arc::new(SystemClock),
+            },
+        }
+    }
+
+    /// The invoker for one turn: every call it receives is governed under `scope`.
+    pub fn bind(&self, scope: ToolCallScope) -> Arc<dyn AiProviderToolInvoker> {
+        Arc::new(BoundToolInvoker {
+            governor: self.governor.clone(),
+            scope,
+            ownership: OnceCell::new(),
+        })
+    }
+
+    /// The counters the governor updates.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.governor.metrics
+    }
+
+    /// The registry the governor enforces.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.governor.registry
+    }
+}
+
+/// A governor bound to one turn.
+struct BoundToolInvoker {
+    governor: Arc<Governor>,
+    scope: ToolCallScope,
+    /// Step 6's ownership verdict, computed at most once per turn.
+    ownership: OnceCell<Result<(), AiError>>,
+}
+
+#[async_trait]
+impl AiProviderToolInvoker for BoundToolInvoker {
+    async fn invoke(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
+        let span = tool_span(&invocation.tool_name, &invocation.call_id);
+        self.govern(invocation).instrument(span).await
+    }
+}
+
+impl BoundToolInvoker {
+    fn observe<T>(
+        &self,
+        call_id: &str,
+        step: GovernanceStep,
+        outcome: Result<T, AiError>,
+    ) -> Result<T, Refusal> {
+        if let Some(observer) = &self.governor.observer {
+            observer.step_finished(call_id, step, outcome.as_ref().err());
+        }
+        outcome.map_err(|error| Refusal { step, error })
+    }
+
+    fn passed(&self, call_id: &str, step: GovernanceStep) {
+        if let Some(observer) = &self.governor.observer {
+            observer.step_finished(call_id, step, None);
+        }
+    }
+
+    /// Steps 1–7: everything that may refuse the call before it touches its arguments.
+    async fn check(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        arguments: &serde_json::Value,
+    ) -> Result<(&RegisteredTool, AgentScope<'_>), Refusal> {
+        let g = &*self.governor;
+        let scope = &self.scope;
+        let actor = self.observe(
+            call_id,
+            GovernanceStep::ResolveActor,
+            ResolveActor.run(&scope.caller),
+        )?;
+        let agent_scope = self.observe(
+            call_id,
+            GovernanceStep::ResolveAgentScope,
+            ResolveAgentScope {
+                agents: g.registry.agents(),
+            }
+            .run(actor, &scope.agent, tool_name),
+        )?;
+        let tool = self.observe(
+            call_id,
+            GovernanceStep::FindTool,
+            FindTool {
+                registry: &g.registry,
+            }
+            .run(&agent_scope, tool_name),
+        )?;
+        let enabled = CheckEnablement {
+            store: g.registry.enablement().as_ref(),
+        }
+        .run(&agent_scope, tool)
+        .await;
+        self.observe(call_id, GovernanceStep::CheckEnablement, enabled)?;
+        let definition = tool.definition();
+        self.observe(
+            call_id,
+            GovernanceStep::CheckTenantBehavior,
+            CheckTenantBehavior.run(&agent_scope.actor, definition, arguments),
+        )?;
+        let permitted = CheckPermissions {
+            conversations: g.conversations.as_deref(),
+        }
+        .run(
+            &agent_scope,
+            definition,
+            scope.conversation_id.as_ref(),
+            &self.ownership,
+        )
+        .await;
+        self.observe(call_id, GovernanceStep::CheckPermissions, permitted)?;
+        self.observe(
+            call_id,
+            GovernanceStep::CheckMutabilityPolicy,
+            CheckMutabilityPolicy {
+                policy: g.registry.policy(),
+            }
+            .run(definition, &agent_scope.permissions),
+        )?;
+        Ok((tool, agent_scope))
+    }
+
+    async fn govern(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
+        let g = &*self.governor;
+        let scope = &self.scope;
+        g.metrics.tools.invoked();
+        let AiProviderToolInvocation {
+            call_id,
+            tool_name,
+            arguments,
+        } = invocation;
+        let record = CallRecord {
+            call_id: &call_id,
+            tool_name: &tool_name,
+            caller: &scope.caller,
+            agent: &scope.agent,
+            conversation_id: scope.conversation_id.as_ref(),
+            started: Instant::now(),
+        };
+        let emit = EmitEvents {
+            audit: g.audit.as_ref(),
+            events: scope.events.as_deref(),
+            counters: &g.metrics.tools,
+            redactor: &g.redactor,
+            clock: g.clock.as_ref(),
+        };
+        let redact_result = RedactResult {
+            redactor: &g.redactor,
+        };
+
+        let (tool, agent_scope) = match self.check(&call_id, &tool_name, &arguments).await {
+            Ok(checked) => checked,
+            Err(Refusal { step, error }) => {
+                let error = redact_result.redact_error(error);
+                self.passed(&call_id, GovernanceStep::RedactResult);
+                let result = emit
+                    .refused(&record, step, arguments, AiToolResult::denied(&error))
+                    .await;
+                self.passed(&call_id, GovernanceStep::EmitEvents);
+                return result;
+            }
+        };
+
+        let arguments = RedactArguments {
+            redactor: &g.redactor,
+        }
+        .run(arguments);
+        self.passed(&call_id, GovernanceStep::RedactArguments);
+        emit.started(&record, &arguments).await;
+
+        let context = AiToolExecutionContext {
+            call_id: call_id.clone(),
+            // Tools act with the caller's permissions narrowed by the agent: least privilege.
+            caller: AiCaller {
+                permissions: agent_scope.permissions.clone(),
+                ..scope.caller.clone()
+            },
+            agent: scope.agent.clone(),
+            conversation_id: scope.conversation_id.clone(),
+            arguments: arguments.clone(),
+            attachments: scope.attachments.clone(),
+            services: g.services.clone(),
+            cancellation: scope.cancellation.clone(),
+        };
+        let executed = ExecuteTool {
+            default_timeout: g.default_timeout,
+        }
+        .run(tool, context)
+        .await;
+        let executed = self
+            .observe(&call_id, GovernanceStep::ExecuteTool, executed)
+            .map_err(|r| r.error);
+
+        let redacted = redact_result.run(executed);
+        let result = ClampResult { clamp: &g.clamp }.run(redacted);
+        self.passed(&call_id, GovernanceStep::RedactResult);
+
+        let result = emit
+            .finished(
+                &record,
+                tool.definition().audit_behavior,
+                &arguments,
+                result,
+            )
+            .await;
+        self.passed(&call_id, GovernanceStep::EmitEvents);
+        result
+    }
+}

@@ -1,0 +1,379 @@
+//! Step 11: emit stream and audit events.
+
+use std::time::Instant;
+
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiAuditSink, AiCaller, AiError, AiToolOutcome, AiToolResult, AuditAction,
+    AuditBehavior, AuditOutcome, Clock, ConversationId,
+};
+use serde_json::{Value, json};
+
+use crate::Redactor;
+use crate::governor::{GovernanceStep, ToolEvent, ToolEventSink};
+use crate::telemetry::{self, ToolCounters};
+
+/// One call as step 11 reports it. `arguments` are the redacted arguments.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CallRecord<'a> {
+    pub call_id: &'a str,
+    pub tool_name: &'a str,
+    pub caller: &'a AiCaller,
+    pub agent: &'a str,
+    pub conversation_id: Option<&'a ConversationId>,
+    pub started: Instant,
+}
+
+/// Writes the audit record the tool's audit behaviour asks for (denials and failures always;
+/// successes unless the behaviour is `None`; the result too for `RecordInvocationAndResult`),
+/// publishes `tool.started` and the terminal `tool.completed`/`tool.failed` to the turn's
+/// event sink, and counts the outcome. A result whose audit record cannot be written is
+/// replaced by a 500 `audit_failed` error: nothing is returned unaudited.
+#[derive(Clone, Copy)]
+pub(crate) struct EmitEvents<'r> {
+    pub audit: &'r dyn AiAuditSink,
+    pub events: Option<&'r dyn ToolEventSink>,
+    pub counters: &'r ToolCounters,
+    pub redactor: &'r Redactor,
+    pub clock: &'r dyn Clock,
+}
+
+impl EmitEvents<'_> {
+    /// `tool.started` for a call that passed the checks, with its redacted arguments.
+    pub async fn started(&self, record: &CallRecord<'_>, arguments: &Value) {
+        self.publish(ToolEvent::Started {
+            call_id: record.call_id.to_owned(),
+            tool_name: record.tool_name.to_owned(),
+            arguments: arguments.clone(),
+        })
+        .await;
+    }
+
+    /// Reports a call a check step refused: always audited as a denial.
+    pub async fn refused(
+        &self,
+        record: &CallRecord<'_>,
+        step: GovernanceStep,
+        raw_arguments: Value,
+        result: AiToolResult,
+    ) -> AiToolResult {
+        self.counters.denied_at(step);
+        let arguments = self.redacted(raw_arguments);
+        // The name comes from the model; it is only echoed after redaction.
+        let tool_name = self.redactor.redact_str(record.tool_name).into_owned();
+        let code = result.error.as_ref().map_or("denied", |e| e.code.as_str());
+        let summary = format!(
+            "tool '{tool_name}' denied at step {} ({}): {code}",
+            step.number(),
+            step.as_str()
+        );
+        let details = json!({
+            "callId": record.call_id,
+            "agent": record.agent,
+            "step": step.as_str(),
+            "stepNumber": step.number(),
+            "arguments": arguments,
+            "error": result.error,
+        });
+        let record = CallRecord {
+            tool_name: &tool_name,
+            ..*record
+        };
+        let result = self
+            .audit(
+                &record,
+                AuditAction::TOOL_DENIED,
+                AuditOutcome::Denied,
+                summary,
+                details,
+                result,
+            )
+            .await;
+        self.started(&record, &arguments).await;
+        self.finish(&record, result).await
+    }
+
+    /// Reports a call that ran (or tried to): success or failure, per the audit behaviour.
+    pub async fn finished(
+        &self,
+        record: &CallRecord<'_>,
+        behavior: AuditBehavior,
+        arguments: &Value,
+        result: AiToolResult,
+    ) -> AiToolResult {
+        let success = result.is_success();
+        let result = if success && behavior == AuditBehavior::None {
+            result
+        } else {
+            let mut details = json!({
+                "callId": record.call_id,
+                "agent": record.agent,
+                "arguments": arguments,
+                "outcome": result.outcome,
+                "durationMs": u64::try_from(record.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "truncated": result.truncated,
+            });
+            if let Some(error) = &result.error {
+                details["error"] = json!(error);
+            }
+            if success && behavior == AuditBehavior::RecordInvocationAndResult {
+                details["result"] = result.content.clone();
+            }
+            let (outcome, summary) = match &result.error {
+                None => (
+                    AuditOutcome::Success,
+                    format!("tool '{}' succeeded", record.tool_name),
+                ),
+                Some(error) => (
+                    AuditOutcome::Failure,
+                    format!("tool '{}' failed: {}", record.tool_name, error.code),
+                ),
+            };
+            self.audit(
+                record,
+                AuditAction::TOOL_INVOKED,
+                outcome,
+                summary,
+                details,
+                result,
+            )
+            .await
+        };
+        self.finish(record, result).await
+    }
+
+    fn redacted(&self, mut value: Value) -> Value {
+        self.redactor.redact_value(&mut value);
+        value
+    }
+
+    async fn audit(
+        &self,
+        record: &CallRecord<'_>,
+        action: AuditAction,
+        outcome: AuditOutcome,
+        summary: String,
+        details: Value,
+        result: AiToolResult,
+    ) -> AiToolResult {
+        let mut event = AiAuditEvent::new(
+            record.caller.tenant_id.clone(),
+            record.caller.actor_id.clone(),
+            action,
+            outcome,
+            summary,
+        );
+        event.timestamp = self.clock.now();
+        event.conversation_id = record.conversation_id.cloned();
+        event.tool_name = Some(record.tool_name.to_owned());
+        event.details = details;
+        match self.audit.record(event).await {
+            Ok(()) => result,
+            Err(error) => {
+                self.counters.audit_failed();
+                tracing::error!(
+                    code = error.code(),
+                    "audit record of a tool call could not be written"
+                );
+                AiToolResult::error(&AiError::internal(
+                    "audit_failed",
+                    "the tool call could not be audited, so its result is withheld",
+                ))
+            }
+        }
+    }
+
+    async fn finish(&self, record: &CallRecord<'_>, result: AiToolResult) -> AiToolResult {
+        let event = if result.is_success() {
+            ToolEvent::Completed {
+                call_id: record.call_id.to_owned(),
+                tool_name: record.tool_name.to_owned(),
+                result: result.clone(),
+            }
+        } else {
+            ToolEvent::Failed {
+                call_id: record.call_id.to_owned(),
+                tool_name: record.tool_name.to_owned(),
+                result: result.clone(),
+            }
+        };
+        self.publish(event).await;
+        self.counters.finished(result.outcome, result.truncated);
+        telemetry::record_outcome(
+            &tracing::Span::current(),
+            result.outcome,
+            result.error.as_ref().map(|e| e.code.as_str()),
+        );
+        if result.outcome == AiToolOutcome::Error
+            && result
+                .error
+                .as_ref()
+                .is_some_and(|e| e.code == "tool_timeout")
+        {
+            self.counters.timed_out();
+        }
+        result
+    }
+
+    async fn publish(&self, event: ToolEvent) {
+        let Some(events) = self.events else {
+            return;
+        };
+        if let Err(error) = events.publish(event).await {
+            self.counters.event_failed();
+            tracing::warn!(code = error.code(), "a tool event could not be published");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use elsa_ai_abstractions::{AiAuditSink, SystemClock};
+    use elsa_workflows::TenantId;
+
+    use super::*;
+    use crate::InMemoryAuditLog;
+    use crate::testing::governance::{FailingAuditSink, RecordingEventSink};
+
+    struct Fixture {
+        log: InMemoryAuditLog,
+        events: RecordingEventSink,
+        counters: ToolCounters,
+        redactor: Redactor,
+        caller: AiCaller,
+    }
+
+    impl Fixture {
+        fn new() -> Self {
+            Self {
+                log: InMemoryAuditLog::new(),
+                events: RecordingEventSink::default(),
+                counters: ToolCounters::default(),
+                redactor: Redactor::default(),
+                caller: AiCaller::new("alice", "acme", []),
+            }
+        }
+
+        fn step<'a>(&'a self, audit: &'a dyn AiAuditSink) -> EmitEvents<'a> {
+            EmitEvents {
+                audit,
+                events: Some(&self.events),
+                counters: &self.counters,
+                redactor: &self.redactor,
+                clock: &SystemClock,
+            }
+        }
+
+        fn record(&self) -> CallRecord<'_> {
+            CallRecord {
+                call_id: "call-1",
+                tool_name: "demo.read",
+                caller: &self.caller,
+                agent: "test-agent",
+                conversation_id: None,
+                started: Instant::now(),
+            }
+        }
+
+        fn audited(&self) -> Vec<AiAuditEvent> {
+            self.log.events(&TenantId::new("acme"))
+        }
+    }
+
+    #[tokio::test]
+    async fn audit_behaviour_decides_what_successes_record() {
+        let content = json!({"rows": 3});
+        for (behavior, records, has_result) in [
+            (AuditBehavior::None, 0, false),
+            (AuditBehavior::RecordInvocation, 1, false),
+            (AuditBehavior::RecordInvocationAndResult, 1, true),
+        ] {
+            let f = Fixture::new();
+            let result = f
+                .step(&f.log)
+                .finished(
+                    &f.record(),
+                    behavior,
+                    &json!({"id": "x"}),
+                    AiToolResult::success(content.clone()),
+                )
+                .await;
+            assert!(result.is_success());
+            let audited = f.audited();
+            assert_eq!(audited.len(), records, "{behavior:?}");
+            if let Some(event) = audited.first() {
+                assert_eq!(event.action, AuditAction::TOOL_INVOKED);
+                assert_eq!(event.details["arguments"]["id"], "x");
+                assert_eq!(
+                    event.details.get("result").is_some(),
+                    has_result,
+                    "{behavior:?}"
+                );
+            }
+            assert_eq!(
+                f.events.events().len(),
+                1,
+                "the terminal event is always published"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn failures_are_recorded_even_when_the_behaviour_is_none() {
+        let f = Fixture::new();
+        let failed = AiToolResult::error(&AiError::unavailable("tool_timeout", "slow"));
+        f.step(&f.log)
+            .finished(&f.record(), AuditBehavior::None, &json!({}), failed)
+            .await;
+        let audited = f.audited();
+        assert_eq!(audited.len(), 1);
+        assert_eq!(audited[0].outcome, AuditOutcome::Failure);
+        assert_eq!(f.counters.snapshot().timed_out, 1);
+    }
+
+    #[tokio::test]
+    async fn denials_are_always_audited_with_redacted_arguments_and_published_twice() {
+        let f = Fixture::new();
+        let denied = AiToolResult::denied(&AiError::forbidden("tool_disabled", "off"));
+        let result = f
+            .step(&f.log)
+            .refused(
+                &f.record(),
+                GovernanceStep::CheckEnablement,
+                json!({"password": "hunter2"}),
+                denied,
+            )
+            .await;
+        assert_eq!(result.outcome, AiToolOutcome::Denied);
+        let audited = f.audited();
+        assert_eq!(audited.len(), 1);
+        assert_eq!(audited[0].action, AuditAction::TOOL_DENIED);
+        assert_eq!(audited[0].details["step"], "checkEnablement");
+        assert_eq!(audited[0].details["arguments"]["password"], "[REDACTED]");
+        let events = f.events.events();
+        assert!(
+            matches!(&events[0], ToolEvent::Started { arguments, .. } if arguments["password"] == "[REDACTED]")
+        );
+        assert!(matches!(&events[1], ToolEvent::Failed { .. }));
+        assert_eq!(f.counters.snapshot().denied_by_step[3], 1);
+    }
+
+    #[tokio::test]
+    async fn a_failing_audit_sink_withholds_the_result() {
+        let f = Fixture::new();
+        let sink = FailingAuditSink;
+        let result = f
+            .step(&sink)
+            .finished(
+                &f.record(),
+                AuditBehavior::RecordInvocation,
+                &json!({}),
+                AiToolResult::success(json!({"secret": 1})),
+            )
+            .await;
+        assert_eq!(result.outcome, AiToolOutcome::Error);
+        assert_eq!(result.content, Value::Null);
+        assert_eq!(result.error.as_ref().unwrap().code, "audit_failed");
+        assert!(matches!(&f.events.events()[0], ToolEvent::Failed { .. }));
+        assert_eq!(f.counters.snapshot().audit_failures, 1);
+    }
+}

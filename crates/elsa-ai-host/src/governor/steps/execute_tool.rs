@@ -1,0 +1,180 @@
+//! Step 9: validate the arguments and execute the tool.
+
+use std::panic::AssertUnwindSafe;
+use std::time::Duration;
+
+use elsa_ai_abstractions::{AiError, AiToolExecutionContext};
+use futures::FutureExt;
+use serde_json::Value;
+
+use crate::RegisteredTool;
+
+/// Validates the (redacted) arguments against the tool's compiled input schema (400
+/// `invalid_arguments`), then runs the tool under its timeout (the definition's, else the
+/// governor default; 503 `tool_timeout`) and the turn's cancellation (503 `tool_cancelled`).
+/// In both cases the tool's cancellation token is cancelled. A panicking tool is a 500
+/// `tool_panicked`, never a crash.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ExecuteTool {
+    pub default_timeout: Duration,
+}
+
+impl ExecuteTool {
+    pub fn timeout_for(&self, tool: &RegisteredTool) -> Duration {
+        tool.definition().timeout.unwrap_or(self.default_timeout)
+    }
+
+    pub async fn run(
+        &self,
+        tool: &RegisteredTool,
+        context: AiToolExecutionContext,
+    ) -> Result<Value, AiError> {
+        tool.validate_arguments(&context.arguments)?;
+        let timeout = self.timeout_for(tool);
+        let turn = context.cancellation.clone();
+        let own = turn.child_token();
+        let context = AiToolExecutionContext {
+            cancellation: own.clone(),
+            ..context
+        };
+        let name = &tool.definition().name;
+        let execution = AssertUnwindSafe(tool.tool().execute(context)).catch_unwind();
+        tokio::select! {
+            biased;
+            () = turn.cancelled() => {
+                own.cancel();
+                Err(AiError::unavailable("tool_cancelled", format!("tool '{name}' was cancelled with its turn")))
+            }
+            finished = tokio::time::timeout(timeout, execution) => match finished {
+                Ok(Ok(result)) => result,
+                Ok(Err(_panic)) => Err(AiError::internal("tool_panicked", format!("tool '{name}' failed unexpectedly"))),
+                Err(_elapsed) => {
+                    own.cancel();
+                    Err(AiError::unavailable(
+                        "tool_timeout",
+                        format!("tool '{name}' did not finish within {} ms", timeout.as_millis()),
+                    ))
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::testing::governance::{GovernanceHarness, TestTool, execution_context, read_tool};
+
+    fn harness(tool: TestTool) -> GovernanceHarness {
+        GovernanceHarness::builder().tool(Arc::new(tool)).build()
+    }
+
+    #[tokio::test]
+    async fn schema_invalid_arguments_are_refused_before_the_tool_runs() {
+        let mut definition = read_tool("demo.read");
+        definition.input_schema = json!({
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "limit": {"type": "integer", "maximum": 10}},
+            "required": ["id"],
+            "additionalProperties": false
+        });
+        let tool = Arc::new(TestTool::echo(definition));
+        let harness = GovernanceHarness::builder().tool(tool.clone()).build();
+        let registered = harness.registry.registered("demo.read").unwrap();
+        let step = ExecuteTool {
+            default_timeout: Duration::from_secs(5),
+        };
+        let error = step
+            .run(
+                registered,
+                execution_context(&harness, json!({"limit": 99, "secretValue": "hunter2"})),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!((error.status(), error.code()), (400, "invalid_arguments"));
+        assert!(error.message().contains("/limit"), "{}", error.message());
+        assert!(
+            !error.message().contains("hunter2"),
+            "values are never echoed: {}",
+            error.message()
+        );
+        assert_eq!(tool.calls(), 0);
+        let ok = step
+            .run(registered, execution_context(&harness, json!({"id": "x"})))
+            .await
+            .unwrap();
+        assert_eq!(ok, json!({"id": "x"}));
+    }
+
+    #[tokio::test]
+    async fn a_slow_tool_times_out_and_its_token_is_cancelled() {
+        let mut definition = read_tool("demo.slow");
+        definition.timeout = Some(Duration::from_millis(20));
+        let slow = Arc::new(TestTool::sleeping(definition, Duration::from_secs(30)));
+        let harness = GovernanceHarness::builder().tool(slow.clone()).build();
+        let step = ExecuteTool {
+            default_timeout: Duration::from_secs(5),
+        };
+        let registered = harness.registry.registered("demo.slow").unwrap();
+        assert_eq!(step.timeout_for(registered), Duration::from_millis(20));
+        let error = step
+            .run(registered, execution_context(&harness, json!({})))
+            .await
+            .unwrap_err();
+        assert_eq!((error.status(), error.code()), (503, "tool_timeout"));
+        // The future is dropped; work the tool spawned sees its token cancelled.
+        assert!(slow.last_context().unwrap().cancellation.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn the_turns_cancellation_stops_the_tool() {
+        let slow = TestTool::sleeping(read_tool("demo.slow"), Duration::from_secs(30));
+        let harness = harness(slow);
+        let step = ExecuteTool {
+            default_timeout: Duration::from_secs(30),
+        };
+        let turn = CancellationToken::new();
+        let mut context = execution_context(&harness, json!({}));
+        context.cancellation = turn.clone();
+        let cancel = async {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            turn.cancel();
+        };
+        let registered = harness.registry.registered("demo.slow").unwrap();
+        let (result, ()) = tokio::join!(step.run(registered, context), cancel);
+        assert_eq!(result.unwrap_err().code(), "tool_cancelled");
+    }
+
+    #[tokio::test]
+    async fn tool_errors_pass_through_and_panics_become_errors() {
+        let failing =
+            TestTool::failing(read_tool("demo.fail"), AiError::not_found("definition 'x'"));
+        let panicking = TestTool::panicking(read_tool("demo.panic"));
+        let harness = GovernanceHarness::builder()
+            .tool(Arc::new(failing))
+            .tool(Arc::new(panicking))
+            .build();
+        let step = ExecuteTool {
+            default_timeout: Duration::from_secs(5),
+        };
+        let fail = harness.registry.registered("demo.fail").unwrap();
+        assert_eq!(
+            step.run(fail, execution_context(&harness, json!({})))
+                .await
+                .unwrap_err()
+                .status(),
+            404
+        );
+        let panic = harness.registry.registered("demo.panic").unwrap();
+        let error = step
+            .run(panic, execution_context(&harness, json!({})))
+            .await
+            .unwrap_err();
+        assert_eq!((error.status(), error.code()), (500, "tool_panicked"));
+    }
+}

@@ -1,0 +1,67 @@
+//! Step 3: find the tool.
+
+use elsa_ai_abstractions::AiError;
+
+use super::AgentScope;
+use super::resolve_agent_scope::outside_scope;
+use crate::{RegisteredTool, ToolRegistry, tool_admits_agent};
+
+/// The tool must be registered (404 `tool_not_found`) and its `allowed_agents` must admit
+/// the agent (403 `tool_not_in_agent_scope`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FindTool<'r> {
+    pub registry: &'r ToolRegistry,
+}
+
+impl<'r> FindTool<'r> {
+    pub fn run(
+        &self,
+        scope: &AgentScope<'_>,
+        tool_name: &str,
+    ) -> Result<&'r RegisteredTool, AiError> {
+        let tool = self
+            .registry
+            .registered(tool_name)
+            .ok_or_else(|| AiError::NotFound {
+                code: "tool_not_found".into(),
+                message: format!("tool '{tool_name}' not found"),
+            })?;
+        if !tool_admits_agent(tool.definition(), &scope.agent.name) {
+            return Err(outside_scope(&scope.agent.name, tool_name));
+        }
+        Ok(tool)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::governor::steps::scope_for;
+    use crate::testing::governance::{GovernanceHarness, read_tool};
+
+    #[test]
+    fn unknown_tools_are_404_and_foreign_agents_403() {
+        let mut restricted = read_tool("demo.restricted");
+        restricted.allowed_agents = Some(vec!["someone-else".into()]);
+        let harness = GovernanceHarness::builder()
+            .definition(read_tool("demo.read"))
+            .definition(restricted)
+            .agent_tools(&["demo.read", "demo.restricted", "demo.missing"])
+            .build();
+        let caller = harness.caller();
+        let scope = scope_for(&harness, &caller);
+        let step = FindTool {
+            registry: &harness.registry,
+        };
+        assert_eq!(
+            step.run(&scope, "demo.read").unwrap().definition().name,
+            "demo.read"
+        );
+        let missing = step.run(&scope, "demo.missing").unwrap_err();
+        assert_eq!((missing.status(), missing.code()), (404, "tool_not_found"));
+        assert_eq!(
+            step.run(&scope, "demo.restricted").unwrap_err().code(),
+            "tool_not_in_agent_scope"
+        );
+    }
+}

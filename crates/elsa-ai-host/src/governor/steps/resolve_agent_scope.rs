@@ -1,0 +1,118 @@
+//! Step 2: resolve the agent scope.
+
+use std::collections::BTreeSet;
+
+use elsa_ai_abstractions::{AiAgentDefinition, AiError, Permission};
+
+use super::Actor;
+use crate::{AgentRegistry, agent_names_tool};
+
+/// The actor under an agent: the agent's definition and the effective permissions.
+#[derive(Clone, Debug)]
+pub(crate) struct AgentScope<'a> {
+    pub actor: Actor<'a>,
+    pub agent: &'a AiAgentDefinition,
+    /// The caller's permissions intersected with the agent's.
+    pub permissions: BTreeSet<Permission>,
+}
+
+/// The agent must exist (404 `agent_not_found`), be enabled (403 `agent_disabled`) and name
+/// the tool in its scope (403 `tool_not_in_agent_scope`). The tool's own `allowed_agents`
+/// is checked once the tool is found (step 3).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ResolveAgentScope<'r> {
+    pub agents: &'r AgentRegistry,
+}
+
+pub(crate) fn outside_scope(agent: &str, tool_name: &str) -> AiError {
+    AiError::forbidden(
+        "tool_not_in_agent_scope",
+        format!("tool '{tool_name}' is not available to agent '{agent}'"),
+    )
+}
+
+impl<'r> ResolveAgentScope<'r> {
+    pub fn run<'a>(
+        &self,
+        actor: Actor<'a>,
+        agent: &str,
+        tool_name: &str,
+    ) -> Result<AgentScope<'a>, AiError>
+    where
+        'r: 'a,
+    {
+        let agent = self.agents.resolve(agent)?;
+        if !agent_names_tool(agent, tool_name) {
+            return Err(outside_scope(&agent.name, tool_name));
+        }
+        Ok(AgentScope {
+            permissions: AgentRegistry::effective_permissions(actor.caller, agent),
+            actor,
+            agent,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use elsa_ai_abstractions::AiCaller;
+
+    use super::*;
+    use crate::WORKFLOW_AUTHOR;
+    use crate::governor::steps::ResolveActor;
+    use crate::testing::governance::test_agent;
+
+    fn registry() -> AgentRegistry {
+        let mut off = test_agent("off-agent", &["demo.read"], &[Permission::READ_WORKFLOWS]);
+        off.enabled = false;
+        AgentRegistry::builder()
+            .with_builtin_agents()
+            .unwrap()
+            .agent(off)
+            .unwrap()
+            .build()
+    }
+
+    #[test]
+    fn effective_permissions_are_the_intersection() {
+        let agents = registry();
+        let caller = AiCaller::new(
+            "alice",
+            "acme",
+            [Permission::READ_WORKFLOWS, Permission::ADMIN_AI],
+        );
+        let actor = ResolveActor.run(&caller).unwrap();
+        let scope = ResolveAgentScope { agents: &agents }
+            .run(actor, WORKFLOW_AUTHOR, "workflow.getDefinition")
+            .unwrap();
+        assert_eq!(
+            scope.permissions.into_iter().collect::<Vec<_>>(),
+            [Permission::READ_WORKFLOWS]
+        );
+    }
+
+    #[test]
+    fn unknown_disabled_and_out_of_scope_are_refused() {
+        let agents = registry();
+        let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
+        let step = ResolveAgentScope { agents: &agents };
+        let actor = ResolveActor.run(&caller).unwrap();
+        assert_eq!(
+            step.run(actor, "ghost", "demo.read").unwrap_err().code(),
+            "agent_not_found"
+        );
+        assert_eq!(
+            step.run(actor, "off-agent", "demo.read")
+                .unwrap_err()
+                .code(),
+            "agent_disabled"
+        );
+        let error = step
+            .run(actor, WORKFLOW_AUTHOR, "instance.get")
+            .unwrap_err();
+        assert_eq!(
+            (error.status(), error.code()),
+            (403, "tool_not_in_agent_scope")
+        );
+    }
+}

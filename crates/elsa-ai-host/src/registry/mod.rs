@@ -1,0 +1,357 @@
+//! The tool registry: every tool linked through `inventory` plus those a host registers in
+//! code, validated at registration and filtered for each caller.
+
+mod access;
+mod validation;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use elsa_ai_abstractions::{
+    AiAgentDefinition, AiCaller, AiError, AiTool, AiToolDefinition, AiToolEnablementStore,
+    AiToolQuery, AiToolRegistry, Permission, linked_tools,
+};
+use serde_json::Value;
+
+use crate::{AgentRegistry, EnablementDecisions, EnablementPolicy};
+use access::{PermissionIndex, PermissionMask};
+
+pub use access::{ToolPolicy, agent_names_tool, requires_tenant, tool_admits_agent};
+pub use validation::{MAX_TOOL_NAME_LEN, ToolRegistrationError};
+
+/// A tool as the registry holds it: the tool, the metadata validated at registration, and
+/// what was precomputed from it (compiled input schema, permission mask).
+pub struct RegisteredTool {
+    tool: Arc<dyn AiTool>,
+    definition: AiToolDefinition,
+    validator: jsonschema::Validator,
+    required: PermissionMask,
+}
+
+impl std::fmt::Debug for RegisteredTool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegisteredTool")
+            .field("name", &self.definition.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many schema violations an `invalid_arguments` error lists.
+const MAX_REPORTED_VIOLATIONS: usize = 5;
+
+impl RegisteredTool {
+    /// The metadata, exactly as validated at registration.
+    pub fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    /// The tool itself.
+    pub fn tool(&self) -> &Arc<dyn AiTool> {
+        &self.tool
+    }
+
+    /// Validates arguments against the compiled input schema: 400 `invalid_arguments`
+    /// naming where and why, never echoing argument values.
+    pub fn validate_arguments(&self, arguments: &Value) -> Result<(), AiError> {
+        let mut violations = self.validator.iter_errors(arguments).peekable();
+        if violations.peek().is_none() {
+            return Ok(());
+        }
+        let listed: Vec<String> = violations
+            .take(MAX_REPORTED_VIOLATIONS)
+            .map(|error| {
+                let at = error.instance_path().to_string();
+                let at = if at.is_empty() { "/".to_owned() } else { at };
+                format!("{at}: {}", error.masked())
+            })
+            .collect();
+        Err(AiError::bad_request(
+            "invalid_arguments",
+            format!(
+                "arguments for '{}' do not match its input schema: {}",
+                self.definition.name,
+                listed.join("; ")
+            ),
+        ))
+    }
+}
+
+/// Builds a [`ToolRegistry`], refusing unsafe or duplicate definitions.
+#[derive(Default)]
+pub struct ToolRegistryBuilder {
+    tools: Vec<(Arc<dyn AiTool>, AiToolDefinition, jsonschema::Validator)>,
+    policy: ToolPolicy,
+}
+
+impl std::fmt::Debug for ToolRegistryBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistryBuilder")
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolRegistryBuilder {
+    /// Registers every tool linked into the program through `inventory`.
+    pub fn linked_tools(self) -> Result<Self, ToolRegistrationError> {
+        linked_tools().try_fold(self, Self::tool)
+    }
+
+    /// Registers one tool, validating its metadata and compiling its input schema.
+    pub fn tool(mut self, tool: Arc<dyn AiTool>) -> Result<Self, ToolRegistrationError> {
+        let definition = tool.definition().clone();
+        validation::check_definition(&definition)?;
+        if self.tools.iter().any(|(_, d, _)| d.name == definition.name) {
+            return Err(ToolRegistrationError::Duplicate {
+                name: definition.name,
+            });
+        }
+        let validator = validation::compile_schema(&definition)?;
+        self.tools.push((tool, definition, validator));
+        Ok(self)
+    }
+
+    /// Sets the mutability and danger policy (default: [`ToolPolicy::default`]).
+    pub fn policy(mut self, policy: ToolPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// The registry; tools are filtered through `agents` and the tenants' decisions in
+    /// `enablement`.
+    pub fn build(
+        mut self,
+        agents: Arc<AgentRegistry>,
+        enablement: Arc<dyn AiToolEnablementStore>,
+    ) -> ToolRegistry {
+        self.tools.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        let mut permissions = PermissionIndex::default();
+        for (_, definition, _) in &self.tools {
+            definition
+                .permissions
+                .iter()
+                .for_each(|p| permissions.intern(p));
+        }
+        permissions.intern(&Permission::PROPOSE_WORKFLOWS);
+        let propose = permissions.mask([&Permission::PROPOSE_WORKFLOWS]);
+        let mut index = HashMap::with_capacity(self.tools.len());
+        let mut mcp_servers: HashMap<String, Vec<usize>> = HashMap::new();
+        let tools: Vec<RegisteredTool> = self
+            .tools
+            .into_iter()
+            .enumerate()
+            .map(|(position, (tool, definition, validator))| {
+                index.insert(definition.name.clone(), position);
+                if let Some(server) =
+                    validation::mcp_server(&definition.name).filter(|_| access::is_mcp(&definition))
+                {
+                    mcp_servers
+                        .entry(server.to_owned())
+                        .or_default()
+                        .push(position);
+                }
+                RegisteredTool {
+                    required: permissions.mask(&definition.permissions),
+                    tool,
+                    definition,
+                    validator,
+                }
+            })
+            .collect();
+        ToolRegistry {
+            tools,
+            index,
+            mcp_servers,
+            permissions,
+            propose,
+            agents,
+            enablement,
+            policy: self.policy,
+        }
+    }
+}
+
+/// The registry of governed tools; implements [`AiToolRegistry`].
+///
+/// `list` and `find` show a caller only tools they may call: the agent's scope (its
+/// `allowed_tools` or MCP servers, and the tool's `allowed_agents`), a tenant for tools that
+/// need one, every required permission among the caller's permissions narrowed by the
+/// agent's, the mutability and danger policy, and enablement for the caller's tenant (one
+/// enablement-store read per call). Lists are sorted by name.
+pub struct ToolRegistry {
+    tools: Vec<RegisteredTool>,
+    index: HashMap<String, usize>,
+    mcp_servers: HashMap<String, Vec<usize>>,
+    permissions: PermissionIndex,
+    propose: PermissionMask,
+    agents: Arc<AgentRegistry>,
+    enablement: Arc<dyn AiToolEnablementStore>,
+    policy: ToolPolicy,
+}
+
+impl std::fmt::Debug for ToolRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistry")
+            .field("tools", &self.tools.len())
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a filtered lookup knows about the caller, computed once per call.
+struct Viewer<'a> {
+    caller: &'a AiCaller,
+    agent: Option<&'a AiAgentDefinition>,
+    held: PermissionMask,
+    may_propose: bool,
+    decisions: EnablementDecisions,
+}
+
+impl ToolRegistry {
+    /// A builder without tools.
+    pub fn builder() -> ToolRegistryBuilder {
+        ToolRegistryBuilder::default()
+    }
+
+    /// The registered tool of that name, unfiltered: for governance and administration,
+    /// never for showing tools to a model.
+    pub fn registered(&self, name: &str) -> Option<&RegisteredTool> {
+        self.index.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// Every registered tool, sorted by name, unfiltered (administration screens).
+    pub fn iter(&self) -> impl Iterator<Item = &RegisteredTool> {
+        self.tools.iter()
+    }
+
+    /// How many tools are registered.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is registered.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The agents the registry scopes tools by.
+    pub fn agents(&self) -> &Arc<AgentRegistry> {
+        &self.agents
+    }
+
+    /// The enablement store the registry reads.
+    pub fn enablement(&self) -> &Arc<dyn AiToolEnablementStore> {
+        &self.enablement
+    }
+
+    /// The mutability and danger policy.
+    pub fn policy(&self) -> &ToolPolicy {
+        &self.policy
+    }
+
+    /// Whether the tool is on before any administrator decides (`None`: no such tool).
+    pub fn default_enabled(&self, name: &str) -> Option<bool> {
+        self.registered(name)
+            .map(|t| EnablementPolicy::default_enabled(&t.definition))
+    }
+
+    async fn viewer<'a>(&'a self, query: &'a AiToolQuery) -> Result<Viewer<'a>, AiError> {
+        let agent = query
+            .agent
+            .as_deref()
+            .map(|name| self.agents.resolve(name))
+            .transpose()?;
+        let held = match agent {
+            Some(agent) => self
+                .permissions
+                .mask(&AgentRegistry::effective_permissions(&query.caller, agent)),
+            None => self.permissions.mask(&query.caller.permissions),
+        };
+        let decisions =
+            EnablementDecisions::new(self.enablement.list(&query.caller.tenant_id).await?);
+        Ok(Viewer {
+            caller: &query.caller,
+            agent,
+            may_propose: held.contains_all(&self.propose),
+            held,
+            decisions,
+        })
+    }
+
+    fn visible(&self, tool: &RegisteredTool, viewer: &Viewer<'_>, query: &AiToolQuery) -> bool {
+        let definition = &tool.definition;
+        query.mutability.is_none_or(|m| m == definition.mutability)
+            && query
+                .danger_level
+                .is_none_or(|d| d == definition.danger_level)
+            && viewer.agent.is_none_or(|agent| {
+                agent_names_tool(agent, &definition.name)
+                    && tool_admits_agent(definition, &agent.name)
+            })
+            && (!requires_tenant(definition) || !viewer.caller.tenant_id.as_str().is_empty())
+            && viewer.held.contains_all(&tool.required)
+            && self.policy.admits(definition, viewer.may_propose)
+            && viewer
+                .decisions
+                .is_enabled(definition, viewer.agent.map(|a| a.name.as_str()))
+    }
+
+    /// Indices of the tools an agent's scope names, in name order.
+    fn scope_of(&self, agent: &AiAgentDefinition) -> Vec<usize> {
+        let mut indices: Vec<usize> = agent
+            .allowed_tools
+            .iter()
+            .filter_map(|name| self.index.get(name).copied())
+            .chain(
+                agent
+                    .allowed_mcp_servers
+                    .iter()
+                    .filter_map(|server| self.mcp_servers.get(server))
+                    .flatten()
+                    .copied(),
+            )
+            .collect();
+        indices.sort_unstable();
+        indices.dedup();
+        indices
+    }
+}
+
+#[async_trait]
+impl AiToolRegistry for ToolRegistry {
+    async fn list(&self, query: &AiToolQuery) -> Result<Vec<AiToolDefinition>, AiError> {
+        let viewer = self.viewer(query).await?;
+        let visible = |tool: &&RegisteredTool| self.visible(tool, &viewer, query);
+        let definitions = match viewer.agent {
+            Some(agent) => self
+                .scope_of(agent)
+                .into_iter()
+                .map(|i| &self.tools[i])
+                .filter(visible)
+                .map(|t| t.definition.clone())
+                .collect(),
+            None => self
+                .tools
+                .iter()
+                .filter(visible)
+                .map(|t| t.definition.clone())
+                .collect(),
+        };
+        Ok(definitions)
+    }
+
+    async fn find(
+        &self,
+        name: &str,
+        query: &AiToolQuery,
+    ) -> Result<Option<Arc<dyn AiTool>>, AiError> {
+        let Some(tool) = self.registered(name) else {
+            return Ok(None);
+        };
+        let viewer = self.viewer(query).await?;
+        Ok(self
+            .visible(tool, &viewer, query)
+            .then(|| tool.tool.clone()))
+    }
+}

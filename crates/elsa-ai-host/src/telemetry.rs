@@ -1,0 +1,177 @@
+//! Telemetry: `tracing` spans named and attributed after the OpenTelemetry GenAI semantic
+//! conventions, and atomic counters for operations dashboards and tests.
+//!
+//! Each governed tool call runs inside a span named `execute_tool` with `otel.name =
+//! "execute_tool {tool}"`, `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name`,
+//! `gen_ai.tool.call.id`, `gen_ai.tool.type = "function"`, and, once it ends,
+//! `weaver.tool.outcome` (`success` / `error` / `denied`) and `error.type` (the error code).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use elsa_ai_abstractions::AiToolOutcome;
+use serde::Serialize;
+use tracing::Span;
+
+use crate::GovernanceStep;
+
+/// Every counter the host keeps, grouped by area.
+///
+/// `tools` counts governed tool calls. The proposal lifecycle adds its transition counters
+/// as a sibling field here (`proposals`), owned by whoever builds the `ProposalService`.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Outcomes of governed tool calls.
+    pub tools: ToolCounters,
+}
+
+impl Metrics {
+    /// Fresh counters, all zero.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+/// Counters of governed tool calls. Relaxed atomics: each is exact, they are not a snapshot
+/// of one instant taken together.
+#[derive(Debug, Default)]
+pub struct ToolCounters {
+    invocations: AtomicU64,
+    succeeded: AtomicU64,
+    failed: AtomicU64,
+    denied: AtomicU64,
+    timed_out: AtomicU64,
+    truncated: AtomicU64,
+    audit_failures: AtomicU64,
+    event_failures: AtomicU64,
+    denied_by_step: [AtomicU64; 7],
+}
+
+/// The values of [`ToolCounters`] at one point in time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCountersSnapshot {
+    /// Calls that entered the governor.
+    pub invocations: u64,
+    /// Calls that returned content.
+    pub succeeded: u64,
+    /// Calls that failed (tool error, invalid arguments, timeout, audit failure).
+    pub failed: u64,
+    /// Calls governance refused.
+    pub denied: u64,
+    /// Calls cancelled because the tool exceeded its timeout.
+    pub timed_out: u64,
+    /// Results clamped to the model-context budget.
+    pub truncated: u64,
+    /// Audit records that could not be written (the call then failed).
+    pub audit_failures: u64,
+    /// Tool events the event sink refused.
+    pub event_failures: u64,
+    /// Denials per check step, steps 1 to 7 in order.
+    pub denied_by_step: [u64; 7],
+}
+
+impl ToolCounters {
+    /// The current values.
+    pub fn snapshot(&self) -> ToolCountersSnapshot {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        ToolCountersSnapshot {
+            invocations: load(&self.invocations),
+            succeeded: load(&self.succeeded),
+            failed: load(&self.failed),
+            denied: load(&self.denied),
+            timed_out: load(&self.timed_out),
+            truncated: load(&self.truncated),
+            audit_failures: load(&self.audit_failures),
+            event_failures: load(&self.event_failures),
+            denied_by_step: std::array::from_fn(|i| load(&self.denied_by_step[i])),
+        }
+    }
+
+    pub(crate) fn invoked(&self) {
+        self.invocations.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn finished(&self, outcome: AiToolOutcome, truncated: bool) {
+        let counter = match outcome {
+            AiToolOutcome::Success => &self.succeeded,
+            AiToolOutcome::Error => &self.failed,
+            AiToolOutcome::Denied => &self.denied,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if truncated {
+            self.truncated.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn denied_at(&self, step: GovernanceStep) {
+        if let Some(counter) = step
+            .number()
+            .checked_sub(1)
+            .and_then(|i| self.denied_by_step.get(i))
+        {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn timed_out(&self) {
+        self.timed_out.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn audit_failed(&self) {
+        self.audit_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn event_failed(&self) {
+        self.event_failures.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The span of one governed tool call.
+pub fn tool_span(tool_name: &str, call_id: &str) -> Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = %format_args!("execute_tool {tool_name}"),
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %tool_name,
+        gen_ai.tool.call.id = %call_id,
+        gen_ai.tool.type = "function",
+        weaver.tool.outcome = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}
+
+/// Records how the call ended on its span.
+pub(crate) fn record_outcome(span: &Span, outcome: AiToolOutcome, error_code: Option<&str>) {
+    let outcome = match outcome {
+        AiToolOutcome::Success => "success",
+        AiToolOutcome::Error => "error",
+        AiToolOutcome::Denied => "denied",
+    };
+    span.record("weaver.tool.outcome", outcome);
+    if let Some(code) = error_code {
+        span.record("error.type", code);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_count_outcomes_and_denials_per_step() {
+        let counters = ToolCounters::default();
+        counters.invoked();
+        counters.finished(AiToolOutcome::Success, true);
+        counters.invoked();
+        counters.denied_at(GovernanceStep::CheckEnablement);
+        counters.finished(AiToolOutcome::Denied, false);
+        let snapshot = counters.snapshot();
+        assert_eq!(
+            (snapshot.invocations, snapshot.succeeded, snapshot.denied),
+            (2, 1, 1)
+        );
+        assert_eq!(snapshot.truncated, 1);
+        assert_eq!(snapshot.denied_by_step, [0, 0, 0, 1, 0, 0, 0]);
+    }
+}

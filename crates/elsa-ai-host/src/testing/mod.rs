@@ -1,0 +1,5 @@
+//! Test helpers shared by this crate's unit tests, its integration tests and benchmarks, and
+//! other crates' suites (feature `testing`; never enabled in production builds). One file
+//! per area.
+
+pub mod governance;
