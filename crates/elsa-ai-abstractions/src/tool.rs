@@ -340,6 +340,14 @@ pub trait AiToolRegistry: Send + Sync {
 
     /// The tool of that name, if the query's caller may call it.
     async fn find(&self, name: &str, query: &AiToolQuery) -> Result<Option<Arc<dyn AiTool>>, AiError>;
+
+    /// The same definitions as [`list`](Self::list), shared instead of copied. A registry
+    /// that keeps its definitions behind `Arc`s answers without cloning input schemas, which
+    /// dominate the cost of listing many tools; use it where the definitions are only read
+    /// (tool listings, capability screens).
+    async fn list_shared(&self, query: &AiToolQuery) -> Result<Vec<Arc<AiToolDefinition>>, AiError> {
+        Ok(self.list(query).await?.into_iter().map(Arc::new).collect())
+    }
 }
 
 /// A tool call as the provider makes it: only name, arguments and the provider's call id.
