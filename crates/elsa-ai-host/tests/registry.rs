@@ -385,3 +385,19 @@ async fn mcp_tools_are_scoped_by_the_agents_mcp_servers() {
         ["mcp.github.get_issue"]
     );
 }
+
+#[tokio::test]
+async fn list_shared_returns_the_same_definitions_as_list() {
+    let harness = catalogue();
+    for q in [
+        query(harness.caller()),
+        AiToolQuery::for_caller(harness.caller()),
+    ] {
+        let owned = harness.registry.list(&q).await.unwrap();
+        let shared = harness.registry.list_shared(&q).await.unwrap();
+        assert_eq!(
+            shared.iter().map(|d| (**d).clone()).collect::<Vec<_>>(),
+            owned
+        );
+    }
+}

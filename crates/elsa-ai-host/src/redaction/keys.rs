@@ -34,7 +34,11 @@ const SUFFIXES: &[&str] = &["token", "pwd"];
 /// Whole keys that are sensitive although too short to match anywhere inside others.
 const EXACT: &[&str] = &["auth", "pat"];
 
-/// The sensitive-key matcher: one case-insensitive automaton pass plus two suffix checks.
+/// Keys longer than this are folded on the heap instead of the stack.
+const STACK_KEY: usize = 64;
+
+/// The sensitive-key matcher: the key is ASCII-lowercased (on the stack for ordinary keys),
+/// then one automaton pass and two suffix checks decide.
 #[derive(Clone, Debug)]
 pub(super) struct SensitiveKeys {
     contains: AhoCorasick,
@@ -48,28 +52,42 @@ impl SensitiveKeys {
                 patterns.push(format!("{first}{separator}{second}"));
             }
         }
+        // Keys are short: a plain DFA without prefilter has the least per-call overhead.
         let contains = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostFirst)
             .kind(Some(AhoCorasickKind::DFA))
+            .prefilter(false)
             .build(&patterns)?;
         Ok(Self { contains })
     }
 
     pub(super) fn is_sensitive(&self, key: &str) -> bool {
-        let trimmed = key.trim_end_matches(['_', '-', '.', ' ']).as_bytes();
+        let key = key.as_bytes();
+        if key.len() <= STACK_KEY {
+            let mut folded = [0u8; STACK_KEY];
+            for (to, from) in folded.iter_mut().zip(key) {
+                *to = from.to_ascii_lowercase();
+            }
+            self.is_sensitive_folded(&folded[..key.len()])
+        } else {
+            self.is_sensitive_folded(&key.to_ascii_lowercase())
+        }
+    }
+
+    fn is_sensitive_folded(&self, folded: &[u8]) -> bool {
+        let trimmed = match folded
+            .iter()
+            .rposition(|b| !matches!(b, b'_' | b'-' | b'.' | b' '))
+        {
+            Some(last) => &folded[..=last],
+            None => folded,
+        };
         SUFFIXES
             .iter()
-            .any(|suffix| ends_with_ignore_case(trimmed, suffix.as_bytes()))
-            || EXACT
-                .iter()
-                .any(|exact| trimmed.eq_ignore_ascii_case(exact.as_bytes()))
-            || self.contains.is_match(key)
+            .any(|suffix| trimmed.ends_with(suffix.as_bytes()))
+            || EXACT.iter().any(|exact| trimmed == exact.as_bytes())
+            || self.contains.is_match(folded)
     }
-}
-
-fn ends_with_ignore_case(text: &[u8], suffix: &[u8]) -> bool {
-    text.len() >= suffix.len() && text[text.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
 }
 
 #[cfg(test)]

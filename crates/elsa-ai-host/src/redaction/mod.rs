@@ -17,11 +17,13 @@
 //! * **Registered secrets**: exact strings a host registers (API keys from its configuration)
 //!   are replaced wherever they occur.
 //!
-//! Every replacement is the fixed marker [`REDACTED`]. Strings are scanned in one pass of a
-//! multi-pattern automaton over literal anchors (`bearer`, `eyJ`, `-----BEGIN `, `AKIA`,
-//! `ghp_`, `password`, `://`, the registered secrets, …); only anchor hits are verified,
-//! so text without anchors costs a single scan and no allocation. Object keys are not
-//! rewritten.
+//! Every replacement is the fixed marker [`REDACTED`]. Strings are ASCII-lowercased into a
+//! reused buffer (which keeps byte offsets) and scanned in one pass of a multi-pattern
+//! automaton over lowercase literal anchors (`bearer`, `eyj`, `-----begin `, `akia`, `ghp_`,
+//! `password`, `://`, the registered secrets, …), so that matching is case-insensitive yet
+//! keeps the automaton's SIMD prefilter; only anchor hits are verified, on the original text
+//! (case-sensitive where the real format is), and text without anchors allocates nothing
+//! beyond the buffer. Object keys are not rewritten.
 
 mod keys;
 mod patterns;
@@ -79,32 +81,55 @@ impl RedactorBuilder {
     }
 
     /// Compiles the patterns.
-    pub fn build(mut self) -> Result<Redactor, RedactorError> {
+    pub fn build(self) -> Result<Redactor, RedactorError> {
         if let Some(short) = self.secrets.iter().find(|s| s.len() < Self::MIN_SECRET_LEN) {
             return Err(RedactorError::SecretTooShort {
                 len: short.len(),
                 min: Self::MIN_SECRET_LEN,
             });
         }
-        self.secrets.sort();
-        self.secrets.dedup();
-        let mut literals: Vec<&str> = BUILT_IN.iter().map(|(literal, _)| *literal).collect();
+        // Secrets equal up to ASCII case share one lowercase pattern; verification picks the
+        // exact one.
+        let mut secrets: Vec<Vec<String>> = Vec::new();
+        let mut folded_secrets: Vec<String> = Vec::new();
+        for secret in self.secrets {
+            let folded = secret.to_ascii_lowercase();
+            match folded_secrets.iter().position(|f| *f == folded) {
+                Some(group) if !secrets[group].contains(&secret) => secrets[group].push(secret),
+                Some(_) => {}
+                None => {
+                    folded_secrets.push(folded);
+                    secrets.push(vec![secret]);
+                }
+            }
+        }
+        let mut literals: Vec<String> = BUILT_IN
+            .iter()
+            .map(|(literal, _)| literal.to_ascii_lowercase())
+            .collect();
         let mut kinds: Vec<Anchor> = BUILT_IN.iter().map(|(_, anchor)| *anchor).collect();
-        for (index, secret) in self.secrets.iter().enumerate() {
-            literals.push(secret);
-            kinds.push(Anchor::Secret(index));
+        for (group, folded) in folded_secrets.into_iter().enumerate() {
+            literals.push(folded);
+            kinds.push(Anchor::Secret(group));
         }
         let anchors = AhoCorasick::builder()
-            .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
+            .build(&literals)
+            .map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        // Short texts skip folding: a case-insensitive DFA without prefilter starts cheapest.
+        let short_anchors = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .ascii_case_insensitive(true)
             .kind(Some(AhoCorasickKind::DFA))
+            .prefilter(false)
             .build(&literals)
             .map_err(|e| RedactorError::Patterns(e.to_string()))?;
         let keys = SensitiveKeys::new().map_err(|e| RedactorError::Patterns(e.to_string()))?;
         Ok(Redactor {
             anchors,
+            short_anchors,
             kinds,
-            secrets: self.secrets,
+            secrets,
             keys,
         })
     }
@@ -130,10 +155,47 @@ impl RedactorBuilder {
 /// ```
 #[derive(Clone, Debug)]
 pub struct Redactor {
+    /// For long text, run over its lowercased copy: the automaton with its SIMD prefilter.
     anchors: AhoCorasick,
+    /// For short text, run over the text itself: the same patterns as a case-insensitive DFA.
+    short_anchors: AhoCorasick,
     kinds: Vec<Anchor>,
-    secrets: Vec<String>,
+    secrets: Vec<Vec<String>>,
     keys: SensitiveKeys,
+}
+
+/// The shortest text any anchor can match in (`://`, `eyJ`, `pwd`, `sk-`).
+const MIN_ANCHOR_LEN: usize = 3;
+
+/// Texts up to this length are scanned by the case-insensitive DFA without folding.
+const SHORT_TEXT: usize = 64;
+
+/// Remembers recent key decisions during one walk: JSON documents repeat the same keys in
+/// every record, and a comparison is cheaper than the matcher.
+struct KeyCache<'a> {
+    slots: [(&'a str, bool); 64],
+}
+
+impl<'a> KeyCache<'a> {
+    fn new() -> Self {
+        Self {
+            slots: [("", false); 64],
+        }
+    }
+
+    fn is_sensitive(&mut self, keys: &SensitiveKeys, key: &'a str) -> bool {
+        let bytes = key.as_bytes();
+        let first = bytes.first().copied().unwrap_or(0) as usize;
+        let last = bytes.last().copied().unwrap_or(0) as usize;
+        let middle = bytes.get(bytes.len() / 2).copied().unwrap_or(0) as usize;
+        let slot = &mut self.slots[(bytes.len() * 31 + first * 7 + last * 3 + middle) & 63];
+        if slot.0 == key {
+            return slot.1;
+        }
+        let sensitive = keys.is_sensitive(key);
+        *slot = (key, sensitive);
+        sensitive
+    }
 }
 
 impl Redactor {
@@ -149,7 +211,7 @@ impl Redactor {
 
     /// Redacts free text (prompts, rationale, error messages); borrowed when nothing matched.
     pub fn redact_str<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match self.redact_text(text) {
+        match self.redact_text(text, &mut Vec::new()) {
             Some(redacted) => Cow::Owned(redacted),
             None => Cow::Borrowed(text),
         }
@@ -158,6 +220,8 @@ impl Redactor {
     /// Redacts a JSON value in place, keeping its shape; returns whether anything changed.
     pub fn redact_value(&self, value: &mut Value) -> bool {
         let mut changed = false;
+        let mut folded = Vec::new();
+        let mut keys = KeyCache::new();
         let mut pending: Vec<(&mut Value, bool)> = Vec::with_capacity(16);
         pending.push((value, false));
         while let Some((value, sensitive)) = pending.pop() {
@@ -175,7 +239,7 @@ impl Redactor {
                             REDACTED.clone_into(text);
                             changed = true;
                         }
-                    } else if let Some(redacted) = self.redact_text(text) {
+                    } else if let Some(redacted) = self.redact_text(text, &mut folded) {
                         *text = redacted;
                         changed = true;
                     }
@@ -185,7 +249,7 @@ impl Redactor {
                 }
                 Value::Object(map) => {
                     for (key, item) in map.iter_mut() {
-                        pending.push((item, sensitive || self.keys.is_sensitive(key)));
+                        pending.push((item, sensitive || keys.is_sensitive(&self.keys, key)));
                     }
                 }
             }
@@ -202,7 +266,7 @@ impl Redactor {
 
     /// Redacts an audit record's summary and details before it reaches a sink.
     pub fn redact_audit_event(&self, event: &mut AiAuditEvent) {
-        if let Some(summary) = self.redact_text(&event.summary) {
+        if let Some(summary) = self.redact_text(&event.summary, &mut Vec::new()) {
             event.summary = summary;
         }
         self.redact_value(&mut event.details);
@@ -213,14 +277,25 @@ impl Redactor {
         self.redact_value(&mut event.data);
     }
 
-    /// The redacted text, or `None` when nothing in it needed redaction.
-    fn redact_text(&self, text: &str) -> Option<String> {
+    /// The redacted text, or `None` when nothing in it needed redaction. `folded` is scratch
+    /// space for the lowercased text, reused across calls.
+    fn redact_text(&self, text: &str, folded: &mut Vec<u8>) -> Option<String> {
         let bytes = text.as_bytes();
+        if bytes.len() < MIN_ANCHOR_LEN {
+            return None;
+        }
+        let (automaton, haystack) = if bytes.len() <= SHORT_TEXT {
+            (&self.short_anchors, bytes)
+        } else {
+            folded.clear();
+            folded.extend(bytes.iter().map(u8::to_ascii_lowercase));
+            (&self.anchors, folded.as_slice())
+        };
         let mut out: Option<String> = None;
         let mut copied = 0;
         let mut pos = 0;
         while pos < bytes.len() {
-            let Some(found) = self.anchors.find(Input::new(bytes).range(pos..)) else {
+            let Some(found) = automaton.find(Input::new(haystack).range(pos..)) else {
                 break;
             };
             let anchor = self.kinds[found.pattern().as_usize()];
@@ -381,6 +456,47 @@ mod tests {
             value["body"],
             "{\"password\":\"[REDACTED]\",\"user\":\"bob\"}"
         );
+    }
+
+    #[test]
+    fn registered_secrets_match_exactly_even_when_they_differ_only_in_case() {
+        let r = Redactor::builder()
+            .secret("Case-Secret-1")
+            .secret("case-secret-1")
+            .build()
+            .unwrap();
+        assert_eq!(
+            r.redact_str("a Case-Secret-1 b case-secret-1 c CASE-SECRET-1"),
+            "a [REDACTED] b [REDACTED] c CASE-SECRET-1"
+        );
+    }
+
+    #[test]
+    fn keyword_anchors_match_in_any_case() {
+        let r = redactor();
+        assert_eq!(
+            r.redact_str("PASSWORD=x1 PassWord: y2 BEARER abcdef123456"),
+            "PASSWORD=[REDACTED] PassWord: [REDACTED] BEARER [REDACTED]"
+        );
+    }
+
+    #[test]
+    fn short_and_long_texts_are_redacted_alike() {
+        let r = redactor();
+        for secret in [
+            "Password=hunter2;",
+            "BEARER abcdef123456",
+            "host-secret-value-42",
+            "AKIAIOSFODNN7EXAMPLE",
+        ] {
+            let short = r.redact_str(secret).into_owned();
+            let padding = "lorem ipsum ".repeat(20);
+            let long = r
+                .redact_str(&format!("{padding}{secret} {padding}"))
+                .into_owned();
+            assert_eq!(long, format!("{padding}{short} {padding}"), "{secret}");
+            assert!(short.contains(REDACTED), "{secret}");
+        }
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub(super) enum Anchor {
     Authorization,
     /// `scheme://user:password@host`: the password is replaced.
     UrlCredentials,
-    /// A value the host registered as secret (index into the secret list), matched exactly.
+    /// A value the host registered as secret, matched exactly: the index of the group of
+    /// registered secrets that are equal ignoring ASCII case.
     Secret(usize),
 }
 
@@ -70,8 +71,8 @@ const fn prefix(
     })
 }
 
-/// Every built-in anchor. The automaton matches them ASCII-case-insensitively; each
-/// verification re-checks case where the real format is case-sensitive.
+/// Every built-in anchor. The automaton matches them in ASCII-lowercased text; each
+/// verification re-checks case on the original text where the real format is case-sensitive.
 pub(super) const BUILT_IN: &[(&str, Anchor)] = &[
     ("bearer", Anchor::Bearer),
     ("eyJ", Anchor::Jwt),
@@ -151,7 +152,7 @@ pub(super) fn verify(
     text: &[u8],
     at: usize,
     end: usize,
-    secrets: &[String],
+    secrets: &[Vec<String>],
 ) -> Option<Range<usize>> {
     match anchor {
         Anchor::Bearer => bearer(text, end),
@@ -161,9 +162,13 @@ pub(super) fn verify(
         Anchor::Assignment => assignment(text, end, false),
         Anchor::Authorization => assignment(text, end, true),
         Anchor::UrlCredentials => url_credentials(text, at),
-        Anchor::Secret(index) => {
-            let secret = secrets.get(index)?.as_bytes();
-            (text.get(at..end)? == secret).then_some(at..end)
+        Anchor::Secret(group) => {
+            let found = text.get(at..end)?;
+            secrets
+                .get(group)?
+                .iter()
+                .any(|secret| secret.as_bytes() == found)
+                .then_some(at..end)
         }
     }
 }

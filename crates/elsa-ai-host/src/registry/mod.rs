@@ -24,7 +24,7 @@ pub use validation::{MAX_TOOL_NAME_LEN, ToolRegistrationError};
 /// what was precomputed from it (compiled input schema, permission mask).
 pub struct RegisteredTool {
     tool: Arc<dyn AiTool>,
-    definition: AiToolDefinition,
+    definition: Arc<AiToolDefinition>,
     validator: jsonschema::Validator,
     required: PermissionMask,
 }
@@ -43,6 +43,11 @@ const MAX_REPORTED_VIOLATIONS: usize = 5;
 impl RegisteredTool {
     /// The metadata, exactly as validated at registration.
     pub fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    /// The metadata as a shared handle.
+    pub fn shared_definition(&self) -> &Arc<AiToolDefinition> {
         &self.definition
     }
 
@@ -154,7 +159,7 @@ impl ToolRegistryBuilder {
                 RegisteredTool {
                     required: permissions.mask(&definition.permissions),
                     tool,
-                    definition,
+                    definition: Arc::new(definition),
                     validator,
                 }
             })
@@ -297,6 +302,24 @@ impl ToolRegistry {
                 .is_enabled(definition, viewer.agent.map(|a| a.name.as_str()))
     }
 
+    /// The tools `viewer` may call that match the query's filters, in name order.
+    fn visible_tools<'a>(
+        &'a self,
+        viewer: &'a Viewer<'a>,
+        query: &'a AiToolQuery,
+    ) -> Box<dyn Iterator<Item = &'a RegisteredTool> + 'a> {
+        let visible = move |tool: &&RegisteredTool| self.visible(tool, viewer, query);
+        match viewer.agent {
+            Some(agent) => Box::new(
+                self.scope_of(agent)
+                    .into_iter()
+                    .map(|i| &self.tools[i])
+                    .filter(visible),
+            ),
+            None => Box::new(self.tools.iter().filter(visible)),
+        }
+    }
+
     /// Indices of the tools an agent's scope names, in name order.
     fn scope_of(&self, agent: &AiAgentDefinition) -> Vec<usize> {
         let mut indices: Vec<usize> = agent
@@ -322,23 +345,10 @@ impl ToolRegistry {
 impl AiToolRegistry for ToolRegistry {
     async fn list(&self, query: &AiToolQuery) -> Result<Vec<AiToolDefinition>, AiError> {
         let viewer = self.viewer(query).await?;
-        let visible = |tool: &&RegisteredTool| self.visible(tool, &viewer, query);
-        let definitions = match viewer.agent {
-            Some(agent) => self
-                .scope_of(agent)
-                .into_iter()
-                .map(|i| &self.tools[i])
-                .filter(visible)
-                .map(|t| t.definition.clone())
-                .collect(),
-            None => self
-                .tools
-                .iter()
-                .filter(visible)
-                .map(|t| t.definition.clone())
-                .collect(),
-        };
-        Ok(definitions)
+        Ok(self
+            .visible_tools(&viewer, query)
+            .map(|t| AiToolDefinition::clone(&t.definition))
+            .collect())
     }
 
     async fn find(
@@ -353,5 +363,16 @@ impl AiToolRegistry for ToolRegistry {
         Ok(self
             .visible(tool, &viewer, query)
             .then(|| tool.tool.clone()))
+    }
+
+    async fn list_shared(
+        &self,
+        query: &AiToolQuery,
+    ) -> Result<Vec<Arc<AiToolDefinition>>, AiError> {
+        let viewer = self.viewer(query).await?;
+        Ok(self
+            .visible_tools(&viewer, query)
+            .map(|t| t.definition.clone())
+            .collect())
     }
 }

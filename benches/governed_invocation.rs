@@ -1,0 +1,105 @@
+//! Overhead of governed tool execution: steps 1–11 around a no-op tool, with an in-memory
+//! audit sink and enablement store (target: under 10 µs per call).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use elsa_ai_abstractions::{AiCaller, AiProviderToolInvocation, AiProviderToolInvoker, Permission};
+use elsa_ai_host::testing::governance::{
+    TestTool, empty_services, proposal_tool, read_tool, test_agent,
+};
+use elsa_ai_host::{
+    AgentRegistry, InMemoryAuditLog, InMemoryToolEnablementStore, ToolCallScope, ToolGovernor,
+    ToolRegistry,
+};
+use serde_json::json;
+
+/// A governor over fresh in-memory stores, bound to one turn; fresh per sample so the audit
+/// log does not grow without bound across the run.
+fn bound_invoker() -> Arc<dyn AiProviderToolInvoker> {
+    let mut definition = read_tool("workflow.getDefinition");
+    definition.input_schema = json!({
+        "type": "object",
+        "properties": {"definitionId": {"type": "string"}, "version": {"type": "integer"}},
+        "required": ["definitionId"],
+    });
+    let agents = AgentRegistry::builder()
+        .with_builtin_agents()
+        .and_then(|b| {
+            b.agent(test_agent(
+                "bench-agent",
+                &["workflow.getDefinition", "workflow.proposeCreate"],
+                &[Permission::READ_WORKFLOWS, Permission::PROPOSE_WORKFLOWS],
+            ))
+        })
+        .expect("valid agents")
+        .build();
+    let registry = ToolRegistry::builder()
+        .tool(Arc::new(TestTool::returning(
+            definition,
+            json!({"ok": true}),
+        )))
+        .and_then(|b| {
+            b.tool(Arc::new(TestTool::returning(
+                proposal_tool("workflow.proposeCreate"),
+                json!({}),
+            )))
+        })
+        .expect("valid tools")
+        .build(
+            Arc::new(agents),
+            Arc::new(InMemoryToolEnablementStore::new()),
+        );
+    let governor = ToolGovernor::builder(
+        Arc::new(registry),
+        empty_services(),
+        Arc::new(InMemoryAuditLog::new()),
+    )
+    .build();
+    let caller = AiCaller::new(
+        "alice",
+        "acme",
+        [Permission::READ_WORKFLOWS, Permission::PROPOSE_WORKFLOWS],
+    );
+    governor.bind(ToolCallScope::new(caller, "bench-agent"))
+}
+
+fn invocation(tool: &str) -> AiProviderToolInvocation {
+    AiProviderToolInvocation {
+        call_id: "call-1".into(),
+        tool_name: tool.into(),
+        arguments: json!({"definitionId": "wf-1", "version": 3}),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let mut group = c.benchmark_group("governed_invocation");
+    for (name, tool) in [
+        ("allowed_noop_tool", "workflow.getDefinition"),
+        ("denied_disabled_tool", "workflow.proposeCreate"),
+    ] {
+        group.bench_function(name, |b| {
+            b.to_async(&runtime).iter_custom(|iterations| async move {
+                let invoker = bound_invoker();
+                let start = Instant::now();
+                for _ in 0..iterations {
+                    std::hint::black_box(invoker.invoke(invocation(tool)).await);
+                }
+                start.elapsed()
+            });
+        });
+    }
+    group.finish();
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().measurement_time(Duration::from_secs(5));
+    targets = bench
+}
+criterion_main!(benches);

@@ -1,0 +1,85 @@
+//! Redaction throughput over a 1 MiB JSON document with secrets sprinkled in
+//! (target: at least 200 MiB/s).
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use elsa_ai_host::Redactor;
+use serde_json::{Value, json};
+
+/// Workflow-instance-like records until the document is about 1 MiB of compact JSON; every
+/// 25th record carries secrets of a different shape.
+fn document() -> Value {
+    let mut records = Vec::new();
+    let mut size = 2;
+    let mut i = 0usize;
+    while size < 1024 * 1024 {
+        let mut record = json!({
+            "id": format!("instance-{i:06}"),
+            "definitionId": format!("orders-{}", i % 40),
+            "status": if i.is_multiple_of(7) { "Faulted" } else { "Finished" },
+            "createdAt": "2024-04-18T10:15:30.123Z",
+            "variables": {"customer": format!("customer {i}"), "amount": i * 3, "currency": "EUR"},
+            "activities": [
+                {"id": "a1", "type": "Elsa.HttpEndpoint", "path": "/orders/submit", "url": "https://shop.example.com/api/orders"},
+                {"id": "a2", "type": "Elsa.WriteLine", "text": "Order received, sending confirmation to the customer mailbox"},
+            ],
+            "log": format!("step {i} completed in {} ms without incident; next step scheduled", i % 97),
+        });
+        if i.is_multiple_of(25) {
+            match (i / 25) % 5 {
+                0 => record["variables"]["password"] = json!("hunter2-secret"),
+                1 => {
+                    record["log"] =
+                        json!("calling api with Authorization: Bearer abcdef0123456789xyz")
+                }
+                2 => {
+                    record["activities"][0]["connection"] =
+                        json!("Server=db;User Id=sa;Password=P@ssw0rd;")
+                }
+                3 => {
+                    record["variables"]["note"] =
+                        json!("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJlLXZhbHVl")
+                }
+                _ => record["variables"]["aws"] = json!("key AKIAIOSFODNN7EXAMPLE in use"),
+            }
+        }
+        size += serde_json::to_string(&record).map_or(0, |s| s.len()) + 1;
+        records.push(record);
+        i += 1;
+    }
+    json!({"items": records})
+}
+
+fn bench(c: &mut Criterion) {
+    let redactor = Redactor::builder()
+        .secret("host-registered-secret-value")
+        .build()
+        .expect("redactor");
+    let doc = document();
+    let bytes = serde_json::to_string(&doc).expect("serialisable").len() as u64;
+    let mut probe = doc.clone();
+    assert!(
+        redactor.redact_value(&mut probe),
+        "the document contains secrets"
+    );
+
+    let mut group = c.benchmark_group("redaction");
+    group.throughput(Throughput::Bytes(bytes));
+    group.bench_function("redact_value_1mib_json", |b| {
+        b.iter_batched(
+            || doc.clone(),
+            |mut value| {
+                redactor.redact_value(&mut value);
+                value
+            },
+            BatchSize::LargeInput,
+        );
+    });
+    let text = serde_json::to_string(&doc).expect("serialisable");
+    group.bench_function("redact_str_1mib_text", |b| {
+        b.iter(|| std::hint::black_box(redactor.redact_str(std::hint::black_box(&text))).len());
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
