@@ -189,42 +189,8 @@ impl ToolGovernorBuilder {
     }
 }
 
-/// Governed tool execution: bind it to a turn and hand the invoker to the provider.
-///
-/// ```
-/// # use std::sync::Arc;
-/// # use elsa_ai_abstractions::{AiCaller, AiProviderToolInvocation, AiToolOutcome, Permission};
-/// # use elsa_ai_host::testing::governance::{empty_services, read_tool, TestTool};
-/// use elsa_ai_host::{
-///     AgentRegistry, InMemoryAuditLog, InMemoryToolEnablementStore, ToolCallScope, ToolGovernor,
-///     ToolRegistry, WORKFLOW_AUTHOR,
-/// };
-///
-/// # tokio_test_block(async {
-/// let registry = ToolRegistry::builder()
-///     .tool(Arc::new(TestTool::echo(read_tool("workflow.getDefinition"))))?
-///     .build(Arc::new(AgentRegistry::builtin()), Arc::new(InMemoryToolEnablementStore::new()));
-/// let audit = Arc::new(InMemoryAuditLog::new());
-/// let governor = ToolGovernor::builder(Arc::new(registry), empty_services(), audit.clone()).build();
-///
-/// let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
-/// let invoker = governor.bind(ToolCallScope::new(caller, WORKFLOW_AUTHOR));
-/// let call = |name: &str| AiProviderToolInvocation {
-///     call_id: "call-1".into(),
-///     tool_name: name.into(),
-///     arguments: serde_json::json!({"id": "wf-1"}),
-/// };
-/// assert_eq!(invoker.invoke(call("workflow.getDefinition")).await.outcome, AiToolOutcome::Success);
-/// // Outside the agent's scope: a denial the model can read, and an audit record.
-/// let denied = invoker.invoke(call("instance.get")).await;
-/// assert_eq!(denied.error.unwrap().code, "tool_not_in_agent_scope");
-/// assert_eq!(audit.events(&"acme".into()).len(), 2);
-/// # Ok::<(), elsa_ai_host::ToolRegistrationError>(())
-/// # });
-/// # fn tokio_test_block<F: std::future::Future>(f: F) -> F::Output {
-/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
-/// # }
-/// ```
+/// Governed tool execution: bind it to a turn and hand the invoker to the provider. The
+/// crate documentation shows the wiring.
 #[derive(Clone)]
 pub struct ToolGovernor {
     governor: Arc<Governor>,

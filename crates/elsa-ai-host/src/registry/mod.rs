@@ -14,7 +14,7 @@ use elsa_ai_abstractions::{
 };
 use serde_json::Value;
 
-use crate::{AgentRegistry, EnablementDecisions, EnablementPolicy};
+use crate::{AgentRegistry, EnablementDecisions};
 use access::{PermissionIndex, PermissionMask};
 
 pub use access::{ToolPolicy, agent_names_tool, requires_tenant, tool_admits_agent};
@@ -253,12 +253,6 @@ impl ToolRegistry {
     /// The mutability and danger policy.
     pub fn policy(&self) -> &ToolPolicy {
         &self.policy
-    }
-
-    /// Whether the tool is on before any administrator decides (`None`: no such tool).
-    pub fn default_enabled(&self, name: &str) -> Option<bool> {
-        self.registered(name)
-            .map(|t| EnablementPolicy::default_enabled(&t.definition))
     }
 
     async fn viewer<'a>(&'a self, query: &'a AiToolQuery) -> Result<Viewer<'a>, AiError> {
