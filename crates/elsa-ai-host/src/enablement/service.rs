@@ -83,15 +83,14 @@ impl ToolEnablementService {
                 message: format!("tool '{}' not found", change.tool_name),
             });
         };
-        if let Some(agent) = &change.agent {
-            self.registry
-                .agents()
-                .resolve(agent)
-                .map(|_| ())
-                .or_else(|e| match e.status() {
-                    403 => Ok(()), // a disabled agent may still be configured
-                    _ => Err(e),
-                })?;
+        // A disabled agent may still be configured; an unknown one may not.
+        if let Some(agent) = &change.agent
+            && self.registry.agents().get(agent).is_none()
+        {
+            return Err(AiError::NotFound {
+                code: "agent_not_found".into(),
+                message: format!("agent '{agent}' not found"),
+            });
         }
         if change.enabled
             && let Err(denied) = EnablementPolicy::may_enable(tool.definition())

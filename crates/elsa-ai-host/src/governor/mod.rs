@@ -261,7 +261,11 @@ struct BoundToolInvoker {
 #[async_trait]
 impl AiProviderToolInvoker for BoundToolInvoker {
     async fn invoke(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
-        let span = tool_span(&invocation.tool_name, &invocation.call_id);
+        // The name comes from the model: it reaches the trace only after redaction.
+        let span = tool_span(
+            &self.governor.redactor.redact_str(&invocation.tool_name),
+            &invocation.call_id,
+        );
         self.govern(invocation).instrument(span).await
     }
 }

@@ -69,8 +69,9 @@ impl GovernanceStep {
 /// Watches the pipeline: told after each step of each call whether it let the call pass.
 /// For tracing and tests (for example, proving that a refused call stops where it should).
 pub trait StepObserver: Send + Sync {
-    /// `step` finished for `call_id`; `refusal` is the error when it stopped the call.
-    fn step_finished(&self, call_id: &str, step: GovernanceStep, refusal: Option<&AiError>);
+    /// `step` finished for `call_id`; `error` is set when the step refused the call (steps
+    /// 1–7) or the execution failed (step 9).
+    fn step_finished(&self, call_id: &str, step: GovernanceStep, error: Option<&AiError>);
 }
 
 /// A check step's refusal: which step stopped the call and why.
