@@ -32,7 +32,7 @@ mod sink;
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
-use elsa_ai_abstractions::{AiAuditEvent, AiStreamEvent};
+use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent};
 use serde_json::Value;
 
 use keys::SensitiveKeys;
@@ -275,6 +275,39 @@ impl Redactor {
     /// Redacts a stream event's data before it is journaled or sent.
     pub fn redact_stream_event(&self, event: &mut AiStreamEvent) {
         self.redact_value(&mut event.data);
+    }
+
+    /// The error with its message redacted (code, status and diagnostics unchanged).
+    pub fn redact_error(&self, error: AiError) -> AiError {
+        let message = match self.redact_str(error.message()) {
+            Cow::Borrowed(_) => return error,
+            Cow::Owned(message) => message,
+        };
+        match error {
+            AiError::BadRequest { code, .. } => AiError::BadRequest { code, message },
+            AiError::Unauthenticated { code, .. } => AiError::Unauthenticated { code, message },
+            AiError::Forbidden { code, .. } => AiError::Forbidden { code, message },
+            AiError::NotFound { code, .. } => AiError::NotFound { code, message },
+            AiError::Conflict {
+                code,
+                current_state,
+                ..
+            } => AiError::Conflict {
+                code,
+                message,
+                current_state,
+            },
+            AiError::PayloadTooLarge { code, .. } => AiError::PayloadTooLarge { code, message },
+            AiError::Unprocessable {
+                code, diagnostics, ..
+            } => AiError::Unprocessable {
+                code,
+                message,
+                diagnostics,
+            },
+            AiError::Internal { code, .. } => AiError::Internal { code, message },
+            AiError::Unavailable { code, .. } => AiError::Unavailable { code, message },
+        }
     }
 
     /// The redacted text, or `None` when nothing in it needed redaction. `folded` is scratch

@@ -25,36 +25,7 @@ impl RedactResult<'_> {
 
     /// The error with its message redacted.
     pub fn redact_error(&self, error: AiError) -> AiError {
-        let message = self.redactor.redact_str(error.message());
-        if matches!(message, std::borrow::Cow::Borrowed(_)) {
-            return error;
-        }
-        let message = message.into_owned();
-        match error {
-            AiError::BadRequest { code, .. } => AiError::BadRequest { code, message },
-            AiError::Unauthenticated { code, .. } => AiError::Unauthenticated { code, message },
-            AiError::Forbidden { code, .. } => AiError::Forbidden { code, message },
-            AiError::NotFound { code, .. } => AiError::NotFound { code, message },
-            AiError::Conflict {
-                code,
-                current_state,
-                ..
-            } => AiError::Conflict {
-                code,
-                message,
-                current_state,
-            },
-            AiError::PayloadTooLarge { code, .. } => AiError::PayloadTooLarge { code, message },
-            AiError::Unprocessable {
-                code, diagnostics, ..
-            } => AiError::Unprocessable {
-                code,
-                message,
-                diagnostics,
-            },
-            AiError::Internal { code, .. } => AiError::Internal { code, message },
-            AiError::Unavailable { code, .. } => AiError::Unavailable { code, message },
-        }
+        self.redactor.redact_error(error)
     }
 }
 
