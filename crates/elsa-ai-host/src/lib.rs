@@ -84,10 +84,16 @@
 mod agents;
 mod audit;
 mod clamp;
+mod context;
+mod conversation;
 mod enablement;
 mod governor;
+mod orchestrator;
 mod redaction;
 mod registry;
+mod retention;
+mod scripted;
+mod stream;
 mod telemetry;
 
 #[cfg(any(test, feature = "testing"))]
@@ -99,6 +105,12 @@ pub use agents::{
 };
 pub use audit::InMemoryAuditLog;
 pub use clamp::{Clamped, ResultClamp, json_size};
+pub use context::{
+    ActivitySelectionContext, ContextRequest, ContextResolver, ContextResolverBuilder,
+    DiagnosticsScopeContext, TenantContext, TimeRangeContext, WorkflowDefinitionContext,
+    WorkflowInstanceContext, builtin_context_providers,
+};
+pub use conversation::{InMemoryConversationStore, find_owned_conversation};
 pub use enablement::{
     EnablementChange, EnablementDecisions, EnablementPolicy, InMemoryToolEnablementStore,
     ToolEnablementService,
@@ -107,9 +119,18 @@ pub use governor::{
     GovernanceStep, StepObserver, ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor,
     ToolGovernorBuilder,
 };
+pub use orchestrator::{
+    ChatOrchestrator, ChatOrchestratorBuilder, OrchestratorSettings, ProviderSessions, chat_span,
+};
 pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};
 pub use registry::{
     MAX_TOOL_NAME_LEN, RegisteredTool, ToolPolicy, ToolRegistrationError, ToolRegistry,
     ToolRegistryBuilder, agent_names_tool, requires_tenant, tool_admits_agent,
 };
+pub use retention::{RetentionReport, RetentionSweeper};
+pub use scripted::{
+    CompletedToolCall, ComputedStep, Script, ScriptStep, ScriptedProvider, ScriptedToolCall,
+    TurnSoFar,
+};
+pub use stream::{ConversationEvents, InMemoryStreamJournal};
 pub use telemetry::{Metrics, ToolCounters, ToolCountersSnapshot, tool_span};

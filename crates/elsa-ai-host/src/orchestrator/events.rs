@@ -1,0 +1,338 @@
+//! A turn's events on their way to the stream: provider events mapped to stream events,
+//! the governor's tool events, and the rule that each tool call id gets exactly one
+//! `tool.started` and one terminal `tool.completed` / `tool.failed`.
+//!
+//! The governor's reports win: it knows the redacted arguments and the authoritative
+//! outcome. A provider's `ToolStarted` is therefore only *announced* (held back) until the
+//! governor reports the call; later provider reports of a call the governor reported are
+//! dropped. A call the governor never reports (the provider failed it outside the invoker)
+//! is published from the provider's reports, and a call still open when the turn ends is
+//! closed with a `tool.failed`, so a client never waits for a terminal event that will not
+//! come.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use elsa_ai_abstractions::{
+    AiError, AiProviderEvent, AiStreamEventType, AiToolError, AiToolOutcome, AiToolResult,
+};
+use serde_json::{Value, json};
+use tokio::sync::Mutex;
+
+use crate::stream::Channel;
+use crate::{ToolEvent, ToolEventSink};
+
+/// One turn's view of its conversation channel; the governor's [`ToolEventSink`].
+pub(crate) struct TurnEvents {
+    channel: Arc<Channel>,
+    ledger: Mutex<Ledger>,
+}
+
+#[derive(Default)]
+struct Ledger {
+    calls: Vec<Call>,
+    by_id: HashMap<String, usize>,
+    /// Text deltas since the last complete assistant message.
+    pending_text: String,
+    /// The turn's complete assistant messages.
+    messages: Vec<String>,
+    /// The first event that could not be journaled; it fails the turn.
+    failure: Option<AiError>,
+    /// Set when the turn ended: nothing more is published for it.
+    closed: bool,
+}
+
+struct Call {
+    call_id: String,
+    tool_name: String,
+    state: CallState,
+}
+
+enum CallState {
+    /// The provider reported the start; held back until the governor reports it.
+    Announced { arguments: Value },
+    /// `tool.started` is published.
+    Started,
+    /// The terminal event is published.
+    Finished,
+}
+
+/// What a turn produced, once it is closed.
+pub(crate) struct TurnOutput {
+    /// The assistant's reply: its complete messages, joined.
+    pub reply: String,
+    /// How many tool calls the turn made.
+    pub tool_calls: usize,
+}
+
+impl TurnEvents {
+    pub fn new(channel: Arc<Channel>) -> Self {
+        Self {
+            channel,
+            ledger: Mutex::new(Ledger::default()),
+        }
+    }
+
+    /// The first journal failure of the turn, if any.
+    pub async fn failure(&self) -> Option<AiError> {
+        self.ledger.lock().await.failure.clone()
+    }
+
+    async fn append(&self, ledger: &mut Ledger, event_type: AiStreamEventType, data: Value) {
+        if let Err(error) = self.channel.append(event_type, data).await {
+            tracing::error!(
+                code = error.code(),
+                conversation = %self.channel.id(),
+                "a turn event could not be journaled"
+            );
+            ledger.failure.get_or_insert(error);
+        }
+    }
+
+    /// Maps one non-terminal provider event onto the stream.
+    pub async fn provider_event(&self, event: AiProviderEvent) {
+        let mut ledger = self.ledger.lock().await;
+        if ledger.closed {
+            return;
+        }
+        match event {
+            AiProviderEvent::AssistantDelta { text } => {
+                ledger.pending_text.push_str(&text);
+                self.append(
+                    &mut ledger,
+                    AiStreamEventType::AssistantDelta,
+                    json!({"text": text}),
+                )
+                .await;
+            }
+            AiProviderEvent::AssistantMessage { text } => {
+                ledger.pending_text.clear();
+                ledger.messages.push(text.clone());
+                self.append(
+                    &mut ledger,
+                    AiStreamEventType::AssistantCompleted,
+                    json!({"text": text}),
+                )
+                .await;
+            }
+            AiProviderEvent::ToolStarted {
+                call_id,
+                tool_name,
+                arguments,
+            } => {
+                if !ledger.by_id.contains_key(&call_id) {
+                    ledger.insert(call_id, tool_name, CallState::Announced { arguments });
+                }
+            }
+            AiProviderEvent::ToolProgress { call_id, message } => {
+                let Some(index) = ledger.by_id.get(&call_id).copied() else {
+                    tracing::debug!(%call_id, "progress of an unknown tool call dropped");
+                    return;
+                };
+                if matches!(ledger.calls[index].state, CallState::Finished) {
+                    return;
+                }
+                self.ensure_started(&mut ledger, index).await;
+                let tool_name = ledger.calls[index].tool_name.clone();
+                self.append(
+                    &mut ledger,
+                    AiStreamEventType::ToolProgress,
+                    json!({"callId": call_id, "toolName": tool_name, "message": message}),
+                )
+                .await;
+            }
+            AiProviderEvent::ToolCompleted {
+                call_id,
+                tool_name,
+                result,
+            } => {
+                let event = if result.is_success() {
+                    ToolEvent::Completed {
+                        call_id,
+                        tool_name,
+                        result,
+                    }
+                } else {
+                    ToolEvent::Failed {
+                        call_id,
+                        tool_name,
+                        result,
+                    }
+                };
+                self.terminal(&mut ledger, event).await;
+            }
+            AiProviderEvent::ToolFailed {
+                call_id,
+                tool_name,
+                error,
+            } => {
+                let result = failed_result(error);
+                self.terminal(
+                    &mut ledger,
+                    ToolEvent::Failed {
+                        call_id,
+                        tool_name,
+                        result,
+                    },
+                )
+                .await;
+            }
+            // The turn loop handles the end of a turn itself.
+            AiProviderEvent::Completed | AiProviderEvent::Failed { .. } => {}
+        }
+    }
+
+    /// Publishes `tool.started` for a call that has only been announced.
+    async fn ensure_started(&self, ledger: &mut Ledger, index: usize) {
+        let call = &mut ledger.calls[index];
+        let CallState::Announced { arguments } =
+            std::mem::replace(&mut call.state, CallState::Started)
+        else {
+            return;
+        };
+        let started = ToolEvent::Started {
+            call_id: call.call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            arguments,
+        };
+        self.append(ledger, started.event_type(), started.data())
+            .await;
+    }
+
+    /// Publishes a terminal tool event unless the call already has one.
+    async fn terminal(&self, ledger: &mut Ledger, event: ToolEvent) {
+        let (call_id, tool_name) = match &event {
+            ToolEvent::Completed {
+                call_id, tool_name, ..
+            }
+            | ToolEvent::Failed {
+                call_id, tool_name, ..
+            }
+            | ToolEvent::Started {
+                call_id, tool_name, ..
+            } => (call_id.clone(), tool_name.clone()),
+        };
+        let index = match ledger.by_id.get(&call_id) {
+            Some(index) => *index,
+            None => ledger.insert(
+                call_id,
+                tool_name,
+                CallState::Announced {
+                    arguments: Value::Null,
+                },
+            ),
+        };
+        if matches!(ledger.calls[index].state, CallState::Finished) {
+            return;
+        }
+        self.ensure_started(ledger, index).await;
+        ledger.calls[index].state = CallState::Finished;
+        self.append(ledger, event.event_type(), event.data()).await;
+    }
+
+    /// Ends the turn's event flow: publishes a synthesized `assistant.completed` for text
+    /// that was streamed but never completed (when the turn `completed`), closes every open
+    /// tool call with a `tool.failed` carrying `reason`, and drops anything that arrives
+    /// later.
+    pub async fn close(&self, completed: bool, reason: &AiError) -> TurnOutput {
+        let mut ledger = self.ledger.lock().await;
+        if completed && !ledger.pending_text.is_empty() {
+            let text = std::mem::take(&mut ledger.pending_text);
+            ledger.messages.push(text.clone());
+            self.append(
+                &mut ledger,
+                AiStreamEventType::AssistantCompleted,
+                json!({"text": text}),
+            )
+            .await;
+        }
+        let open: Vec<usize> = (0..ledger.calls.len())
+            .filter(|i| !matches!(ledger.calls[*i].state, CallState::Finished))
+            .collect();
+        for index in open {
+            let call = &ledger.calls[index];
+            let failed = ToolEvent::Failed {
+                call_id: call.call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                result: AiToolResult::error(reason),
+            };
+            self.terminal(&mut ledger, failed).await;
+        }
+        ledger.closed = true;
+        TurnOutput {
+            reply: ledger.messages.join("\n\n"),
+            tool_calls: ledger.calls.len(),
+        }
+    }
+}
+
+impl Ledger {
+    fn insert(&mut self, call_id: String, tool_name: String, state: CallState) -> usize {
+        let index = self.calls.len();
+        self.by_id.insert(call_id.clone(), index);
+        self.calls.push(Call {
+            call_id,
+            tool_name,
+            state,
+        });
+        index
+    }
+}
+
+fn failed_result(error: AiToolError) -> AiToolResult {
+    AiToolResult {
+        outcome: AiToolOutcome::Error,
+        content: Value::Null,
+        error: Some(error),
+        truncated: false,
+    }
+}
+
+#[async_trait]
+impl ToolEventSink for TurnEvents {
+    async fn publish(&self, event: ToolEvent) -> Result<(), AiError> {
+        let mut ledger = self.ledger.lock().await;
+        if ledger.closed {
+            tracing::debug!(
+                call_id = event.call_id(),
+                "tool event after the turn ended dropped"
+            );
+            return Ok(());
+        }
+        match event {
+            ToolEvent::Started {
+                call_id,
+                tool_name,
+                arguments,
+            } => {
+                let fresh = match ledger.by_id.get(&call_id).copied() {
+                    None => {
+                        ledger.insert(call_id.clone(), tool_name.clone(), CallState::Started);
+                        true
+                    }
+                    Some(index) => {
+                        let call = &mut ledger.calls[index];
+                        let announced = matches!(call.state, CallState::Announced { .. });
+                        if announced {
+                            call.state = CallState::Started;
+                            call.tool_name = tool_name.clone();
+                        }
+                        announced
+                    }
+                };
+                if fresh {
+                    let started = ToolEvent::Started {
+                        call_id,
+                        tool_name,
+                        arguments,
+                    };
+                    self.append(&mut ledger, started.event_type(), started.data())
+                        .await;
+                }
+            }
+            terminal => self.terminal(&mut ledger, terminal).await,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,27 @@
+//! The span of a chat turn, with the OpenTelemetry GenAI attribute names.
+
+use tracing::Span;
+
+/// The span of one chat turn: `gen_ai.operation.name = "chat"`, the provider as
+/// `gen_ai.system` and `gen_ai.provider.name`, the conversation and the agent. How the turn
+/// ended is recorded on it as `weaver.turn.outcome` (and `error.type` on failure).
+pub fn chat_span(provider: &str, model: Option<&str>, conversation_id: &str, agent: &str) -> Span {
+    let otel_name = match model {
+        Some(model) => format!("chat {model}"),
+        None => format!("chat {provider}"),
+    };
+    tracing::info_span!(
+        "chat",
+        otel.name = %otel_name,
+        otel.kind = "internal",
+        gen_ai.operation.name = "chat",
+        gen_ai.system = %provider,
+        gen_ai.provider.name = %provider,
+        gen_ai.request.model = model,
+        gen_ai.conversation.id = %conversation_id,
+        gen_ai.agent.name = %agent,
+        weaver.turn.outcome = tracing::field::Empty,
+        weaver.turn.tool_calls = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    )
+}

@@ -1,0 +1,291 @@
+//! One chat turn, in a task of its own.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use elsa_ai_abstractions::{
+    AiAgentDefinition, AiCaller, AiContextAttachment, AiError, AiMessage, AiProviderEvent,
+    AiResolvedContext, AiSessionHandle, AiStreamEventType, AiToolDefinition, AiTurnRequest,
+    AuditAction, AuditOutcome, ConversationId, MessageRole,
+};
+use futures::{FutureExt, StreamExt};
+use serde_json::json;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
+
+use super::Core;
+use super::events::TurnEvents;
+use super::span::chat_span;
+use crate::ToolCallScope;
+use crate::stream::TurnSlot;
+
+/// Everything a turn needs, checked and redacted before it started.
+pub(super) struct Turn {
+    pub slot: TurnSlot,
+    pub cancellation: CancellationToken,
+    pub conversation_id: ConversationId,
+    pub caller: AiCaller,
+    pub agent: AiAgentDefinition,
+    pub session: AiSessionHandle,
+    pub message: String,
+    pub history: Vec<AiMessage>,
+    pub context: Vec<AiResolvedContext>,
+    pub tools: Vec<AiToolDefinition>,
+    pub attachments: Vec<AiContextAttachment>,
+}
+
+/// How a turn ended.
+enum End {
+    /// The provider completed the turn.
+    Completed,
+    /// The provider (or the host) failed it.
+    Failed(AiError),
+    /// The host gave up on it: the grace window expired or the host shuts down.
+    Cancelled(AiError),
+}
+
+/// Runs the turn to its terminal event, whatever happens inside (a panicking provider
+/// included): the conversation is always freed and its stream always ends.
+pub(super) async fn run(core: Arc<Core>, turn: Turn) {
+    let info = core.provider.info();
+    let span = chat_span(
+        &info.name,
+        info.model.as_deref(),
+        turn.conversation_id.as_str(),
+        &turn.agent.name,
+    );
+    let started = Instant::now();
+    let events = Arc::new(TurnEvents::new(turn.slot.channel().clone()));
+    let end = AssertUnwindSafe(drive(&core, &turn, events.clone()))
+        .catch_unwind()
+        .instrument(span.clone())
+        .await
+        .unwrap_or_else(|_| {
+            End::Failed(AiError::internal(
+                "turn_panicked",
+                "the turn failed unexpectedly",
+            ))
+        });
+    // Whatever the provider started stops with the turn.
+    turn.cancellation.cancel();
+    finish(&core, turn, &events, end, started, &span)
+        .instrument(span.clone())
+        .await;
+}
+
+async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
+    let invoker = core.governor.bind(
+        ToolCallScope::new(turn.caller.clone(), turn.agent.name.clone())
+            .with_conversation(turn.conversation_id.clone())
+            .with_attachments(turn.attachments.clone())
+            .with_events(events.clone())
+            .with_cancellation(turn.cancellation.clone()),
+    );
+    let request = AiTurnRequest {
+        session: turn.session.clone(),
+        agent: turn.agent.clone(),
+        caller: turn.caller.clone(),
+        message: turn.message.clone(),
+        history: turn.history.clone(),
+        context: turn.context.clone(),
+        tools: turn.tools.clone(),
+        cancellation: turn.cancellation.clone(),
+    };
+    let mut provider_events = core.provider.execute_turn(request, invoker);
+    let absent = clients_absent(turn.slot.channel().attached(), core.settings.grace_window);
+    tokio::pin!(absent);
+    let end = loop {
+        tokio::select! {
+            biased;
+            () = &mut absent => break End::Cancelled(AiError::unavailable(
+                "client_gone",
+                format!(
+                    "no client was attached for {}s, so the turn was cancelled",
+                    core.settings.grace_window.as_secs_f64()
+                ),
+            )),
+            () = turn.cancellation.cancelled() => break End::Cancelled(AiError::unavailable(
+                "host_shutdown",
+                "the host shut down while the turn was running",
+            )),
+            next = provider_events.next() => match next {
+                None => break End::Failed(AiError::internal(
+                    "provider_stream_ended",
+                    "the provider ended the turn without completing or failing it",
+                )),
+                Some(AiProviderEvent::Completed) => break End::Completed,
+                Some(AiProviderEvent::Failed { error }) => break End::Failed(error),
+                Some(event) => {
+                    events.provider_event(event).await;
+                    if let Some(error) = events.failure().await {
+                        break End::Failed(error);
+                    }
+                }
+            },
+        }
+    };
+    if matches!(end, End::Cancelled(_)) {
+        // Let the provider wind down: running tools see the cancellation and report how
+        // they ended, so their events reach the stream before the turn's end.
+        turn.cancellation.cancel();
+        let wind_down = async {
+            while let Some(event) = provider_events.next().await {
+                if matches!(
+                    event,
+                    AiProviderEvent::Completed | AiProviderEvent::Failed { .. }
+                ) {
+                    break;
+                }
+                events.provider_event(event).await;
+            }
+        };
+        if tokio::time::timeout(core.settings.cancel_timeout, wind_down)
+            .await
+            .is_err()
+        {
+            tracing::warn!("the provider did not wind down within the cancel timeout");
+        }
+    }
+    end
+}
+
+/// Resolves once no client has been attached for `grace` in a row.
+async fn clients_absent(mut attached: watch::Receiver<usize>, grace: Duration) {
+    loop {
+        if attached.wait_for(|n| *n == 0).await.is_err() {
+            return std::future::pending().await;
+        }
+        let returned = tokio::time::timeout(grace, attached.wait_for(|n| *n > 0))
+            .await
+            .map(|seen| seen.is_ok());
+        match returned {
+            Err(_) => return,
+            Ok(true) => {}
+            Ok(false) => return std::future::pending().await,
+        }
+    }
+}
+
+async fn finish(
+    core: &Core,
+    turn: Turn,
+    events: &TurnEvents,
+    end: End,
+    started: Instant,
+    span: &Span,
+) {
+    let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let unfinished = AiError::internal(
+        "tool_call_unfinished",
+        "the turn ended before the tool call finished",
+    );
+    let (end, output) = match end {
+        End::Completed => {
+            let output = events.close(true, &unfinished).await;
+            let reply = core.redactor.redact_str(&output.reply).into_owned();
+            let completed = complete(core, &turn, reply, output.tool_calls, duration_ms).await;
+            match completed {
+                Ok(()) => (Ok(()), output),
+                Err(error) => (Err(error), output),
+            }
+        }
+        End::Failed(error) => {
+            let output = events.close(false, &unfinished).await;
+            (Err(error), output)
+        }
+        End::Cancelled(error) => {
+            let output = events.close(false, &error).await;
+            (Err(error), output)
+        }
+    };
+    span.record("weaver.turn.tool_calls", output.tool_calls);
+    let conversation_id = turn.conversation_id.clone();
+    let terminal = match end {
+        Ok(()) => {
+            span.record("weaver.turn.outcome", "completed");
+            turn.slot
+                .finish(
+                    AiStreamEventType::ConversationCompleted,
+                    json!({"conversationId": conversation_id, "toolCalls": output.tool_calls}),
+                )
+                .await
+        }
+        Err(error) => {
+            let error = core.redactor.redact_error(error);
+            let outcome = if error.code() == "client_gone" || error.code() == "host_shutdown" {
+                "cancelled"
+            } else {
+                "failed"
+            };
+            span.record("weaver.turn.outcome", outcome);
+            span.record("error.type", error.code());
+            let event = core.audit_event(
+                &turn.caller,
+                &conversation_id,
+                AuditAction::TURN_FAILED,
+                AuditOutcome::Failure,
+                format!("turn {outcome}: {}", error.code()),
+                json!({
+                    "agent": turn.agent.name,
+                    "provider": turn.session.provider,
+                    "error": error.to_body(),
+                    "toolCalls": output.tool_calls,
+                    "durationMs": duration_ms,
+                }),
+            );
+            if let Err(audit) = core.record(event).await {
+                tracing::error!(code = audit.code(), "turn.failed could not be audited");
+            }
+            turn.slot
+                .finish(
+                    AiStreamEventType::ConversationFailed,
+                    json!({"conversationId": conversation_id, "error": error.to_body()}),
+                )
+                .await
+        }
+    };
+    if let Err(error) = terminal {
+        tracing::error!(
+            code = error.code(),
+            conversation = %conversation_id,
+            "the turn's terminal event could not be journaled"
+        );
+    }
+}
+
+/// Stores the reply and audits `turn.completed`; either failing fails the turn.
+async fn complete(
+    core: &Core,
+    turn: &Turn,
+    reply: String,
+    tool_calls: usize,
+    duration_ms: u64,
+) -> Result<(), AiError> {
+    if !reply.is_empty() {
+        let message = AiMessage {
+            role: MessageRole::Assistant,
+            content: reply.clone(),
+            timestamp: core.clock.now(),
+        };
+        core.conversations
+            .append_message(&turn.conversation_id, &turn.caller.tenant_id, &message)
+            .await?;
+    }
+    let event = core.audit_event(
+        &turn.caller,
+        &turn.conversation_id,
+        AuditAction::TURN_COMPLETED,
+        AuditOutcome::Success,
+        format!("turn completed by agent '{}'", turn.agent.name),
+        json!({
+            "agent": turn.agent.name,
+            "provider": turn.session.provider,
+            "reply": reply,
+            "toolCalls": tool_calls,
+            "durationMs": duration_ms,
+        }),
+    );
+    core.record(event).await
+}

@@ -1,0 +1,300 @@
+//! Per-conversation channels: the sequencer that journals every event before anyone sees
+//! it, the live broadcast, the running-turn slot and the count of attached clients.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+
+use elsa_ai_abstractions::{
+    AiError, AiStreamEvent, AiStreamEventType, AiStreamJournal, Clock, ConversationId,
+};
+use futures::stream::BoxStream;
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+use super::subscription::{StreamEnd, Subscription};
+use crate::Redactor;
+
+/// How the hub is tuned.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HubLimits {
+    /// Live events buffered per conversation for slow subscribers before they lag (and
+    /// then catch up from the journal).
+    pub live_buffer: usize,
+    /// Events read from the journal per replay batch.
+    pub replay_batch: usize,
+}
+
+/// Every conversation's channel, created on demand and dropped when nobody holds it.
+pub(crate) struct StreamHub {
+    journal: Arc<dyn AiStreamJournal>,
+    redactor: Arc<Redactor>,
+    clock: Arc<dyn Clock>,
+    limits: HubLimits,
+    channels: Mutex<Channels>,
+}
+
+struct Channels {
+    live: HashMap<ConversationId, Weak<Channel>>,
+    /// When the map reaches this size, dead entries are swept (amortised O(1) per insert).
+    sweep_at: usize,
+}
+
+const MIN_SWEEP: usize = 64;
+
+impl StreamHub {
+    pub fn new(
+        journal: Arc<dyn AiStreamJournal>,
+        redactor: Arc<Redactor>,
+        clock: Arc<dyn Clock>,
+        limits: HubLimits,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            journal,
+            redactor,
+            clock,
+            limits: HubLimits {
+                live_buffer: limits.live_buffer.max(1),
+                replay_batch: limits.replay_batch.max(1),
+            },
+            channels: Mutex::new(Channels {
+                live: HashMap::new(),
+                sweep_at: MIN_SWEEP,
+            }),
+        })
+    }
+
+    /// The conversation's channel, shared by its running turn, its subscribers and its
+    /// publishers. A channel nobody holds is dropped; the next one continues the journal's
+    /// sequence.
+    pub fn channel(self: &Arc<Self>, id: &ConversationId) -> Arc<Channel> {
+        let mut channels = self.channels.lock();
+        if let Some(channel) = channels.live.get(id).and_then(Weak::upgrade) {
+            return channel;
+        }
+        if channels.live.len() >= channels.sweep_at {
+            channels
+                .live
+                .retain(|_, channel| channel.strong_count() > 0);
+            channels.sweep_at = (channels.live.len() * 2).max(MIN_SWEEP);
+        }
+        let (sender, _) = broadcast::channel(self.limits.live_buffer);
+        let channel = Arc::new(Channel {
+            id: id.clone(),
+            hub: self.clone(),
+            sender,
+            last: tokio::sync::Mutex::new(None),
+            turn: watch::Sender::new(None),
+            turns: AtomicU64::new(0),
+            attached: watch::Sender::new(0),
+        });
+        channels.live.insert(id.clone(), Arc::downgrade(&channel));
+        channel
+    }
+}
+
+/// One conversation's stream.
+pub(crate) struct Channel {
+    id: ConversationId,
+    hub: Arc<StreamHub>,
+    sender: broadcast::Sender<AiStreamEvent>,
+    /// The last sequence written; `None` until read from the journal. Holding the lock is
+    /// what serialises appends, so broadcast order is sequence order.
+    last: tokio::sync::Mutex<Option<u64>>,
+    /// The running turn's number, if a turn runs.
+    turn: watch::Sender<Option<u64>>,
+    turns: AtomicU64,
+    /// How many clients are subscribed.
+    attached: watch::Sender<usize>,
+}
+
+impl Channel {
+    pub fn id(&self) -> &ConversationId {
+        &self.id
+    }
+
+    pub(super) fn journal(&self) -> &dyn AiStreamJournal {
+        self.hub.journal.as_ref()
+    }
+
+    pub(super) fn replay_batch(&self) -> usize {
+        self.hub.limits.replay_batch
+    }
+
+    /// Redacts, sequences, journals and broadcasts one event.
+    pub async fn append(
+        &self,
+        event_type: AiStreamEventType,
+        data: Value,
+    ) -> Result<AiStreamEvent, AiError> {
+        self.append_ending(event_type, data, None).await
+    }
+
+    async fn append_ending(
+        &self,
+        event_type: AiStreamEventType,
+        data: Value,
+        ends_turn: Option<u64>,
+    ) -> Result<AiStreamEvent, AiError> {
+        let mut last = self.last.lock().await;
+        let previous = match *last {
+            Some(previous) => previous,
+            None => self.hub.journal.last_sequence(&self.id).await?,
+        };
+        let mut event = AiStreamEvent {
+            event_type,
+            conversation_id: self.id.clone(),
+            sequence: previous + 1,
+            timestamp: self.hub.clock.now(),
+            data,
+        };
+        self.hub.redactor.redact_stream_event(&mut event);
+        if let Err(error) = self.hub.journal.append(&event).await {
+            // Another writer may have moved the journal on: read it again next time.
+            *last = None;
+            return Err(error);
+        }
+        *last = Some(event.sequence);
+        // Nobody listening is fine: the journal has it.
+        let _ = self.sender.send(event.clone());
+        if let Some(turn) = ends_turn {
+            self.end_turn(turn);
+        }
+        Ok(event)
+    }
+
+    /// Claims the conversation for a new turn: 409 `turn_in_progress` while one runs.
+    pub fn begin_turn(self: &Arc<Self>) -> Result<TurnSlot, AiError> {
+        let number = self.turns.fetch_add(1, Ordering::Relaxed) + 1;
+        let claimed = self.turn.send_if_modified(|running| {
+            if running.is_some() {
+                return false;
+            }
+            *running = Some(number);
+            true
+        });
+        if !claimed {
+            return Err(AiError::conflict(
+                "turn_in_progress",
+                format!(
+                    "conversation '{}' has a turn in progress; wait for it to finish",
+                    self.id
+                ),
+            ));
+        }
+        Ok(TurnSlot {
+            channel: self.clone(),
+            number,
+        })
+    }
+
+    fn end_turn(&self, number: u64) {
+        self.turn.send_if_modified(|running| {
+            if *running != Some(number) {
+                return false;
+            }
+            *running = None;
+            true
+        });
+    }
+
+    /// `Some(last sequence)` when no turn runs: nothing more is coming for now.
+    pub(super) async fn idle_at(&self) -> Result<Option<u64>, AiError> {
+        let mut last = self.last.lock().await;
+        if self.turn.borrow().is_some() {
+            return Ok(None);
+        }
+        let sequence = match *last {
+            Some(sequence) => sequence,
+            None => self.hub.journal.last_sequence(&self.id).await?,
+        };
+        *last = Some(sequence);
+        Ok(Some(sequence))
+    }
+
+    pub(super) fn live(&self) -> broadcast::Receiver<AiStreamEvent> {
+        self.sender.subscribe()
+    }
+
+    pub(super) fn turn_state(&self) -> watch::Receiver<Option<u64>> {
+        self.turn.subscribe()
+    }
+
+    /// Counts a client as attached until the returned guard drops.
+    pub(super) fn attach(self: &Arc<Self>) -> Attachment {
+        self.attached.send_modify(|n| *n += 1);
+        Attachment {
+            channel: self.clone(),
+        }
+    }
+
+    /// Watches how many clients are attached.
+    pub fn attached(&self) -> watch::Receiver<usize> {
+        self.attached.subscribe()
+    }
+
+    /// The events after `after`: replayed from the journal, then live, each exactly once.
+    pub fn subscribe(
+        self: &Arc<Self>,
+        after: u64,
+        end: StreamEnd,
+    ) -> BoxStream<'static, AiStreamEvent> {
+        Subscription::start(self.clone(), after, end)
+    }
+}
+
+/// A client's presence on a channel, counted while it lives.
+pub(super) struct Attachment {
+    channel: Arc<Channel>,
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        self.channel
+            .attached
+            .send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// The claim of a running turn on its conversation. Only its holder ends the turn, with a
+/// terminal event ([`TurnSlot::finish`]); dropping it unfinished (a turn refused before it
+/// started) frees the conversation without an event.
+pub(crate) struct TurnSlot {
+    channel: Arc<Channel>,
+    number: u64,
+}
+
+impl TurnSlot {
+    pub fn channel(&self) -> &Arc<Channel> {
+        &self.channel
+    }
+
+    /// Appends the turn's terminal event and frees the conversation in the same step, so a
+    /// new turn's events always follow this one's end.
+    pub async fn finish(
+        self,
+        event_type: AiStreamEventType,
+        data: Value,
+    ) -> Result<AiStreamEvent, AiError> {
+        debug_assert!(event_type.is_terminal());
+        self.channel
+            .append_ending(event_type, data, Some(self.number))
+            .await
+    }
+}
+
+impl Drop for TurnSlot {
+    fn drop(&mut self) {
+        self.channel.end_turn(self.number);
+    }
+}
+
+impl std::fmt::Debug for TurnSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnSlot")
+            .field("conversation", &self.channel.id)
+            .field("turn", &self.number)
+            .finish()
+    }
+}

@@ -1,0 +1,189 @@
+//! One client's view of a conversation's stream: the journal from a sequence on, then the
+//! live channel, each event exactly once and in order.
+//!
+//! The live receiver is opened *before* the journal is read, so an event is always in at
+//! least one of the two: appended before the read, it is in the journal; appended after the
+//! receiver opened, it is in the receiver (events are journaled before they are broadcast).
+//! Events the journal already delivered are skipped when they arrive live. A receiver that
+//! lags (its buffer overflowed) or sees a gap goes back to the journal from the last
+//! delivered sequence, then continues live.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use elsa_ai_abstractions::AiStreamEvent;
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use tokio::sync::{broadcast, watch};
+
+use super::hub::{Attachment, Channel};
+
+/// When a subscription ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// After the first terminal event (`conversation.completed` / `.failed`) it delivers:
+    /// the stream of one turn.
+    AtTerminal,
+    /// Once it has caught up with the journal while no turn runs.
+    WhenIdle,
+}
+
+pub(super) struct Subscription {
+    channel: Arc<Channel>,
+    live: broadcast::Receiver<AiStreamEvent>,
+    turn: watch::Receiver<Option<u64>>,
+    _attachment: Attachment,
+    end: StreamEnd,
+    /// The last sequence delivered.
+    delivered: u64,
+    replay: VecDeque<AiStreamEvent>,
+    mode: Mode,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// Reading the journal.
+    Replay,
+    /// Following the live channel.
+    Live,
+    /// Nothing more will be delivered.
+    Done,
+}
+
+impl Subscription {
+    pub fn start(
+        channel: Arc<Channel>,
+        after: u64,
+        end: StreamEnd,
+    ) -> BoxStream<'static, AiStreamEvent> {
+        let subscription = Self {
+            live: channel.live(),
+            turn: channel.turn_state(),
+            _attachment: channel.attach(),
+            channel,
+            end,
+            delivered: after,
+            replay: VecDeque::new(),
+            mode: Mode::Replay,
+        };
+        futures::stream::unfold(subscription, |mut subscription| async move {
+            let event = subscription.next().await?;
+            Some((event, subscription))
+        })
+        .boxed()
+    }
+
+    async fn next(&mut self) -> Option<AiStreamEvent> {
+        loop {
+            if let Some(event) = self.replay.pop_front() {
+                if event.sequence <= self.delivered {
+                    continue;
+                }
+                if event.sequence != self.delivered + 1 {
+                    // The journal contract forbids gaps; delivering beats hanging forever.
+                    tracing::warn!(
+                        conversation = %self.channel.id(),
+                        expected = self.delivered + 1,
+                        found = event.sequence,
+                        "stream journal has a gap"
+                    );
+                }
+                return Some(self.deliver(event));
+            }
+            match self.mode {
+                Mode::Done => return None,
+                Mode::Replay => self.read_journal().await,
+                Mode::Live => {
+                    let Some(event) = self.follow().await else {
+                        continue;
+                    };
+                    if event.sequence == self.delivered + 1 {
+                        return Some(self.deliver(event));
+                    }
+                    if event.sequence > self.delivered {
+                        // A gap in what arrived live: the journal has what is missing.
+                        self.mode = Mode::Replay;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Records the event as delivered and decides whether the stream ends after it.
+    fn deliver(&mut self, event: AiStreamEvent) -> AiStreamEvent {
+        self.delivered = event.sequence;
+        if event.event_type.is_terminal() {
+            self.mode = match self.end {
+                StreamEnd::AtTerminal => Mode::Done,
+                // Caught up and idle? The next journal read tells.
+                StreamEnd::WhenIdle => Mode::Replay,
+            };
+            if self.mode == Mode::Done {
+                self.replay.clear();
+            }
+        }
+        event
+    }
+
+    async fn read_journal(&mut self) {
+        let read = self
+            .channel
+            .journal()
+            .read_after(
+                self.channel.id(),
+                self.delivered,
+                self.channel.replay_batch(),
+            )
+            .await;
+        match read {
+            Ok(events) if !events.is_empty() => self.replay.extend(events),
+            Ok(_) => self.mode = self.after_journal().await,
+            Err(error) => {
+                // The client can resume from its last sequence once the journal is back.
+                tracing::warn!(
+                    code = error.code(),
+                    conversation = %self.channel.id(),
+                    "stream journal unreadable; ending the subscription"
+                );
+                self.mode = Mode::Done;
+            }
+        }
+    }
+
+    /// The journal has nothing after `delivered`: end if nothing more is coming, else go live.
+    async fn after_journal(&self) -> Mode {
+        match self.channel.idle_at().await {
+            Ok(Some(last)) if last <= self.delivered => Mode::Done,
+            Ok(Some(_)) => Mode::Replay,
+            Ok(None) => Mode::Live,
+            Err(error) => {
+                tracing::warn!(
+                    code = error.code(),
+                    conversation = %self.channel.id(),
+                    "stream journal unreadable; ending the subscription"
+                );
+                Mode::Done
+            }
+        }
+    }
+
+    /// The next live event, or `None` after switching back to the journal.
+    async fn follow(&mut self) -> Option<AiStreamEvent> {
+        tokio::select! {
+            received = self.live.recv() => match received {
+                Ok(event) => Some(event),
+                // Lagged: the buffer overflowed. Closed cannot happen while this subscription
+                // holds the channel, but the journal is the answer to both.
+                Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => {
+                    self.mode = Mode::Replay;
+                    None
+                }
+            },
+            // The turn ended: whatever it wrote is in the journal.
+            _ = self.turn.wait_for(Option::is_none) => {
+                self.mode = Mode::Replay;
+                None
+            }
+        }
+    }
+}
