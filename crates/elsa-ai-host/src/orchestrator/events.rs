@@ -231,22 +231,12 @@ impl TurnEvents {
         self.append(ledger, event.event_type(), event.data()).await;
     }
 
-    /// Ends the turn's event flow: publishes a synthesized `assistant.completed` for text
-    /// that was streamed but never completed (when the turn `completed`), closes every open
-    /// tool call with a `tool.failed` carrying `reason`, and drops anything that arrives
-    /// later.
+    /// Ends the turn's event flow: closes every open tool call with a `tool.failed`
+    /// carrying `reason`, publishes a synthesized `assistant.completed` for text that was
+    /// streamed but never completed (when the turn `completed`), and drops anything that
+    /// arrives later.
     pub async fn close(&self, completed: bool, reason: &AiError) -> TurnOutput {
         let mut ledger = self.ledger.lock().await;
-        if completed && !ledger.pending_text.is_empty() {
-            let text = std::mem::take(&mut ledger.pending_text);
-            ledger.messages.push(text.clone());
-            self.append(
-                &mut ledger,
-                AiStreamEventType::AssistantCompleted,
-                json!({"text": text}),
-            )
-            .await;
-        }
         let open: Vec<usize> = (0..ledger.calls.len())
             .filter(|i| !matches!(ledger.calls[*i].state, CallState::Finished))
             .collect();
@@ -258,6 +248,16 @@ impl TurnEvents {
                 result: AiToolResult::error(reason),
             };
             self.terminal(&mut ledger, failed).await;
+        }
+        if completed && !ledger.pending_text.is_empty() {
+            let text = std::mem::take(&mut ledger.pending_text);
+            ledger.messages.push(text.clone());
+            self.append(
+                &mut ledger,
+                AiStreamEventType::AssistantCompleted,
+                json!({"text": text}),
+            )
+            .await;
         }
         ledger.closed = true;
         TurnOutput {

@@ -2,4 +2,5 @@
 //! other crates' suites (feature `testing`; never enabled in production builds). One file
 //! per area.
 
+pub mod chat;
 pub mod governance;
