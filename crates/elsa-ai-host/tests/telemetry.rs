@@ -12,8 +12,9 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 /// A span's name and its fields, rendered as strings.
 type SpanFields = (String, BTreeMap<String, String>);
 
+/// Every span created, in order, with the fields recorded on it (also later, by id).
 #[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<SpanFields>>>);
+struct Spans(Arc<Mutex<Vec<SpanFields>>>, Arc<Mutex<Vec<u64>>>);
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
 
@@ -28,18 +29,26 @@ impl Visit for Fields<'_> {
 }
 
 impl<S: tracing::Subscriber> Layer<S> for Spans {
-    fn on_new_span(&self, attrs: &Attributes<'_>, _: &Id, _: Context<'_, S>) {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
         let mut fields = BTreeMap::new();
         attrs.record(&mut Fields(&mut fields));
         self.0
             .lock()
             .unwrap()
             .push((attrs.metadata().name().to_owned(), fields));
+        self.1.lock().unwrap().push(id.into_u64());
     }
 
-    fn on_record(&self, _: &Id, values: &Record<'_>, _: Context<'_, S>) {
-        if let Some((_, fields)) = self.0.lock().unwrap().last_mut() {
-            values.record(&mut Fields(fields));
+    fn on_record(&self, id: &Id, values: &Record<'_>, _: Context<'_, S>) {
+        // Ids of closed spans are reused: the latest span with the id is the live one.
+        let index = self
+            .1
+            .lock()
+            .unwrap()
+            .iter()
+            .rposition(|i| *i == id.into_u64());
+        if let Some(index) = index {
+            values.record(&mut Fields(&mut self.0.lock().unwrap()[index].1));
         }
     }
 }
@@ -75,4 +84,55 @@ async fn each_call_has_an_execute_tool_span_with_genai_attributes_and_its_outcom
     assert_eq!(first["weaver.tool.outcome"], "success");
     assert_eq!(tools[1]["weaver.tool.outcome"], "denied");
     assert_eq!(tools[1]["error.type"], "tool_disabled");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn each_chat_turn_has_a_chat_span_with_genai_attributes_and_its_outcome() {
+    use elsa_ai_abstractions::AiStreamEventType;
+    use elsa_ai_host::Script;
+    use elsa_ai_host::testing::chat::ChatHarness;
+    use elsa_ai_host::testing::governance::TEST_AGENT;
+
+    let spans = Spans::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let harness = ChatHarness::builder()
+        .tool(std::sync::Arc::new(
+            elsa_ai_host::testing::governance::TestTool::echo(read_tool("demo.read")),
+        ))
+        .script(
+            Script::new()
+                .tool_call("demo.read", json!({}))
+                .reply("done"),
+        )
+        .build();
+    let events = harness.run(harness.request("hi")).await;
+    assert_eq!(
+        events.last().unwrap().event_type,
+        AiStreamEventType::ConversationCompleted
+    );
+
+    let spans = spans.0.lock().unwrap().clone();
+    let chats: Vec<&BTreeMap<String, String>> = spans
+        .iter()
+        .filter(|(name, _)| name == "chat")
+        .map(|(_, f)| f)
+        .collect();
+    assert_eq!(chats.len(), 1);
+    let chat = chats[0];
+    assert_eq!(chat["gen_ai.operation.name"], "chat");
+    assert_eq!(chat["gen_ai.system"], "scripted");
+    assert_eq!(chat["gen_ai.provider.name"], "scripted");
+    assert_eq!(
+        chat["gen_ai.conversation.id"],
+        events[0].conversation_id.as_str()
+    );
+    assert_eq!(chat["gen_ai.agent.name"], TEST_AGENT);
+    assert_eq!(chat["otel.name"], "chat scripted");
+    assert_eq!(chat["weaver.turn.tool_calls"], "1");
+    assert_eq!(chat["weaver.turn.outcome"], "completed");
+    assert!(
+        spans.iter().any(|(name, _)| name == "execute_tool"),
+        "tool calls are traced inside the turn"
+    );
 }
