@@ -339,6 +339,14 @@ impl Redactor {
                         && text.is_char_boundary(span.start)
                         && text.is_char_boundary(span.end)
                 });
+            // A value redacted before stays as it is: redacting twice changes nothing, so
+            // layers may each redact what passes them.
+            if let Some(span) = &span
+                && bytes[span.start..].starts_with(REDACTED.as_bytes())
+            {
+                pos = span.start + REDACTED.len();
+                continue;
+            }
             match span {
                 Some(span) => {
                     let buffer = out.get_or_insert_with(|| String::with_capacity(text.len()));
@@ -379,6 +387,28 @@ mod tests {
             .secret("host-secret-value-42")
             .build()
             .unwrap()
+    }
+
+    #[test]
+    fn redacting_twice_changes_nothing() {
+        let redactor = redactor();
+        for text in [
+            "Server=db;Password=hunter2;",
+            "My password=hunter2",
+            "password=abc]def and token: 'xyz'",
+            "Authorization: Basic dXNlcjpwYXNz",
+            "Bearer abcdefghijklmnopqrstuvwxyz012345",
+            "postgres://app:s3cr3t@db/x uses host-secret-value-42",
+        ] {
+            let once = redactor.redact_str(text).into_owned();
+            assert_ne!(once, text, "{text} holds a secret");
+            assert_eq!(redactor.redact_str(&once), once, "{text} is stable once redacted");
+        }
+        let mut value = json!({"note": "password=hunter2", "apiKey": "k"});
+        redactor.redact_value(&mut value);
+        let once = value.clone();
+        assert!(!redactor.redact_value(&mut value), "nothing left to change");
+        assert_eq!(value, once);
     }
 
     #[test]
