@@ -1,4 +1,4 @@
-//! The policy layer of Weaver.
+//! The policy layer of Weaver: governance and orchestration.
 //!
 //! **Governance.** Every tool a model may see or call passes through this crate. The
 //! [`ToolRegistry`] collects the tools linked through `inventory` and those a host registers
@@ -77,6 +77,77 @@
 //! let denied = invoker.invoke(call("instance.get")).await;
 //! assert_eq!(denied.error.unwrap().code, "tool_not_in_agent_scope");
 //! assert_eq!(audit.events(&"acme".into()).len(), 2, "the call and the denial are audited");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! **Orchestration.** The [`ChatOrchestrator`] is the
+//! [`AiOrchestrator`](elsa_ai_abstractions::AiOrchestrator) behind `POST /ai/chat`: it picks
+//! the agent, checks conversation ownership, resolves attachments through the
+//! [`ContextResolver`] (one provider per attachment kind, see [`builtin_context_providers`]),
+//! computes the authorized tool set and opens the provider session, all before anything
+//! streams; then it runs the turn in a task of its own with the governor bound to it. Every
+//! event is redacted, sequenced and journaled before clients see it, so a client can
+//! [`resume`](elsa_ai_abstractions::AiOrchestrator::resume) from any sequence; a turn without
+//! clients for longer than the grace window is cancelled. [`ConversationEvents`] lets the
+//! proposal service publish onto a conversation's stream, [`RetentionSweeper`] expires old
+//! conversations, and [`ScriptedProvider`] plays [`Script`]s instead of calling a model.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use elsa_ai_abstractions::*;
+//! use elsa_ai_host::testing::governance::empty_services;
+//! use elsa_ai_host::*;
+//! use futures::StreamExt;
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let services = empty_services(); // a real host passes its Elsa backend's stores
+//! let redactor = Arc::new(Redactor::default());
+//! let audit: Arc<dyn AiAuditSink> = Arc::new(InMemoryAuditLog::new());
+//! let journal = Arc::new(InMemoryStreamJournal::new());
+//! let conversations = Arc::new(InMemoryConversationStore::with_journal(journal.clone()));
+//! let registry = Arc::new(ToolRegistry::builder().linked_tools()?.build(
+//!     Arc::new(AgentRegistry::builtin()),
+//!     Arc::new(InMemoryToolEnablementStore::new()),
+//! ));
+//! let governor = ToolGovernor::builder(registry, services.clone(), audit.clone())
+//!     .redactor(redactor.clone())
+//!     .conversations(conversations.clone())
+//!     .build();
+//! let context = ContextResolver::builder(audit.clone())
+//!     .providers(builtin_context_providers(
+//!         services.definitions.clone(),
+//!         services.instances.clone(),
+//!         services.catalog.clone(),
+//!     ))
+//!     .redactor(redactor.clone())
+//!     .build();
+//! let provider = Arc::new(ScriptedProvider::new(Script::new().reply("Hello from the script.")));
+//! let orchestrator = ChatOrchestrator::builder(provider, governor, context, audit)
+//!     .stores(conversations, journal)
+//!     .redactor(redactor)
+//!     .build();
+//!
+//! let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
+//! let chat = orchestrator
+//!     .execute_chat(AiChatRequest {
+//!         caller: caller.clone(),
+//!         conversation_id: None,
+//!         agent: None,
+//!         message: "Hi! My password=hunter2".into(),
+//!         attachments: Vec::new(),
+//!     })
+//!     .await?;
+//! let conversation = chat.conversation_id.clone();
+//! let events: Vec<AiStreamEvent> = chat.events.collect().await;
+//! assert_eq!(events[0].event_type, AiStreamEventType::ConversationStarted);
+//! assert_eq!(events[0].data["message"], "Hi! My password=[REDACTED]");
+//! assert_eq!(events.last().unwrap().event_type, AiStreamEventType::ConversationCompleted);
+//!
+//! // A client that lost the stream reads it again from its last sequence.
+//! let replay: Vec<AiStreamEvent> = orchestrator.resume(&caller, &conversation, 1).await?.events.collect().await;
+//! assert_eq!(replay.len(), events.len() - 1);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```

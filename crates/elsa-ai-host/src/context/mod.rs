@@ -327,3 +327,244 @@ impl ContextResolver {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use chrono::{TimeZone, Utc};
+    use elsa_ai_abstractions::Permission;
+    use elsa_workflows::TimeRange;
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::testing::governance::{NoWorkflowData, all_permissions, test_agent};
+    use crate::{InMemoryAuditLog, REDACTED};
+
+    /// Returns big content full of secrets, to see the resolver redact and clamp it.
+    struct Leaky;
+
+    #[async_trait]
+    impl AiContextProvider for Leaky {
+        fn kind(&self) -> AttachmentKind {
+            AttachmentKind::WorkflowDefinition
+        }
+
+        async fn resolve(
+            &self,
+            request: AiContextResolutionRequest,
+        ) -> Result<AiResolvedContext, AiError> {
+            let rows: Vec<Value> = (0..500)
+                .map(|i| json!({"row": i, "password": format!("pw-{i}"), "note": "x".repeat(40)}))
+                .collect();
+            Ok(AiResolvedContext {
+                kind: self.kind(),
+                reference_id: request.attachment.reference_id,
+                title: "uses ghp_abcdefghijklmnopqrstuvwxyz0123456789".into(),
+                content: json!({"rows": rows, "apiKey": "k-123456"}),
+                truncated: false,
+            })
+        }
+    }
+
+    fn resolver(audit: Arc<InMemoryAuditLog>) -> ContextResolver {
+        ContextResolver::builder(audit)
+            .providers(builtin_context_providers(
+                Arc::new(NoWorkflowData),
+                Arc::new(NoWorkflowData),
+                Arc::new(NoWorkflowData),
+            ))
+            .build()
+    }
+
+    fn every_kind_agent() -> AiAgentDefinition {
+        test_agent("all-kinds", &[], &all_permissions())
+    }
+
+    fn window(from_day: u32, to_day: u32) -> AiContextAttachment {
+        AiContextAttachment {
+            time_range: Some(TimeRange {
+                from: Utc.with_ymd_and_hms(2024, 4, from_day, 0, 0, 0).unwrap(),
+                to: Utc.with_ymd_and_hms(2024, 4, to_day, 0, 0, 0).unwrap(),
+            }),
+            ..AiContextAttachment::new(AttachmentKind::TimeRange, "window")
+        }
+    }
+
+    async fn resolve(
+        resolver: &ContextResolver,
+        caller: &AiCaller,
+        agent: &AiAgentDefinition,
+        attachments: &[AiContextAttachment],
+    ) -> Result<Vec<AiResolvedContext>, AiError> {
+        resolver
+            .resolve(ContextRequest {
+                caller,
+                agent,
+                conversation_id: None,
+                attachments,
+            })
+            .await
+    }
+
+    #[tokio::test]
+    async fn time_ranges_need_a_valid_window_and_no_permission() {
+        let audit = Arc::new(InMemoryAuditLog::new());
+        let resolver = resolver(audit.clone());
+        let agent = every_kind_agent();
+        let nobody = AiCaller::new("alice", "acme", []);
+        let resolved = resolve(&resolver, &nobody, &agent, &[window(18, 19)])
+            .await
+            .unwrap();
+        assert_eq!(resolved[0].content["durationSeconds"], 86_400);
+        assert_eq!(resolved[0].content["from"], "2024-04-18T00:00:00+00:00");
+
+        let inverted = resolve(&resolver, &nobody, &agent, &[window(19, 18)])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (inverted.status(), inverted.code()),
+            (400, "invalid_time_range")
+        );
+        let missing = AiContextAttachment::new(AttachmentKind::TimeRange, "window");
+        let missing = resolve(&resolver, &nobody, &agent, &[missing])
+            .await
+            .unwrap_err();
+        assert_eq!(missing.code(), "missing_time_range");
+        let actions: Vec<(AuditAction, AuditOutcome)> = audit
+            .events(&"acme".into())
+            .iter()
+            .map(|e| (e.action.clone(), e.outcome))
+            .collect();
+        assert_eq!(
+            actions,
+            [
+                (AuditAction::CONTEXT_RESOLVED, AuditOutcome::Success),
+                (AuditAction::CONTEXT_DENIED, AuditOutcome::Denied),
+                (AuditAction::CONTEXT_DENIED, AuditOutcome::Denied),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_tenant_reference_must_name_the_callers_own_tenant() {
+        let resolver = resolver(Arc::new(InMemoryAuditLog::new()));
+        let agent = every_kind_agent();
+        let alice = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
+        let own = AiContextAttachment::new(AttachmentKind::Tenant, "acme");
+        let resolved = resolve(&resolver, &alice, &agent, &[own.clone()])
+            .await
+            .unwrap();
+        assert_eq!(resolved[0].content["tenantId"], "acme");
+        assert_eq!(resolved[0].content["definitionCount"], 0);
+
+        let other = resolve(
+            &resolver,
+            &alice,
+            &agent,
+            &[AiContextAttachment::new(AttachmentKind::Tenant, "globex")],
+        )
+        .await
+        .unwrap_err();
+        let unknown = resolve(
+            &resolver,
+            &alice,
+            &agent,
+            &[AiContextAttachment::new(AttachmentKind::Tenant, "nobody")],
+        )
+        .await
+        .unwrap_err();
+        assert_eq!((other.status(), other.code()), (404, "not_found"));
+        assert_eq!(
+            other.message().replace("globex", "nobody"),
+            unknown.message()
+        );
+
+        let reader = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOW_INSTANCES]);
+        let denied = resolve(&resolver, &reader, &agent, &[own])
+            .await
+            .unwrap_err();
+        assert_eq!((denied.status(), denied.code()), (403, "permission_denied"));
+    }
+
+    #[tokio::test]
+    async fn the_agent_narrows_what_context_a_caller_may_read() {
+        let resolver = resolver(Arc::new(InMemoryAuditLog::new()));
+        // The caller may read instances; this agent may not.
+        let agent = test_agent("no-instances", &[], &[Permission::READ_WORKFLOWS]);
+        let caller = AiCaller::new("alice", "acme", all_permissions());
+        let instance = AiContextAttachment::new(AttachmentKind::WorkflowInstance, "i-1");
+        let error = resolve(&resolver, &caller, &agent, &[instance])
+            .await
+            .unwrap_err();
+        assert_eq!((error.status(), error.code()), (403, "permission_denied"));
+    }
+
+    #[tokio::test]
+    async fn kinds_outside_the_agents_scope_are_unsupported() {
+        let audit = Arc::new(InMemoryAuditLog::new());
+        let resolver = resolver(audit.clone());
+        let caller = AiCaller::new("alice", "acme", all_permissions());
+        let author = crate::workflow_author();
+        let error = resolve(&resolver, &caller, &author, &[window(18, 19)])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (error.status(), error.code()),
+            (400, "unsupported_attachment")
+        );
+        assert_eq!(
+            audit.events(&"acme".into())[0].action,
+            AuditAction::CONTEXT_DENIED
+        );
+        let empty = ContextResolver::builder(audit).build();
+        let error = resolve(&empty, &caller, &every_kind_agent(), &[window(18, 19)])
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error.code(),
+            "unsupported_attachment",
+            "no provider for the kind"
+        );
+    }
+
+    #[tokio::test]
+    async fn resolved_context_is_redacted_then_clamped_before_anyone_sees_it() {
+        let audit = Arc::new(InMemoryAuditLog::new());
+        let resolver = ContextResolver::builder(audit.clone())
+            .provider(Arc::new(Leaky))
+            .limit(2048)
+            .build();
+        let caller = AiCaller::new("alice", "acme", all_permissions());
+        let attachment = AiContextAttachment::new(AttachmentKind::WorkflowDefinition, "wf");
+        let resolved = resolve(&resolver, &caller, &every_kind_agent(), &[attachment])
+            .await
+            .unwrap();
+        let context = &resolved[0];
+        assert!(context.truncated);
+        assert!(crate::json_size(&context.content) <= 2048);
+        assert_eq!(context.content["apiKey"], REDACTED);
+        let text = serde_json::to_string(context).unwrap();
+        assert!(!text.contains("pw-"), "no password survives: {text}");
+        assert!(!text.contains("ghp_"));
+        let audited = serde_json::to_string(&audit.events(&"acme".into())).unwrap();
+        assert!(!audited.contains("ghp_"));
+        assert!(audited.contains("\"truncated\":true"));
+    }
+
+    #[tokio::test]
+    async fn a_resolution_that_cannot_be_audited_is_refused() {
+        let resolver =
+            ContextResolver::builder(Arc::new(crate::testing::governance::FailingAuditSink))
+                .providers(builtin_context_providers(
+                    Arc::new(NoWorkflowData),
+                    Arc::new(NoWorkflowData),
+                    Arc::new(NoWorkflowData),
+                ))
+                .build();
+        let caller = AiCaller::new("alice", "acme", []);
+        let error = resolve(&resolver, &caller, &every_kind_agent(), &[window(18, 19)])
+            .await
+            .unwrap_err();
+        assert_eq!((error.status(), error.code()), (500, "audit_failed"));
+    }
+}
