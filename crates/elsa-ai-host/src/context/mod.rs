@@ -451,7 +451,7 @@ mod tests {
         let agent = every_kind_agent();
         let alice = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
         let own = AiContextAttachment::new(AttachmentKind::Tenant, "acme");
-        let resolved = resolve(&resolver, &alice, &agent, &[own.clone()])
+        let resolved = resolve(&resolver, &alice, &agent, std::slice::from_ref(&own))
             .await
             .unwrap();
         assert_eq!(resolved[0].content["tenantId"], "acme");

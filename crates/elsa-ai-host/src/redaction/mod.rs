@@ -402,7 +402,11 @@ mod tests {
         ] {
             let once = redactor.redact_str(text).into_owned();
             assert_ne!(once, text, "{text} holds a secret");
-            assert_eq!(redactor.redact_str(&once), once, "{text} is stable once redacted");
+            assert_eq!(
+                redactor.redact_str(&once),
+                once,
+                "{text} is stable once redacted"
+            );
         }
         let mut value = json!({"note": "password=hunter2", "apiKey": "k"});
         redactor.redact_value(&mut value);
