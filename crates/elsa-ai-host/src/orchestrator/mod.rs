@@ -246,10 +246,6 @@ impl ChatOrchestrator {
         self.core.tasks.close();
         self.core.tasks.wait().await;
     }
-
-    async fn audit(&self, event: AiAuditEvent) -> Result<(), AiError> {
-        self.core.record(event).await
-    }
 }
 
 impl Core {
@@ -434,7 +430,7 @@ impl AiOrchestrator for ChatOrchestrator {
                 format!("provider session opened with '{}'", session.provider),
                 json!({"provider": session.provider, "sessionId": session.session_id, "agent": agent.name}),
             );
-            opened.or_close(self.audit(event).await).await?;
+            opened.or_close(core.record(event).await).await?;
         }
 
         let message = core.redactor.redact_str(&message).into_owned();
@@ -457,7 +453,7 @@ impl AiOrchestrator for ChatOrchestrator {
                 "tools": tool_names,
             }),
         );
-        opened.or_close(self.audit(event).await).await?;
+        opened.or_close(core.record(event).await).await?;
 
         let now = core.clock.now();
         let user_message = AiMessage {
