@@ -41,7 +41,9 @@ fn turns(c: &mut Criterion) {
         b.to_async(&runtime).iter_batched(
             harness,
             |harness| async move {
-                let events = harness.run(harness.request("What is the orders workflow?")).await;
+                let events = harness
+                    .run(harness.request("What is the orders workflow?"))
+                    .await;
                 assert!(events.len() > 20);
             },
             BatchSize::SmallInput,
