@@ -50,7 +50,7 @@ pub enum TenantBehavior {
 /// What the audit log records of an invocation. Denials are recorded whatever this says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub enum AuditBehavior {
-    /// Nothing beyond denials.
+    /// Nothing beyond denials and failures.
     None,
     /// The invocation with its redacted arguments and its outcome.
     RecordInvocation,
