@@ -1,19 +1,26 @@
-//! The Elsa Workflows side of Weaver. (Initial shell: crate docs follow with the full model.)
+//! The Elsa Workflows side of Weaver.
 
 mod definition;
 mod descriptor;
 mod diagnostic;
 mod diff;
+mod edit;
 mod error;
 mod instance;
+mod json;
 mod page;
 pub mod store;
 mod tenant;
 
-pub use definition::WorkflowDefinition;
+pub use definition::{
+    Activity, ActivityInput, ActivityNode, ActivitySlot, Connection, ConnectionShape,
+    DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, DesignerMetadata, Endpoint, Expression,
+    InputExpression, InputValue, IoDeclaration, NewVariable, Variable, WorkflowDefinition,
+};
 pub use descriptor::ActivityDescriptor;
 pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use diff::GraphDiff;
+pub use edit::EditError;
 pub use error::{ParseError, WorkflowError};
 pub use instance::{WorkflowInstance, WorkflowStatus, WorkflowSubStatus};
 pub use page::{Page, PageRequest, TimeRange};
