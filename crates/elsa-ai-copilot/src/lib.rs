@@ -1,1 +1,3 @@
-//! Filled by a later issue.
+//! Spike.
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -1,0 +1,169 @@
+//! Weaver tool names as OpenAI-style function names, and back.
+//!
+//! Weaver names are namespaced with dots (`workflow.getDefinition`) and may be 128 bytes
+//! long; the function names the Copilot CLI and the model APIs accept match
+//! `^[a-zA-Z0-9_-]{1,64}$`. Each turn builds one [`ToolNames`] table from the tools it may
+//! offer, so that mapping back is a lookup, never a guess.
+
+use std::collections::HashMap;
+
+use elsa_ai_abstractions::AiError;
+
+/// The longest function name the model APIs accept.
+pub(crate) const MAX_WIRE_NAME_LEN: usize = 64;
+
+/// Why a turn's tools cannot be offered under distinct function names.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ToolNameError {
+    /// Two tools map to the same function name.
+    #[error("tools '{first}' and '{second}' would both be offered as '{wire}'")]
+    Collision {
+        /// The tool seen first.
+        first: String,
+        /// The tool seen second.
+        second: String,
+        /// The function name they share.
+        wire: String,
+    },
+}
+
+impl From<ToolNameError> for AiError {
+    fn from(error: ToolNameError) -> Self {
+        AiError::internal("tool_name_collision", error.to_string())
+    }
+}
+
+/// The function name for a Weaver tool name: every character outside `[A-Za-z0-9_-]`
+/// becomes `_`; a result longer than 64 characters keeps its first 55 and appends `_` and
+/// eight hex digits of a hash of the whole name.
+pub(crate) fn wire_name(name: &str) -> String {
+    let mapped: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .collect();
+    let mapped = if mapped.is_empty() { "_".to_owned() } else { mapped };
+    if mapped.len() <= MAX_WIRE_NAME_LEN {
+        return mapped;
+    }
+    format!("{}_{:08x}", &mapped[..MAX_WIRE_NAME_LEN - 9], fnv1a(name.as_bytes()))
+}
+
+/// FNV-1a, 32 bits: stable across builds and platforms, unlike `std`'s hasher.
+fn fnv1a(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0x811c_9dc5_u32, |hash, byte| {
+        (hash ^ u32::from(*byte)).wrapping_mul(0x0100_0193)
+    })
+}
+
+/// One turn's tool names, both ways.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ToolNames {
+    /// Function name → Weaver name.
+    to_weaver: HashMap<String, String>,
+    /// Weaver names in the order given, with their function names.
+    ordered: Vec<(String, String)>,
+}
+
+impl ToolNames {
+    /// The table for `names`, refusing two names that map to the same function name.
+    /// A name given twice is one tool.
+    pub(crate) fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, ToolNameError> {
+        let mut table = Self::default();
+        for name in names {
+            let wire = wire_name(name);
+            match table.to_weaver.get(&wire) {
+                Some(existing) if existing == name => continue,
+                Some(existing) => {
+                    return Err(ToolNameError::Collision {
+                        first: existing.clone(),
+                        second: name.to_owned(),
+                        wire,
+                    });
+                }
+                None => {
+                    table.to_weaver.insert(wire.clone(), name.to_owned());
+                    table.ordered.push((name.to_owned(), wire));
+                }
+            }
+        }
+        Ok(table)
+    }
+
+    /// The Weaver name behind a function name, if it is one of this turn's tools.
+    pub(crate) fn weaver(&self, wire: &str) -> Option<&str> {
+        self.to_weaver.get(wire).map(String::as_str)
+    }
+
+    /// The function name of a Weaver tool of this turn.
+    pub(crate) fn wire(&self, weaver: &str) -> Option<&str> {
+        self.ordered
+            .iter()
+            .find(|(name, _)| name == weaver)
+            .map(|(_, wire)| wire.as_str())
+    }
+
+    /// Whether `wire` is one of this turn's function names.
+    pub(crate) fn contains_wire(&self, wire: &str) -> bool {
+        self.to_weaver.contains_key(wire)
+    }
+
+    /// The function names, in the order the tools were given.
+    pub(crate) fn wire_names(&self) -> impl Iterator<Item = &str> {
+        self.ordered.iter().map(|(_, wire)| wire.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::is_valid_function_name;
+
+    #[test]
+    fn dotted_names_map_reversibly() {
+        let names = ToolNames::new(["workflow.getDefinition", "instance.get", "mcp.my-server.do_it"]).unwrap();
+        assert_eq!(names.wire("workflow.getDefinition"), Some("workflow_getDefinition"));
+        assert_eq!(names.weaver("workflow_getDefinition"), Some("workflow.getDefinition"));
+        assert_eq!(names.weaver("mcp_my-server_do_it"), Some("mcp.my-server.do_it"));
+        assert_eq!(names.weaver("bash"), None, "only this turn's tools map back");
+        assert!(names.contains_wire("instance_get"));
+        let wire: Vec<&str> = names.wire_names().collect();
+        assert_eq!(wire, ["workflow_getDefinition", "instance_get", "mcp_my-server_do_it"]);
+    }
+
+    #[test]
+    fn every_wire_name_is_a_valid_function_name() {
+        let long = format!("mcp.{}.{}", "s".repeat(60), "t".repeat(60));
+        for name in ["workflow.getDefinition", "a b/c:d", "", "ünïcode.tool", long.as_str()] {
+            let wire = wire_name(name);
+            assert!(is_valid_function_name(&wire), "{name:?} -> {wire:?}");
+        }
+    }
+
+    #[test]
+    fn long_names_stay_distinct() {
+        let prefix = "mcp.server.".to_owned() + &"x".repeat(60);
+        let a = format!("{prefix}.alpha");
+        let b = format!("{prefix}.beta");
+        assert_eq!(wire_name(&a).len(), MAX_WIRE_NAME_LEN);
+        assert_ne!(wire_name(&a), wire_name(&b));
+        assert_eq!(wire_name(&a), wire_name(&a), "stable");
+        let names = ToolNames::new([a.as_str(), b.as_str()]).unwrap();
+        assert_eq!(names.weaver(&wire_name(&b)), Some(b.as_str()));
+    }
+
+    #[test]
+    fn collisions_are_refused() {
+        let error = ToolNames::new(["workflow.get_x", "workflow_get.x"]).unwrap_err();
+        assert_eq!(
+            error,
+            ToolNameError::Collision {
+                first: "workflow.get_x".into(),
+                second: "workflow_get.x".into(),
+                wire: "workflow_get_x".into(),
+            }
+        );
+        let ai: AiError = error.into();
+        assert_eq!((ai.status(), ai.code()), (500, "tool_name_collision"));
+        assert!(ToolNames::new(["a.b", "a.b"]).is_ok(), "a repeated name is one tool");
+    }
+}

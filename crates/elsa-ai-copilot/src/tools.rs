@@ -1,0 +1,268 @@
+//! The tools of one turn as Copilot SDK tools: every call goes through the host's invoker
+//! (the `ToolGovernor`), and the permission handler allows nothing else.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use elsa_ai_abstractions::{
+    AiProviderToolInvocation, AiProviderToolInvoker, AiToolDefinition, AiToolResult,
+};
+use github_copilot_sdk::handler::{PermissionHandler, PermissionResult};
+use github_copilot_sdk::tool::{ToolHandler, try_tool_parameters};
+use github_copilot_sdk::{
+    Error as SdkError, PermissionRequestData, PermissionRequestKind, RequestId, SessionId, Tool,
+    ToolInvocation, ToolResult, ToolResultExpanded,
+};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+use crate::names::ToolNames;
+
+/// The results the invoker returned in this turn, with the Weaver tool name, by call id,
+/// until the event stream reports the call's completion.
+#[derive(Debug, Default)]
+pub(crate) struct ToolResults(Mutex<HashMap<String, (String, AiToolResult)>>);
+
+impl ToolResults {
+    pub(crate) fn record(&self, call_id: &str, tool_name: &str, result: AiToolResult) {
+        self.0.lock().insert(call_id.to_owned(), (tool_name.to_owned(), result));
+    }
+
+    pub(crate) fn take(&self, call_id: &str) -> Option<(String, AiToolResult)> {
+        self.0.lock().remove(call_id)
+    }
+}
+
+/// Runs one Weaver tool for the Copilot runtime, through the invoker.
+struct GovernedTool {
+    name: String,
+    invoker: Arc<dyn AiProviderToolInvoker>,
+    results: Arc<ToolResults>,
+}
+
+#[async_trait]
+impl ToolHandler for GovernedTool {
+    async fn call(&self, invocation: ToolInvocation) -> Result<ToolResult, SdkError> {
+        let result = self
+            .invoker
+            .invoke(AiProviderToolInvocation {
+                call_id: invocation.tool_call_id.clone(),
+                tool_name: self.name.clone(),
+                arguments: invocation.arguments,
+            })
+            .await;
+        let reply = model_reply(&result);
+        self.results.record(&invocation.tool_call_id, &self.name, result);
+        Ok(ToolResult::Expanded(reply))
+    }
+}
+
+/// What the model reads: the content, or the error as JSON it can act on.
+fn model_reply(result: &AiToolResult) -> ToolResultExpanded {
+    let text = result.to_model_text();
+    if result.is_success() {
+        ToolResultExpanded::new(text, "success")
+    } else {
+        let message = result
+            .error
+            .as_ref()
+            .map_or_else(|| text.clone(), |error| format!("{}: {}", error.code, error.message));
+        ToolResultExpanded::new(text, "failure").with_error(message)
+    }
+}
+
+/// The SDK tools for a turn's authorized definitions, each under its function name.
+pub(crate) fn sdk_tools(
+    definitions: &[AiToolDefinition],
+    names: &ToolNames,
+    invoker: &Arc<dyn AiProviderToolInvoker>,
+    results: &Arc<ToolResults>,
+) -> Vec<Tool> {
+    definitions
+        .iter()
+        .filter_map(|definition| {
+            let wire = names.wire(&definition.name)?;
+            let mut tool = Tool::new(wire)
+                .with_description(definition.description.clone())
+                .with_handler(Arc::new(GovernedTool {
+                    name: definition.name.clone(),
+                    invoker: invoker.clone(),
+                    results: results.clone(),
+                }));
+            tool.parameters = parameters(&definition.input_schema);
+            Some(tool)
+        })
+        .collect()
+}
+
+/// The schema as the parameters map the protocol wants; anything but an object schema
+/// (which tools always have) is offered as an object without properties.
+fn parameters(schema: &Value) -> github_copilot_sdk::IndexMap<String, Value> {
+    let schema = match schema {
+        Value::Object(_) => schema.clone(),
+        _ => json!({"type": "object"}),
+    };
+    try_tool_parameters(schema).unwrap_or_default()
+}
+
+/// Approves exactly the turn's tools and refuses every other permission request
+/// (shell, file writes, URLs, MCP, memory: nothing of the CLI's own).
+pub(crate) struct ToolPermissions {
+    allowed: HashSet<String>,
+}
+
+impl ToolPermissions {
+    pub(crate) fn new(names: &ToolNames) -> Self {
+        Self {
+            allowed: names.wire_names().map(str::to_owned).collect(),
+        }
+    }
+
+    fn allows(&self, data: &PermissionRequestData) -> bool {
+        let tool = data.extra["permissionRequest"]["toolName"].as_str();
+        data.kind == Some(PermissionRequestKind::CustomTool)
+            && tool.is_some_and(|tool| self.allowed.contains(tool))
+    }
+}
+
+#[async_trait]
+impl PermissionHandler for ToolPermissions {
+    async fn handle(
+        &self,
+        _session_id: SessionId,
+        _request_id: RequestId,
+        data: PermissionRequestData,
+    ) -> PermissionResult {
+        if self.allows(&data) {
+            PermissionResult::approve_once()
+        } else {
+            tracing::warn!(kind = ?data.kind, "refused a Copilot permission request outside the turn's tools");
+            PermissionResult::reject(Some("Only the tools Weaver offered in this turn may run.".to_owned()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use elsa_ai_abstractions::{AiError, AiToolOutcome};
+
+    use super::*;
+
+    struct Recording(Mutex<Vec<AiProviderToolInvocation>>, AiToolResult);
+
+    #[async_trait]
+    impl AiProviderToolInvoker for Recording {
+        async fn invoke(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
+            self.0.lock().push(invocation);
+            self.1.clone()
+        }
+    }
+
+    fn invocation(tool: &str, call: &str) -> ToolInvocation {
+        serde_json::from_value(json!({
+            "sessionId": "s1",
+            "toolCallId": call,
+            "toolName": tool,
+            "arguments": {"id": "wf-1"},
+        }))
+        .unwrap()
+    }
+
+    fn handler(result: AiToolResult) -> (GovernedTool, Arc<Recording>, Arc<ToolResults>) {
+        let invoker = Arc::new(Recording(Mutex::new(Vec::new()), result));
+        let results = Arc::new(ToolResults::default());
+        let tool = GovernedTool {
+            name: "workflow.getDefinition".into(),
+            invoker: invoker.clone(),
+            results: results.clone(),
+        };
+        (tool, invoker, results)
+    }
+
+    #[tokio::test]
+    async fn a_call_goes_through_the_invoker_under_its_weaver_name() {
+        let (tool, invoker, results) = handler(AiToolResult::success(json!({"name": "Hello"})));
+        let reply = tool.call(invocation("workflow_getDefinition", "call-1")).await.unwrap();
+        let calls = invoker.0.lock().clone();
+        assert_eq!(calls.len(), 1);
+        assert_eq!(calls[0].tool_name, "workflow.getDefinition");
+        assert_eq!(calls[0].call_id, "call-1");
+        assert_eq!(calls[0].arguments, json!({"id": "wf-1"}));
+        let ToolResult::Expanded(reply) = reply else { panic!("expanded result") };
+        assert_eq!(reply.result_type, "success");
+        assert_eq!(reply.text_result_for_llm, r#"{"name":"Hello"}"#);
+        let (name, result) = results.take("call-1").unwrap();
+        assert_eq!(name, "workflow.getDefinition");
+        assert!(result.is_success());
+        assert!(results.take("call-1").is_none(), "taken once");
+    }
+
+    #[tokio::test]
+    async fn a_denial_reaches_the_model_as_a_readable_error() {
+        let denied = AiToolResult::denied(&AiError::forbidden("permission_denied", "needs read:workflows"));
+        let (tool, _, results) = handler(denied.clone());
+        let ToolResult::Expanded(reply) = tool.call(invocation("workflow_getDefinition", "c")).await.unwrap() else {
+            panic!("expanded result")
+        };
+        assert_eq!(reply.result_type, "failure");
+        assert_eq!(reply.text_result_for_llm, denied.to_model_text());
+        assert_eq!(reply.error.as_deref(), Some("permission_denied: needs read:workflows"));
+        assert_eq!(results.take("c").unwrap().1.outcome, AiToolOutcome::Denied);
+    }
+
+    fn definition(name: &str, schema: Value) -> AiToolDefinition {
+        serde_json::from_value(json!({
+            "name": name, "displayName": name, "description": format!("does {name}"),
+            "inputSchema": schema, "mutability": "ReadOnly", "dangerLevel": "Low",
+            "permissions": ["read:workflows"], "tenantBehavior": "TenantScoped",
+            "auditBehavior": "RecordInvocation", "allowedAgents": null, "source": "BuiltIn",
+            "enabledByDefault": true,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn definitions_become_tools_under_their_function_names() {
+        let definitions = [
+            definition("workflow.getDefinition", json!({"type": "object", "properties": {"id": {"type": "string"}}})),
+            definition("instance.get", Value::Null),
+        ];
+        let names = ToolNames::new(definitions.iter().map(|d| d.name.as_str())).unwrap();
+        let invoker: Arc<dyn AiProviderToolInvoker> =
+            Arc::new(Recording(Mutex::new(Vec::new()), AiToolResult::success(Value::Null)));
+        let tools = sdk_tools(&definitions, &names, &invoker, &Arc::default());
+        assert_eq!(tools.len(), 2);
+        assert_eq!(tools[0].name, "workflow_getDefinition");
+        assert_eq!(tools[0].description, "does workflow.getDefinition");
+        assert_eq!(tools[0].parameters["properties"]["id"]["type"], "string");
+        assert!(tools[0].handler().is_some(), "every tool is served");
+        assert_eq!(tools[1].parameters["type"], "object", "a missing schema is an empty object");
+        assert!(!tools[0].skip_permission, "each call asks the permission handler");
+    }
+
+    fn permission(kind: &str, tool: &str) -> PermissionRequestData {
+        let extra = json!({"requestId": "r", "permissionRequest": {"kind": kind, "toolName": tool}});
+        PermissionRequestData {
+            kind: serde_json::from_value(json!(kind)).ok(),
+            tool_call_id: None,
+            managed_approval_required: None,
+            managed_settings_enabled: false,
+            extra,
+        }
+    }
+
+    #[test]
+    fn permissions_allow_only_the_turns_tools() {
+        let names = ToolNames::new(["workflow.getDefinition"]).unwrap();
+        let guard = ToolPermissions::new(&names);
+        assert!(guard.allows(&permission("custom-tool", "workflow_getDefinition")));
+        assert!(!guard.allows(&permission("custom-tool", "instance_get")));
+        assert!(!guard.allows(&permission("shell", "workflow_getDefinition")));
+        assert!(!guard.allows(&permission("write", "edit")));
+        assert!(!guard.allows(&permission("url", "web_fetch")));
+        let mut no_name = permission("custom-tool", "x");
+        no_name.extra = json!({});
+        assert!(!guard.allows(&no_name));
+    }
+}
