@@ -157,5 +157,9 @@ pub trait AiAuditSink: Send + Sync {
 #[async_trait]
 pub trait AiAuditLog: Send + Sync {
     /// The tenant's records matching the query, newest first.
-    async fn query(&self, tenant_id: &TenantId, query: &AuditQuery) -> Result<Page<AiAuditEvent>, AiError>;
+    async fn query(
+        &self,
+        tenant_id: &TenantId,
+        query: &AuditQuery,
+    ) -> Result<Page<AiAuditEvent>, AiError>;
 }

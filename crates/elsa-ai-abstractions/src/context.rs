@@ -9,7 +9,9 @@ use serde_json::Value;
 use crate::{AiCaller, AiError, ConversationId};
 
 /// The kinds of reference a chat request may attach.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub enum AttachmentKind {
     /// A workflow definition (`referenceId` = definition id).
     WorkflowDefinition,
@@ -126,7 +128,10 @@ pub trait AiContextProvider: Send + Sync {
 
     /// Resolves the reference. Unknown, deleted and other tenants' objects are all
     /// [`AiError::NotFound`]; a missing permission is [`AiError::Forbidden`].
-    async fn resolve(&self, request: AiContextResolutionRequest) -> Result<AiResolvedContext, AiError>;
+    async fn resolve(
+        &self,
+        request: AiContextResolutionRequest,
+    ) -> Result<AiResolvedContext, AiError>;
 }
 
 #[cfg(test)]

@@ -57,7 +57,11 @@ pub trait AiConversationStore: Send + Sync {
     async fn create(&self, conversation: &AiConversation) -> Result<(), AiError>;
 
     /// The conversation if it exists in this tenant.
-    async fn find(&self, id: &ConversationId, tenant_id: &TenantId) -> Result<Option<AiConversation>, AiError>;
+    async fn find(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiConversation>, AiError>;
 
     /// Appends a message and bumps `updated_at`.
     async fn append_message(

@@ -235,10 +235,14 @@ impl AiError {
 impl From<WorkflowError> for AiError {
     fn from(error: WorkflowError) -> Self {
         match error {
-            WorkflowError::Parse(parse) => Self::bad_request("invalid_workflow_json", parse.to_string()),
+            WorkflowError::Parse(parse) => {
+                Self::bad_request("invalid_workflow_json", parse.to_string())
+            }
             WorkflowError::NotFound { what } => Self::not_found(what),
             WorkflowError::Conflict { message } => Self::conflict("workflow_conflict", message),
-            WorkflowError::Backend { message } => Self::internal("workflow_backend_failed", message),
+            WorkflowError::Backend { message } => {
+                Self::internal("workflow_backend_failed", message)
+            }
         }
     }
 }
@@ -294,9 +298,15 @@ mod tests {
 
     #[test]
     fn workflow_errors_map_to_statuses() {
-        let not_found: AiError = WorkflowError::NotFound { what: "definition 'x'".into() }.into();
+        let not_found: AiError = WorkflowError::NotFound {
+            what: "definition 'x'".into(),
+        }
+        .into();
         assert_eq!(not_found.status(), 404);
-        let conflict: AiError = WorkflowError::Conflict { message: "v2 exists".into() }.into();
+        let conflict: AiError = WorkflowError::Conflict {
+            message: "v2 exists".into(),
+        }
+        .into();
         assert_eq!(conflict.status(), 409);
     }
 }

@@ -44,7 +44,9 @@ pub use context::{
     AiContextAttachment, AiContextProvider, AiContextResolutionRequest, AiResolvedContext,
     AttachmentKind,
 };
-pub use conversation::{AiConversation, AiConversationStore, AiMessage, AiStreamJournal, MessageRole};
+pub use conversation::{
+    AiConversation, AiConversationStore, AiMessage, AiStreamJournal, MessageRole,
+};
 pub use enablement::{AiToolEnablementStore, ToolEnablement};
 pub use error::{AiError, AiErrorBody};
 pub use identity::{AiCaller, Permission};

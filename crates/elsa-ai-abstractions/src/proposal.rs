@@ -161,7 +161,11 @@ pub struct ProposalQuery {
 #[async_trait]
 pub trait AiProposalStore: Send + Sync {
     /// The proposal, if it exists in this tenant.
-    async fn find(&self, id: &ProposalId, tenant_id: &TenantId) -> Result<Option<AiProposal>, AiError>;
+    async fn find(
+        &self,
+        id: &ProposalId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiProposal>, AiError>;
 
     /// Stores a new proposal; [`AiError::Conflict`] if the id exists.
     async fn save(&self, proposal: &AiProposal) -> Result<(), AiError>;
@@ -171,7 +175,11 @@ pub trait AiProposalStore: Send + Sync {
     async fn update(&self, proposal: &AiProposal, expected_revision: u64) -> Result<(), AiError>;
 
     /// The tenant's proposals matching the query, newest first.
-    async fn list(&self, tenant_id: &TenantId, query: &ProposalQuery) -> Result<Page<AiProposal>, AiError>;
+    async fn list(
+        &self,
+        tenant_id: &TenantId,
+        query: &ProposalQuery,
+    ) -> Result<Page<AiProposal>, AiError>;
 }
 
 /// What a proposal tool hands over: a structured change and its rationale.

@@ -138,7 +138,10 @@ pub trait AiProvider: Send + Sync {
     fn info(&self) -> AiProviderInfo;
 
     /// Opens a session; an unavailable runtime is [`AiError::Unavailable`].
-    async fn create_session(&self, request: CreateAiSessionRequest) -> Result<AiSessionHandle, AiError>;
+    async fn create_session(
+        &self,
+        request: CreateAiSessionRequest,
+    ) -> Result<AiSessionHandle, AiError>;
 
     /// Runs one turn, calling tools only through `invoker`. The stream ends after
     /// [`AiProviderEvent::Completed`] or [`AiProviderEvent::Failed`].

@@ -24,7 +24,9 @@ pub enum ToolMutability {
 }
 
 /// How much harm a misused tool could do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 pub enum DangerLevel {
     /// Harmless reads.
     Low,
@@ -304,7 +306,9 @@ inventory::collect!(AiToolRegistration);
 
 /// Every tool linked into the program through [`AiToolRegistration`].
 pub fn linked_tools() -> impl Iterator<Item = Arc<dyn AiTool>> {
-    inventory::iter::<AiToolRegistration>.into_iter().map(AiToolRegistration::create)
+    inventory::iter::<AiToolRegistration>
+        .into_iter()
+        .map(AiToolRegistration::create)
 }
 
 /// Who is asking for tools, and optional filters.
@@ -339,13 +343,20 @@ pub trait AiToolRegistry: Send + Sync {
     async fn list(&self, query: &AiToolQuery) -> Result<Vec<AiToolDefinition>, AiError>;
 
     /// The tool of that name, if the query's caller may call it.
-    async fn find(&self, name: &str, query: &AiToolQuery) -> Result<Option<Arc<dyn AiTool>>, AiError>;
+    async fn find(
+        &self,
+        name: &str,
+        query: &AiToolQuery,
+    ) -> Result<Option<Arc<dyn AiTool>>, AiError>;
 
     /// The same definitions as [`list`](Self::list), shared instead of copied. A registry
     /// that keeps its definitions behind `Arc`s answers without cloning input schemas, which
     /// dominate the cost of listing many tools; use it where the definitions are only read
     /// (tool listings, capability screens).
-    async fn list_shared(&self, query: &AiToolQuery) -> Result<Vec<Arc<AiToolDefinition>>, AiError> {
+    async fn list_shared(
+        &self,
+        query: &AiToolQuery,
+    ) -> Result<Vec<Arc<AiToolDefinition>>, AiError> {
         Ok(self.list(query).await?.into_iter().map(Arc::new).collect())
     }
 }

@@ -7,12 +7,12 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::ParseError;
 use crate::definition::{
-    Activity, ActivitySlot, Endpoint, InputExpression, NewVariable, WorkflowDefinition,
-    camel_case, existing_key, is_structural_key, shape_in_use,
+    Activity, ActivitySlot, Endpoint, InputExpression, NewVariable, WorkflowDefinition, camel_case,
+    existing_key, is_structural_key, shape_in_use,
 };
 use crate::json::{self, Location, Seg};
-use crate::ParseError;
 
 /// Container types that may be given an `activities` list when they lack one.
 const LIST_CONTAINERS: &[&str] = &["Elsa.Flowchart", "Elsa.Sequence", "Elsa.Parallel"];
@@ -199,9 +199,11 @@ impl WorkflowDefinition {
         value: &InputExpression,
     ) -> Result<(), EditError> {
         let (location, key) = self.input_location(activity_id, name, false)?;
-        let activity = self.object_at(&location).ok_or_else(|| EditError::ActivityNotFound {
-            id: activity_id.to_owned(),
-        })?;
+        let activity = self
+            .object_at(&location)
+            .ok_or_else(|| EditError::ActivityNotFound {
+                id: activity_id.to_owned(),
+            })?;
         let written = value.to_json();
         match activity.get_mut(&key) {
             Some(Value::Object(existing)) => {
@@ -329,12 +331,13 @@ impl WorkflowDefinition {
         let Some((last, holder)) = located.location.split_last() else {
             return Err(EditError::CannotRemoveRoot);
         };
-        let holder = json::locate_mut(&mut self.document, holder).ok_or_else(|| {
-            EditError::ActivityNotFound { id: id.to_owned() }
-        })?;
+        let holder = json::locate_mut(&mut self.document, holder)
+            .ok_or_else(|| EditError::ActivityNotFound { id: id.to_owned() })?;
         let removed = match (last, holder) {
             (Seg::Index(i), Value::Array(items)) if *i < items.len() => items.remove(*i),
-            (Seg::Key(k), Value::Object(map)) => map.insert(k.clone(), Value::Null).unwrap_or_default(),
+            (Seg::Key(k), Value::Object(map)) => {
+                map.insert(k.clone(), Value::Null).unwrap_or_default()
+            }
             _ => return Err(EditError::ActivityNotFound { id: id.to_owned() }),
         };
         Ok(Activity::from_json(removed)?)
@@ -355,9 +358,11 @@ impl WorkflowDefinition {
                 to: endpoint_label(&target),
             });
         }
-        let container = self.object_at(&location).ok_or_else(|| EditError::NotAFlowchart {
-            id: flowchart.unwrap_or("root").to_owned(),
-        })?;
+        let container = self
+            .object_at(&location)
+            .ok_or_else(|| EditError::NotAFlowchart {
+                id: flowchart.unwrap_or("root").to_owned(),
+            })?;
         let shape = shape_in_use(container);
         if container
             .get("connections")
@@ -366,7 +371,10 @@ impl WorkflowDefinition {
         {
             container.insert("connections".into(), Value::Array(Vec::new()));
         }
-        if let Some(list) = container.get_mut("connections").and_then(json::array_like_mut) {
+        if let Some(list) = container
+            .get_mut("connections")
+            .and_then(json::array_like_mut)
+        {
             list.push(shape.write(&source, &target));
         }
         Ok(())
@@ -484,11 +492,13 @@ impl WorkflowDefinition {
 
 /// Whether a connection's JSON touches activity `id` (any shape).
 fn touches(connection: &Value, id: &str) -> bool {
-    ["source", "target"].iter().any(|end| match connection.get(end) {
-        Some(Value::String(activity)) => activity == id,
-        Some(Value::Object(end)) => end.get("activity").and_then(Value::as_str) == Some(id),
-        _ => false,
-    })
+    ["source", "target"]
+        .iter()
+        .any(|end| match connection.get(end) {
+            Some(Value::String(activity)) => activity == id,
+            Some(Value::Object(end)) => end.get("activity").and_then(Value::as_str) == Some(id),
+            _ => false,
+        })
 }
 
 #[cfg(test)]
@@ -513,7 +523,8 @@ mod tests {
     }
 
     fn reparse(definition: &WorkflowDefinition) -> WorkflowDefinition {
-        WorkflowDefinition::from_value(definition.to_value()).expect("edited definitions stay valid")
+        WorkflowDefinition::from_value(definition.to_value())
+            .expect("edited definitions stay valid")
     }
 
     #[test]
@@ -524,22 +535,37 @@ mod tests {
             .expect("set");
         let a = definition.find_activity("a").expect("a");
         assert_eq!(a.json()["text"]["expression"]["value"], json!("bye"));
-        assert_eq!(a.json()["text"]["memoryReference"], json!({"id": "m"}), "other fields kept");
+        assert_eq!(
+            a.json()["text"]["memoryReference"],
+            json!({"id": "m"}),
+            "other fields kept"
+        );
         definition
             .set_input("b", "Text", &InputExpression::javascript("String", "x"))
             .expect("new input");
-        assert!(definition.find_activity("b").expect("b").json().contains_key("text"));
+        assert!(
+            definition
+                .find_activity("b")
+                .expect("b")
+                .json()
+                .contains_key("text")
+        );
         assert_eq!(
             definition.remove_input("b", "TEXT").expect("removed")["expression"]["type"],
             json!("JavaScript")
         );
         assert_eq!(
             definition.remove_input("b", "text"),
-            Err(EditError::InputNotFound { activity_id: "b".into(), name: "text".into() })
+            Err(EditError::InputNotFound {
+                activity_id: "b".into(),
+                name: "text".into()
+            })
         );
         assert_eq!(
             definition.set_input("a", "Type", &InputExpression::literal("String", "x")),
-            Err(EditError::InvalidInputName { name: "Type".into() })
+            Err(EditError::InvalidInputName {
+                name: "Type".into()
+            })
         );
         assert_eq!(
             definition.set_input("nope", "Text", &InputExpression::literal("String", "x")),
@@ -578,11 +604,23 @@ mod tests {
         );
         let removed = definition.remove_activity("a").expect("remove");
         assert_eq!(removed.id(), Some("a"));
-        assert!(definition.root().connections().is_empty(), "its connections went too");
-        assert!(!definition.root().json().contains_key("start"), "start cleared");
+        assert!(
+            definition.root().connections().is_empty(),
+            "its connections went too"
+        );
+        assert!(
+            !definition.root().json().contains_key("start"),
+            "start cleared"
+        );
         definition.remove_activity("t").expect("embedded");
-        assert_eq!(definition.find_activity("if").expect("if").json()["then"], Value::Null);
-        assert_eq!(definition.remove_activity("f"), Err(EditError::CannotRemoveRoot));
+        assert_eq!(
+            definition.find_activity("if").expect("if").json()["then"],
+            Value::Null
+        );
+        assert_eq!(
+            definition.remove_activity("f"),
+            Err(EditError::CannotRemoveRoot)
+        );
         assert_eq!(definition.as_json()["custom"], json!({"keep": 1}));
         reparse(&definition);
     }
@@ -614,18 +652,30 @@ mod tests {
             assert_eq!(connections.len(), 2);
             assert!(connections.iter().all(|c| c.shape == shape));
             assert!(matches!(
-                definition.add_connection(None, Endpoint::new("b", "Done"), Endpoint::new("if", "In")),
+                definition.add_connection(
+                    None,
+                    Endpoint::new("b", "Done"),
+                    Endpoint::new("if", "In")
+                ),
                 Err(EditError::DuplicateConnection { .. })
             ));
             assert!(matches!(
-                definition.add_connection(None, Endpoint::new("t", "Done"), Endpoint::new("a", "In")),
+                definition.add_connection(
+                    None,
+                    Endpoint::new("t", "Done"),
+                    Endpoint::new("a", "In")
+                ),
                 Err(EditError::EndpointNotInFlowchart { .. })
             ));
             definition
                 .remove_connection(None, &Endpoint::new("a", "Done"), &Endpoint::new("b", "In"))
                 .expect("remove");
             assert!(matches!(
-                definition.remove_connection(None, &Endpoint::new("a", "Done"), &Endpoint::new("b", "In")),
+                definition.remove_connection(
+                    None,
+                    &Endpoint::new("a", "Done"),
+                    &Endpoint::new("b", "In")
+                ),
                 Err(EditError::ConnectionNotFound { .. })
             ));
             reparse(&definition);
@@ -647,7 +697,10 @@ mod tests {
             definition.add_variable(&NewVariable::new(" ", "String")),
             Err(EditError::EmptyVariableName)
         );
-        assert_eq!(definition.remove_variable("X").expect("removed")["typeName"], json!("String"));
+        assert_eq!(
+            definition.remove_variable("X").expect("removed")["typeName"],
+            json!("String")
+        );
         assert_eq!(
             definition.remove_variable("X"),
             Err(EditError::VariableNotFound { name: "X".into() })

@@ -60,14 +60,21 @@ pub fn fixture_files_declared_invalid() -> Vec<String> {
             continue;
         }
         // Table rows look like: | `file.json` | why |
-        if let Some(cell) = line.trim().strip_prefix('|').and_then(|rest| rest.split('|').next()) {
+        if let Some(cell) = line
+            .trim()
+            .strip_prefix('|')
+            .and_then(|rest| rest.split('|').next())
+        {
             let cell = cell.trim().trim_matches('`');
             if cell.ends_with(".json") {
                 names.push(cell.to_owned());
             }
         }
     }
-    assert!(!names.is_empty(), "the fixture README lists no invalid files");
+    assert!(
+        !names.is_empty(),
+        "the fixture README lists no invalid files"
+    );
     names
 }
 

@@ -151,7 +151,10 @@ impl ScriptedModelServer {
 
     /// The chat-completions requests received so far, in order.
     pub fn chat_requests(&self) -> Vec<RecordedRequest> {
-        self.requests().into_iter().filter(RecordedRequest::is_chat_completion).collect()
+        self.requests()
+            .into_iter()
+            .filter(RecordedRequest::is_chat_completion)
+            .collect()
     }
 
     /// Appends replies to the script.
@@ -174,7 +177,9 @@ impl Drop for ScriptedModelServer {
 /// Whether OpenAI-style APIs accept `name` as a function name.
 pub fn is_valid_function_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 async fn handle(
@@ -195,13 +200,23 @@ async fn handle(
     };
     state.requests.lock().push(request.clone());
     if !request.is_chat_completion() {
-        return error(StatusCode::NOT_FOUND, "not_found", "only /v1/chat/completions is served");
+        return error(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            "only /v1/chat/completions is served",
+        );
     }
-    if let Some(bad) = request.tool_names().into_iter().find(|name| !is_valid_function_name(name)) {
+    if let Some(bad) = request
+        .tool_names()
+        .into_iter()
+        .find(|name| !is_valid_function_name(name))
+    {
         return error(
             StatusCode::BAD_REQUEST,
             "invalid_request_error",
-            &format!("Invalid 'tools[].function.name': '{bad}' does not match '^[a-zA-Z0-9_-]{{1,64}}$'"),
+            &format!(
+                "Invalid 'tools[].function.name': '{bad}' does not match '^[a-zA-Z0-9_-]{{1,64}}$'"
+            ),
         );
     }
     let reply = state.script.lock().pop_front();
@@ -214,7 +229,10 @@ async fn handle(
         }
         None => Answer::Text("(the scripted model has no more replies)".into()),
     };
-    let model = request.body["model"].as_str().unwrap_or("scripted").to_owned();
+    let model = request.body["model"]
+        .as_str()
+        .unwrap_or("scripted")
+        .to_owned();
     if request.body["stream"] == true {
         streamed(&model, answer)
     } else {
@@ -282,7 +300,10 @@ fn streamed(model: &str, answer: Answer) -> Response {
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         })
     };
-    let mut chunks = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    let mut chunks = vec![chunk(
+        json!({"role": "assistant", "content": ""}),
+        Value::Null,
+    )];
     match answer {
         Answer::ToolCall { name, arguments } => {
             let arguments = arguments.to_string();

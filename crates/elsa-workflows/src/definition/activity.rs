@@ -48,7 +48,8 @@ pub(crate) fn is_structural_key(activity: &Map<String, Value>, key: &str) -> boo
 /// Whether an object looks like an activity embedded in another one's property
 /// (Fork branches, If then/else, FlowNode body, Switch cases, ...).
 pub(crate) fn is_activity_shaped(map: &Map<String, Value>) -> bool {
-    matches!(map.get("type"), Some(Value::String(_))) && matches!(map.get("id"), Some(Value::String(_)))
+    matches!(map.get("type"), Some(Value::String(_)))
+        && matches!(map.get("id"), Some(Value::String(_)))
 }
 
 /// Whether an object is an input wrapper: `{"typeName", "expression": {...}}` or an output
@@ -222,7 +223,10 @@ impl<'a> ActivityNode<'a> {
 
     /// The activity type, for example `Elsa.WriteLine`.
     pub fn type_name(&self) -> &'a str {
-        self.json.get("type").and_then(Value::as_str).unwrap_or_default()
+        self.json
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
 
     /// The activity type version, when written.
@@ -278,7 +282,10 @@ impl<'a> ActivityNode<'a> {
 
     /// Whether the activity holds an `activities` list (flowchart, sequence, parallel, ...).
     pub fn is_container(&self) -> bool {
-        self.json.get("activities").and_then(json::array_like).is_some()
+        self.json
+            .get("activities")
+            .and_then(json::array_like)
+            .is_some()
     }
 
     /// Whether the activity is a flowchart: it has `connections` or is `Elsa.Flowchart`.
@@ -311,7 +318,9 @@ impl<'a> ActivityNode<'a> {
 
     /// The workflow definition this activity runs, when it is a workflow used as an activity.
     pub fn workflow_definition_id(&self) -> Option<&'a str> {
-        self.json.get("workflowDefinitionId").and_then(Value::as_str)
+        self.json
+            .get("workflowDefinitionId")
+            .and_then(Value::as_str)
     }
 
     /// Designer position and size, when present.
@@ -400,7 +409,10 @@ impl Activity {
         let Value::Object(json) = value else {
             return Err(json::error_at(
                 &[],
-                format!("an activity must be a JSON object, found {}", json::kind_of(&value)),
+                format!(
+                    "an activity must be a JSON object, found {}",
+                    json::kind_of(&value)
+                ),
             ));
         };
         walk::nodes(&json, Vec::new(), true)?;
@@ -419,7 +431,10 @@ impl Activity {
 
     /// The activity type.
     pub fn type_name(&self) -> &str {
-        self.json.get("type").and_then(Value::as_str).unwrap_or_default()
+        self.json
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
     }
 
     /// A read-only view of this activity (paths start at `$`).
@@ -567,7 +582,10 @@ pub(crate) fn check_fields(map: &Map<String, Value>, location: &[Seg]) -> Result
         Some(other) => {
             return Err(json::error_at(
                 &json::key(location, "type"),
-                format!("activity `type` must be a string, found {}", json::kind_of(other)),
+                format!(
+                    "activity `type` must be a string, found {}",
+                    json::kind_of(other)
+                ),
             ));
         }
         None => {
@@ -606,7 +624,9 @@ mod tests {
         let text = node.input("TEXT").expect("case-insensitive lookup");
         assert_eq!(text.name, "text");
         assert_eq!(
-            text.value.expression().and_then(|e| e.literal_str().map(str::to_owned)),
+            text.value
+                .expression()
+                .and_then(|e| e.literal_str().map(str::to_owned)),
             Some("hi".to_owned())
         );
         assert_eq!(node.designer().and_then(|d| d.x), Some(10.0));
@@ -618,8 +638,10 @@ mod tests {
     fn from_json_rejects_wrong_shapes_with_paths() {
         let error = Activity::from_json(json!({"id": "a", "type": 3})).expect_err("type");
         assert_eq!(error.path, "$.type");
-        let error = Activity::from_json(json!({"id": "a", "type": "Elsa.Sequence", "activities": [{"id": "b"}]}))
-            .expect_err("child without type");
+        let error = Activity::from_json(
+            json!({"id": "a", "type": "Elsa.Sequence", "activities": [{"id": "b"}]}),
+        )
+        .expect_err("child without type");
         assert_eq!(error.path, "$.activities[0].type");
         let error = Activity::from_json(json!(["x"])).expect_err("array");
         assert_eq!(error.path, "$");

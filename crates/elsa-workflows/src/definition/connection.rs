@@ -230,18 +230,25 @@ mod tests {
         assert_eq!(connections.len(), 4);
         assert!(connections[0].links(&Endpoint::new("a", "Done"), &Endpoint::new("b", "In")));
         assert_eq!(connections[0].shape, ConnectionShape::Endpoints);
-        assert_eq!(connections[0].source_port_path, "$.root.connections[0].source.port");
+        assert_eq!(
+            connections[0].source_port_path,
+            "$.root.connections[0].source.port"
+        );
         assert!(connections[1].links(&Endpoint::new("b", "True"), &Endpoint::new("c", "In")));
         assert_eq!(connections[1].shape, ConnectionShape::Flat);
-        assert_eq!(connections[1].source_port_path, "$.root.connections[1].sourcePort");
+        assert_eq!(
+            connections[1].source_port_path,
+            "$.root.connections[1].sourcePort"
+        );
         assert!(connections[2].links(&Endpoint::new("c", "Done"), &Endpoint::new("d", "In")));
         assert!(connections[3].links(&Endpoint::new("d", "Done"), &Endpoint::new("e", "In")));
     }
 
     #[test]
     fn dollar_values_lists_are_read() {
-        let connections = read(json!({"connections": {"$id": "1", "$values": [{"source": "a", "target": "b"}]}}))
-            .expect("wrapper");
+        let connections =
+            read(json!({"connections": {"$id": "1", "$values": [{"source": "a", "target": "b"}]}}))
+                .expect("wrapper");
         assert_eq!(connections[0].path, "$.root.connections.$values[0]");
     }
 

@@ -20,10 +20,10 @@ pub use activity::{
     InputExpression, InputValue,
 };
 pub(crate) use activity::{camel_case, existing_key, is_structural_key};
+pub(crate) use connection::shape_in_use;
 pub use connection::{
     Connection, ConnectionShape, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, Endpoint,
 };
-pub(crate) use connection::shape_in_use;
 pub use variable::{IoDeclaration, NewVariable, Variable};
 
 use crate::json::{self, Seg};
@@ -357,10 +357,22 @@ mod tests {
             (json!({"root": {"id": "a"}}), "$.root.type"),
             (json!({"version": "2", "root": {"type": "A"}}), "$.version"),
             (json!({"isLatest": 1, "root": {"type": "A"}}), "$.isLatest"),
-            (json!({"definitionId": 7, "root": {"type": "A"}}), "$.definitionId"),
-            (json!({"variables": {}, "root": {"type": "A"}}), "$.variables"),
-            (json!({"root": {"type": "Elsa.Flowchart", "activities": [{"type": "A"}, {"type": "B"}, {"type": "C"}, {"id": "d", "type": 4}]}}), "$.root.activities[3].type"),
-            (json!({"root": {"type": "Elsa.Flowchart", "activities": [], "connections": [{"source": 1, "target": "b"}]}}), "$.root.connections[0].source"),
+            (
+                json!({"definitionId": 7, "root": {"type": "A"}}),
+                "$.definitionId",
+            ),
+            (
+                json!({"variables": {}, "root": {"type": "A"}}),
+                "$.variables",
+            ),
+            (
+                json!({"root": {"type": "Elsa.Flowchart", "activities": [{"type": "A"}, {"type": "B"}, {"type": "C"}, {"id": "d", "type": 4}]}}),
+                "$.root.activities[3].type",
+            ),
+            (
+                json!({"root": {"type": "Elsa.Flowchart", "activities": [], "connections": [{"source": 1, "target": "b"}]}}),
+                "$.root.connections[0].source",
+            ),
         ];
         for (value, path) in cases {
             let error = parse(value.clone()).expect_err("invalid");

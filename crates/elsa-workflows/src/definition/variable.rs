@@ -146,8 +146,7 @@ pub(crate) fn read_io(
             Ok(IoDeclaration {
                 name: json::optional_str(map, "name", &item_at)?.map(str::to_owned),
                 type_name: type_name.map(str::to_owned),
-                display_name: json::optional_str(map, "displayName", &item_at)?
-                    .map(str::to_owned),
+                display_name: json::optional_str(map, "displayName", &item_at)?.map(str::to_owned),
                 path: json::render_path(&item_at),
             })
         });
@@ -179,7 +178,10 @@ mod tests {
 
     #[test]
     fn wrong_variable_shapes_are_errors() {
-        let map = json!({"variables": [{"name": 5}]}).as_object().cloned().unwrap_or_default();
+        let map = json!({"variables": [{"name": 5}]})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         let error = read_all(&map, &[], true).expect_err("name must be a string");
         assert_eq!(error.path, "$.variables[0].name");
         assert!(read_all(&map, &[], false).expect("lenient").is_empty());

@@ -53,7 +53,9 @@ impl<'a> Walk<'a> {
             activity::check_fields(json, &location)?;
         }
         let index = self.out.len();
-        let parent_id = parent.and_then(|p| self.out.get(p)).and_then(|node| node.id());
+        let parent_id = parent
+            .and_then(|p| self.out.get(p))
+            .and_then(|node| node.id());
         self.out.push(ActivityNode {
             json,
             location: location.clone(),
@@ -169,12 +171,19 @@ mod tests {
         let ids: Vec<_> = nodes.iter().filter_map(|n| n.id()).collect();
         assert_eq!(
             ids,
-            ["seq", "fork", "b1", "b2", "b2a", "if", "t", "sw", "c1", "custom", "n", "nb"]
+            [
+                "seq", "fork", "b1", "b2", "b2a", "if", "t", "sw", "c1", "custom", "n", "nb"
+            ]
         );
         let c1 = nodes.iter().find(|n| n.id() == Some("c1")).expect("c1");
         assert_eq!(c1.path(), "$.root.activities[2].cases[0].activity");
         assert_eq!(c1.parent_id(), Some("sw"));
-        assert_eq!(c1.slot(), &ActivitySlot::Embedded { property: "cases".into() });
+        assert_eq!(
+            c1.slot(),
+            &ActivitySlot::Embedded {
+                property: "cases".into()
+            }
+        );
         let nb = nodes.iter().find(|n| n.id() == Some("nb")).expect("nb");
         assert_eq!(nb.depth(), 3);
         assert!(holds_activities(&root["activities"][0]["branches"]));
@@ -185,7 +194,8 @@ mod tests {
     fn strict_walk_rejects_ill_shaped_children() {
         let root = json!({"id": "f", "type": "Elsa.Flowchart", "activities": [{"id": "a", "type": "A"}, "x"]});
         let map = root.as_object().cloned().unwrap_or_default();
-        let error = nodes(&map, vec![json::Seg::Key("root".into())], true).expect_err("string child");
+        let error =
+            nodes(&map, vec![json::Seg::Key("root".into())], true).expect_err("string child");
         assert_eq!(error.path, "$.root.activities[1]");
         assert_eq!(nodes(&map, Vec::new(), false).expect("lenient").len(), 2);
     }
