@@ -119,9 +119,10 @@ pub struct AiProposal {
     pub reviewed_at: Option<DateTime<Utc>>,
     /// The reviewer's reason (required for rejections).
     pub review_reason: Option<String>,
-    /// Who applied it.
+    /// Who applied it. While the status is still `Approved`, who is applying it right now:
+    /// the apply claim that keeps concurrent applies, rejections and expiry out.
     pub applied_by: Option<String>,
-    /// When it was applied.
+    /// When it was applied (while still `Approved`: when the apply claim was taken).
     pub applied_at: Option<DateTime<Utc>>,
     /// The definition version the apply wrote.
     pub applied_version: Option<DefinitionVersionRef>,
@@ -171,7 +172,9 @@ pub trait AiProposalStore: Send + Sync {
     async fn save(&self, proposal: &AiProposal) -> Result<(), AiError>;
 
     /// Replaces a stored proposal only if its stored revision is still `expected_revision`
-    /// (atomically, also across processes); [`AiError::Conflict`] otherwise.
+    /// (atomically, also across processes); [`AiError::Conflict`] otherwise, and
+    /// [`AiError::NotFound`] when the tenant has no such proposal. The caller hands over the
+    /// new state with `proposal.revision == expected_revision + 1`, which is stored as given.
     async fn update(&self, proposal: &AiProposal, expected_revision: u64) -> Result<(), AiError>;
 
     /// The tenant's proposals matching the query, newest first.
