@@ -1,5 +1,6 @@
 //! The Elsa Workflows side of Weaver.
 
+mod catalog;
 mod definition;
 mod descriptor;
 mod diagnostic;
@@ -12,12 +13,16 @@ mod page;
 pub mod store;
 mod tenant;
 
+pub use catalog::{BuiltinActivityCatalog, builtin_catalog, builtin_descriptor};
 pub use definition::{
     Activity, ActivityInput, ActivityNode, ActivitySlot, Connection, ConnectionShape,
     DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, DesignerMetadata, Endpoint, Expression,
     InputExpression, InputValue, IoDeclaration, NewVariable, Variable, WorkflowDefinition,
 };
-pub use descriptor::ActivityDescriptor;
+pub use descriptor::{
+    ActivityDescriptor, ActivityKind, EmbeddedPort, InputDescriptor, OutputDescriptor,
+    PortDescriptor,
+};
 pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use diff::GraphDiff;
 pub use edit::EditError;
