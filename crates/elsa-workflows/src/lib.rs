@@ -12,6 +12,7 @@ mod json;
 mod page;
 pub mod store;
 mod tenant;
+pub mod validate;
 
 pub use catalog::{BuiltinActivityCatalog, builtin_catalog, builtin_descriptor};
 pub use definition::{
@@ -34,3 +35,4 @@ pub use store::{
     VersionOptions, WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowInstanceStore,
 };
 pub use tenant::TenantId;
+pub use validate::DraftValidator;

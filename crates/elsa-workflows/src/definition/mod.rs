@@ -19,7 +19,9 @@ pub use activity::{
     Activity, ActivityInput, ActivityNode, ActivitySlot, DesignerMetadata, Expression,
     InputExpression, InputValue,
 };
-pub(crate) use activity::{camel_case, existing_key, is_structural_key};
+pub(crate) use activity::{
+    camel_case, existing_key, is_activity_shaped, is_input_wrapper, is_structural_key,
+};
 pub(crate) use connection::shape_in_use;
 pub use connection::{
     Connection, ConnectionShape, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, Endpoint,
