@@ -28,7 +28,10 @@ pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use diff::GraphDiff;
 pub use edit::EditError;
 pub use error::{ParseError, WorkflowError};
-pub use instance::{WorkflowInstance, WorkflowStatus, WorkflowSubStatus};
+pub use instance::{
+    ActivityExecutionRecord, ActivityStatus, Bookmark, ExceptionInfo, ExecutionRecordSource,
+    Incident, WorkflowInstance, WorkflowStatus, WorkflowSubStatus,
+};
 pub use page::{Page, PageRequest, TimeRange};
 pub use store::{
     ActivityCatalog, DefinitionQuery, DefinitionSummary, DefinitionVersionRef, InstanceQuery,
