@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chrono::{DateTime, SecondsFormat, Utc};
 use elsa_ai_abstractions::{
     AiContextProvider, AiContextResolutionRequest, AiError, AiResolvedContext, AttachmentKind,
     Permission,
@@ -56,105 +57,75 @@ impl AiContextProvider for WorkflowInstanceContext {
             .find(&request.caller.tenant_id, id)
             .await?
             .ok_or_else(|| not_found("workflow instance", id))?;
-        let content = summarize(&instance);
-        let status = |key: &str| {
-            content
-                .get(key)
-                .and_then(Value::as_str)
-                .unwrap_or("unknown")
-                .to_owned()
-        };
-        let definition = content
-            .get("definitionId")
-            .and_then(Value::as_str)
-            .unwrap_or("unknown definition")
-            .to_owned();
+        let title = format!(
+            "Workflow instance {id} of {} ({}/{})",
+            instance.definition_id().unwrap_or("unknown definition"),
+            instance.status(),
+            instance.sub_status()
+        );
         Ok(AiResolvedContext {
             kind,
             reference_id: id.clone(),
-            title: format!(
-                "Workflow instance {id} of {definition} ({}/{})",
-                status("status"),
-                status("subStatus")
-            ),
-            content: Value::Object(content),
+            title,
+            content: Value::Object(summarize(&instance)),
             truncated: false,
         })
     }
 }
 
-/// Elsa serialises lists either plainly or as `{"$id", "$values": [...]}`.
-fn list(value: Option<&Value>) -> &[Value] {
-    match value {
-        Some(Value::Array(items)) => items,
-        Some(Value::Object(map)) => map
-            .get("$values")
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice),
-        _ => &[],
+fn insert_opt(summary: &mut Map<String, Value>, key: &str, value: Option<impl Into<Value>>) {
+    if let Some(value) = value {
+        summary.insert(key.to_owned(), value.into());
     }
 }
 
-fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, key: &str, as_key: &str) {
-    if let Some(value) = from.get(key).filter(|v| !v.is_null()) {
-        to.insert(as_key.to_owned(), value.clone());
-    }
+fn timestamp(value: Option<DateTime<Utc>>) -> Option<String> {
+    value.map(|t| t.to_rfc3339_opts(SecondsFormat::AutoSi, true))
 }
 
 fn summarize(instance: &WorkflowInstance) -> Map<String, Value> {
-    let document = serde_json::to_value(instance).unwrap_or(Value::Null);
-    // API responses wrap the state: {"workflowState": {...}}.
-    let state = document
-        .get("workflowState")
-        .and_then(Value::as_object)
-        .or_else(|| document.as_object());
-    let Some(state) = state else {
-        return Map::new();
-    };
     let mut summary = Map::new();
-    for (key, as_key) in [
-        ("id", "instanceId"),
-        ("workflowInstanceId", "instanceId"),
-        ("definitionId", "definitionId"),
-        ("definitionVersion", "definitionVersion"),
-        ("version", "definitionVersion"),
-        ("definitionVersionId", "definitionVersionId"),
-        ("name", "name"),
-        ("correlationId", "correlationId"),
-        ("status", "status"),
-        ("subStatus", "subStatus"),
-        ("createdAt", "createdAt"),
-        ("updatedAt", "updatedAt"),
-        ("finishedAt", "finishedAt"),
-    ] {
-        if !summary.contains_key(as_key) {
-            copy(state, &mut summary, key, as_key);
-        }
-    }
+    summary.insert("instanceId".into(), instance.id().into());
+    insert_opt(&mut summary, "definitionId", instance.definition_id());
+    insert_opt(
+        &mut summary,
+        "definitionVersion",
+        instance.definition_version(),
+    );
+    insert_opt(
+        &mut summary,
+        "definitionVersionId",
+        instance.definition_version_id(),
+    );
+    insert_opt(&mut summary, "name", instance.name());
+    insert_opt(&mut summary, "correlationId", instance.correlation_id());
+    summary.insert("status".into(), instance.status().as_str().into());
+    summary.insert("subStatus".into(), instance.sub_status().as_str().into());
+    insert_opt(&mut summary, "createdAt", timestamp(instance.created_at()));
+    insert_opt(&mut summary, "updatedAt", timestamp(instance.updated_at()));
+    insert_opt(
+        &mut summary,
+        "finishedAt",
+        timestamp(instance.finished_at()),
+    );
 
-    let incidents = list(state.get("incidents"));
-    let count = state
-        .get("incidentCount")
-        .and_then(Value::as_u64)
-        .map_or(incidents.len(), |n| {
-            usize::try_from(n).unwrap_or(usize::MAX)
-        });
-    summary.insert("incidentCount".into(), count.into());
-    let listed: Vec<Value> = incidents
-        .iter()
-        .filter_map(Value::as_object)
+    summary.insert("incidentCount".into(), instance.incident_count().into());
+    let listed: Vec<Value> = instance
+        .incidents()
+        .into_iter()
         .take(WorkflowInstanceContext::LISTED)
         .map(|incident| {
             let mut line = Map::new();
-            for key in ["activityId", "activityType", "message", "timestamp"] {
-                copy(incident, &mut line, key, key);
-            }
-            if let Some(exception) = incident.get("exception").and_then(Value::as_object) {
-                copy(exception, &mut line, "type", "exceptionType");
-                if exception.get("message") != incident.get("message") {
-                    copy(exception, &mut line, "message", "exceptionMessage");
+            insert_opt(&mut line, "activityId", incident.activity_id);
+            insert_opt(&mut line, "activityType", incident.activity_type);
+            insert_opt(&mut line, "timestamp", timestamp(incident.timestamp));
+            if let Some(exception) = incident.exception {
+                insert_opt(&mut line, "exceptionType", exception.type_name);
+                if exception.message != incident.message {
+                    insert_opt(&mut line, "exceptionMessage", exception.message);
                 }
             }
+            insert_opt(&mut line, "message", incident.message);
             Value::Object(line)
         })
         .collect();
@@ -162,22 +133,63 @@ fn summarize(instance: &WorkflowInstance) -> Map<String, Value> {
         summary.insert("incidents".into(), listed.into());
     }
 
-    let bookmarks = list(state.get("bookmarks"));
+    let bookmarks = instance.bookmarks();
     if !bookmarks.is_empty() {
         summary.insert("bookmarkCount".into(), bookmarks.len().into());
         let listed: Vec<Value> = bookmarks
-            .iter()
-            .filter_map(Value::as_object)
+            .into_iter()
             .take(WorkflowInstanceContext::LISTED)
             .map(|bookmark| {
                 let mut line = Map::new();
-                for key in ["name", "activityId", "createdAt"] {
-                    copy(bookmark, &mut line, key, key);
-                }
+                insert_opt(&mut line, "name", bookmark.name);
+                insert_opt(&mut line, "activityId", bookmark.activity_id);
+                insert_opt(&mut line, "createdAt", timestamp(bookmark.created_at));
                 Value::Object(line)
             })
             .collect();
         summary.insert("bookmarks".into(), listed.into());
     }
     summary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn summary_lists_header_incidents_and_bookmarks_from_typed_views() {
+        let instance = WorkflowInstance::from_value(json!({
+            "workflowState": {
+                "$id": "1", "id": "i-1", "definitionId": "orders", "definitionVersion": 2,
+                "status": 1, "subStatus": "Faulted",
+                "createdAt": "2025-03-01T10:00:00.1234567+00:00",
+                "incidents": {"$id": "2", "$values": [{
+                    "activityId": "Http1", "activityType": "Elsa.SendHttpRequest",
+                    "message": "Request failed",
+                    "exception": {"type": "System.Net.Http.HttpRequestException", "message": "refused"},
+                    "timestamp": "2025-03-01T10:00:01Z"
+                }]},
+                "bookmarks": [{"name": "Elsa.Event", "activityId": "Wait1"}],
+                "input": {"password": "not summarised"}
+            }
+        }))
+        .expect("valid instance");
+        let summary = summarize(&instance);
+        assert_eq!(summary["instanceId"], "i-1");
+        assert_eq!(summary["definitionVersion"], 2);
+        assert_eq!(summary["status"], "Finished");
+        assert_eq!(summary["subStatus"], "Faulted");
+        assert_eq!(summary["createdAt"], "2025-03-01T10:00:00.123456700Z");
+        assert_eq!(summary["incidentCount"], 1);
+        let incident = &summary["incidents"][0];
+        assert_eq!(
+            incident["exceptionType"],
+            "System.Net.Http.HttpRequestException"
+        );
+        assert_eq!(incident["exceptionMessage"], "refused");
+        assert_eq!(summary["bookmarkCount"], 1);
+        assert_eq!(summary["bookmarks"][0]["activityId"], "Wait1");
+        assert!(!summary.contains_key("input"));
+    }
 }
