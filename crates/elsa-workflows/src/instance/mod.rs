@@ -198,10 +198,10 @@ impl WorkflowInstance {
             for (entry, entry_at) in
                 records::entries(map, "activityExecutionRecords", &at).unwrap_or_default()
             {
-                if let Ok(record) = records::execution_record(entry, entry_at) {
-                    if record.id.as_ref().is_none_or(|id| seen.insert(id.clone())) {
-                        out.push(record);
-                    }
+                if let Ok(record) = records::execution_record(entry, entry_at)
+                    && record.id.as_ref().is_none_or(|id| seen.insert(id.clone()))
+                {
+                    out.push(record);
                 }
             }
         }
@@ -323,16 +323,13 @@ fn check_layer(map: &Map<String, Value>, at: &[Seg]) -> Result<(), ParseError> {
     for field in ["definitionVersion", "version"] {
         json::optional_i32(map, field, at)?;
     }
-    if let Some(count) = map.get("incidentCount").filter(|v| !v.is_null()) {
-        if count.as_u64().is_none() {
-            return Err(json::error_at(
-                &json::key(at, "incidentCount"),
-                format!(
-                    "`incidentCount` must be a non-negative integer, found {}",
-                    json::kind_of(count)
-                ),
-            ));
-        }
+    if let Some(count) = map.get("incidentCount").filter(|v| !v.is_null())
+        && count.as_u64().is_none()
+    {
+        return Err(json::error_at(
+            &json::key(at, "incidentCount"),
+            format!("`incidentCount` must be a non-negative integer, found {count}"),
+        ));
     }
     check_enum(map, "status", at, WorkflowStatus::from_json)?;
     check_enum(map, "subStatus", at, WorkflowSubStatus::from_json)?;

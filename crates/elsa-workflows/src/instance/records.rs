@@ -157,6 +157,9 @@ fn string(
     Ok(json::optional_str(map, field, location)?.map(str::to_owned))
 }
 
+/// An object entry of a list with its location.
+pub(crate) type Entry<'a> = (&'a Map<String, Value>, Location);
+
 /// The entries of an optional list field (a JSON array, `{"$values": [...]}` or an API page
 /// `{"items": [...]}`), each with its path; `$ref` entries point at an entry listed
 /// elsewhere and are skipped.
@@ -164,7 +167,7 @@ pub(crate) fn entries<'a>(
     map: &'a Map<String, Value>,
     field: &str,
     location: &[Seg],
-) -> Result<Vec<(&'a Map<String, Value>, Location)>, ParseError> {
+) -> Result<Vec<Entry<'a>>, ParseError> {
     let at = json::key(location, field);
     let page_items = map
         .get(field)
