@@ -4,7 +4,7 @@ mod catalog;
 mod definition;
 mod descriptor;
 mod diagnostic;
-mod diff;
+pub mod diff;
 mod edit;
 mod error;
 mod instance;
