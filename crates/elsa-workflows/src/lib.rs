@@ -9,6 +9,7 @@ mod edit;
 mod error;
 mod instance;
 mod json;
+mod memory;
 mod page;
 pub mod store;
 mod tenant;
@@ -32,6 +33,7 @@ pub use instance::{
     ActivityExecutionRecord, ActivityStatus, Bookmark, ExceptionInfo, ExecutionRecordSource,
     Incident, WorkflowInstance, WorkflowStatus, WorkflowSubStatus,
 };
+pub use memory::{InMemoryWorkflowBackend, SeedReport, SkippedFile, SupersededSnapshot};
 pub use page::{Page, PageRequest, TimeRange};
 pub use store::{
     ActivityCatalog, DefinitionQuery, DefinitionSummary, DefinitionVersionRef, InstanceQuery,
