@@ -9,11 +9,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiAgentDefinition, AiAuditEvent, AiAuditSink, AiCaller, AiConversation, AiConversationStore,
-    AiError, AiMessage, AiProposal, AiProposalIntake, AiProviderToolInvocation,
-    AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolEnablementStore, AiToolExecutionContext,
-    AiToolResult, AiToolServices, AttachmentKind, AuditBehavior, ConversationId, DangerLevel,
-    Permission, ProposalDraft, TenantBehavior, ToolEnablement, ToolMutability, ToolSource,
+    AiAgentDefinition, AiAuditEvent, AiAuditSink, AiCaller, AiContextAttachment, AiConversation,
+    AiConversationStore, AiError, AiMessage, AiProposal, AiProposalIntake,
+    AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition,
+    AiToolEnablementStore, AiToolExecutionContext, AiToolResult, AiToolServices, AttachmentKind,
+    AuditBehavior, ConversationId, DangerLevel, Permission, ProposalDraft, TenantBehavior,
+    ToolEnablement, ToolMutability, ToolSource,
 };
 use elsa_workflows::{
     ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary, InstanceQuery, Page,
@@ -452,6 +453,8 @@ impl AiToolEnablementStore for CountingEnablementStore {
 
 /// Builds a [`GovernanceHarness`].
 pub struct GovernanceHarnessBuilder {
+    linked: bool,
+    services: AiToolServices,
     tools: Vec<Arc<dyn AiTool>>,
     agent_tools: Option<Vec<String>>,
     agent_permissions: Vec<Permission>,
@@ -464,6 +467,19 @@ pub struct GovernanceHarnessBuilder {
 }
 
 impl GovernanceHarnessBuilder {
+    /// Registers every tool linked into the test binary through `inventory` (before the
+    /// tools registered with [`tool`](Self::tool)), as a host does.
+    pub fn linked_tools(mut self) -> Self {
+        self.linked = true;
+        self
+    }
+
+    /// The Elsa services tools read (default: [`empty_services`]).
+    pub fn services(mut self, services: AiToolServices) -> Self {
+        self.services = services;
+        self
+    }
+
     /// Registers a [`TestTool::echo`] with this definition.
     pub fn definition(self, definition: AiToolDefinition) -> Self {
         self.tool(Arc::new(TestTool::echo(definition)))
@@ -529,11 +545,13 @@ impl GovernanceHarnessBuilder {
     ///
     /// When a tool or agent is refused at registration: the test is wrong.
     pub fn build(self) -> GovernanceHarness {
-        let names: Vec<String> = self
-            .tools
-            .iter()
-            .map(|t| t.definition().name.clone())
-            .collect();
+        let linked: Vec<Arc<dyn AiTool>> = if self.linked {
+            elsa_ai_abstractions::linked_tools().collect()
+        } else {
+            Vec::new()
+        };
+        let tools: Vec<Arc<dyn AiTool>> = linked.into_iter().chain(self.tools).collect();
+        let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
         let agent_tools = self.agent_tools.unwrap_or(names);
         let agent_tools: Vec<&str> = agent_tools.iter().map(String::as_str).collect();
         let mut agents = AgentRegistry::builder()
@@ -552,7 +570,7 @@ impl GovernanceHarnessBuilder {
         let agents = Arc::new(agents.build());
         let enablement = Arc::new(CountingEnablementStore::default());
         let mut registry = ToolRegistry::builder().policy(self.policy);
-        for tool in self.tools {
+        for tool in tools {
             registry = registry
                 .tool(tool)
                 .unwrap_or_else(|e| panic!("test tool refused: {e}"));
@@ -565,7 +583,7 @@ impl GovernanceHarnessBuilder {
         conversations.insert(TEST_TENANT, "alice", TEST_CONVERSATION);
         let redactor = Arc::new(self.redactor);
         let audit: Arc<dyn AiAuditSink> = self.audit.unwrap_or_else(|| audit_log.clone());
-        let mut governor = ToolGovernor::builder(registry.clone(), empty_services(), audit)
+        let mut governor = ToolGovernor::builder(registry.clone(), self.services.clone(), audit)
             .redactor(redactor.clone())
             .conversations(conversations.clone())
             .observer(steps.clone());
@@ -576,6 +594,7 @@ impl GovernanceHarnessBuilder {
             governor = governor.default_timeout(timeout);
         }
         GovernanceHarness {
+            services: self.services,
             registry,
             enablement,
             audit: audit_log,
@@ -590,6 +609,8 @@ impl GovernanceHarnessBuilder {
 
 /// A registry and governor over in-memory stores, with recording sinks, for one test.
 pub struct GovernanceHarness {
+    /// The Elsa services the governor hands to tools.
+    pub services: AiToolServices,
     /// The registry (built-in agents plus [`TEST_AGENT`]).
     pub registry: Arc<ToolRegistry>,
     /// The enablement store the registry and governor read.
@@ -620,6 +641,8 @@ impl GovernanceHarness {
     /// A builder with no tools.
     pub fn builder() -> GovernanceHarnessBuilder {
         GovernanceHarnessBuilder {
+            linked: false,
+            services: empty_services(),
             tools: Vec::new(),
             agent_tools: None,
             agent_permissions: all_permissions(),
@@ -653,6 +676,24 @@ impl GovernanceHarness {
     /// Invokes `tool` with `arguments` through a fresh invoker of the harness caller.
     pub async fn call(&self, tool: &str, arguments: Value) -> AiToolResult {
         self.invoker().invoke(invocation(tool, arguments)).await
+    }
+
+    /// Invokes `tool` for `caller` (any actor and tenant) in a turn outside any conversation
+    /// whose attachments are `attachments`, reporting to [`GovernanceHarness::events`].
+    pub async fn call_as(
+        &self,
+        caller: AiCaller,
+        attachments: Vec<AiContextAttachment>,
+        tool: &str,
+        arguments: Value,
+    ) -> AiToolResult {
+        let scope = ToolCallScope::new(caller, TEST_AGENT)
+            .with_attachments(attachments)
+            .with_events(self.events.clone());
+        self.governor
+            .bind(scope)
+            .invoke(invocation(tool, arguments))
+            .await
     }
 
     /// Records an enablement decision directly in the store (bypassing the service).
