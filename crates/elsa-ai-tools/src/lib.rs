@@ -1,1 +1,63 @@
-//! Filled by a later issue.
+//! Weaver's built-in AI tools, each registering itself through `inventory`.
+//!
+//! Linking this crate is all a host does to get the tools: every tool submits an
+//! [`AiToolRegistration`](elsa_ai_abstractions::AiToolRegistration), and the host's
+//! `ToolRegistry::builder().linked_tools()` collects them, validates their metadata and
+//! governs every call. A binary that never names anything of this crate must still link it,
+//! with `use elsa_ai_tools as _;`.
+//!
+//! | tool | mutability | permissions |
+//! |---|---|---|
+//! | `workflow.getDefinition` | ReadOnly | `read:workflows` |
+//! | `workflow.listDefinitions` | ReadOnly | `read:workflows` |
+//!
+//! Every tool is tenant-scoped: it reads through the `elsa-workflows` service traits in
+//! [`AiToolServices`](elsa_ai_abstractions::AiToolServices) with the caller's tenant, and an
+//! id of another tenant is reported exactly like an unknown one (404 `not_found`). Inputs are
+//! Rust types deriving [`schemars::JsonSchema`], so the schema a model sees is generated from
+//! the type the tool deserialises. Results are compact: counts, ids and names, lists cut at a
+//! limit with `"total"` and `"truncated": true` when more exist, long values clipped with `…`.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use elsa_ai_abstractions::{AiToolRegistry, AiToolQuery, ToolMutability};
+//! use elsa_ai_host::testing::governance::all_permissions;
+//! use elsa_ai_host::{AgentRegistry, InMemoryToolEnablementStore, ToolRegistry};
+//! use elsa_ai_tools as _; // linking the crate registers its tools
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let registry = ToolRegistry::builder().linked_tools()?.build(
+//!     Arc::new(AgentRegistry::builtin()),
+//!     Arc::new(InMemoryToolEnablementStore::new()),
+//! );
+//! let get = registry.registered(elsa_ai_tools::names::GET_DEFINITION).expect("linked");
+//! assert_eq!(get.definition().mutability, ToolMutability::ReadOnly);
+//! assert_eq!(get.definition().input_schema["required"][0], "definitionId");
+//!
+//! let caller = elsa_ai_abstractions::AiCaller::new("alice", "acme", all_permissions());
+//! let listed = registry.list(&AiToolQuery::for_caller(caller)).await?;
+//! assert!(listed.iter().any(|t| t.name == "workflow.listDefinitions"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+
+mod graph;
+mod support;
+mod workflow;
+
+pub use workflow::{
+    GetDefinition, GetDefinitionInput, ListDefinitions, ListDefinitionsInput, ListFilter,
+    NamedVersion, VersionSelector,
+};
+
+/// The names of the built-in tools, as agents and administrators refer to them.
+pub mod names {
+    /// `workflow.getDefinition`.
+    pub const GET_DEFINITION: &str = "workflow.getDefinition";
+    /// `workflow.listDefinitions`.
+    pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
+
+    /// Every built-in tool, sorted by name.
+    pub const ALL: &[&str] = &[GET_DEFINITION, LIST_DEFINITIONS];
+}

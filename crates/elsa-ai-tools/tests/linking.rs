@@ -1,0 +1,108 @@
+//! Linking the crate is all a host does: a registry built with no explicit registration
+//! lists every built-in tool with the metadata SPEC §4 gives it.
+
+use std::sync::Arc;
+
+use elsa_ai_abstractions::{
+    AiCaller, AiToolQuery, AiToolRegistry, AuditBehavior, DangerLevel, Permission, TenantBehavior,
+    ToolMutability, ToolSource,
+};
+use elsa_ai_host::testing::governance::all_permissions;
+use elsa_ai_host::{AgentRegistry, InMemoryToolEnablementStore, ToolRegistry};
+use elsa_ai_tools as _;
+use elsa_ai_tools::names;
+
+/// What each built-in tool must declare.
+struct Expected {
+    name: &'static str,
+    mutability: ToolMutability,
+    danger: DangerLevel,
+    permissions: Vec<Permission>,
+    audit: AuditBehavior,
+}
+
+fn read(name: &'static str, danger: DangerLevel, permission: Permission) -> Expected {
+    Expected {
+        name,
+        mutability: ToolMutability::ReadOnly,
+        danger,
+        permissions: vec![permission],
+        audit: AuditBehavior::RecordInvocation,
+    }
+}
+
+fn expected() -> Vec<Expected> {
+    vec![
+        read(names::GET_DEFINITION, DangerLevel::Low, Permission::READ_WORKFLOWS),
+        read(names::LIST_DEFINITIONS, DangerLevel::Low, Permission::READ_WORKFLOWS),
+    ]
+}
+
+fn registry() -> ToolRegistry {
+    ToolRegistry::builder()
+        .linked_tools()
+        .expect("every built-in tool passes registration-time validation")
+        .build(
+            Arc::new(AgentRegistry::builtin()),
+            Arc::new(InMemoryToolEnablementStore::new()),
+        )
+}
+
+#[test]
+fn a_registry_with_no_explicit_registration_holds_every_built_in_tool() {
+    let registry = registry();
+    let registered: Vec<&str> = registry.iter().map(|t| t.definition().name.as_str()).collect();
+    for name in names::ALL {
+        assert!(registered.contains(name), "{name} is not linked: {registered:?}");
+    }
+    let expected = expected();
+    assert_eq!(expected.len(), names::ALL.len(), "every tool has expectations");
+    for expected in &expected {
+        let tool = registry.registered(expected.name).expect("registered");
+        let definition = tool.definition();
+        assert_eq!(definition.mutability, expected.mutability, "{}", expected.name);
+        assert_eq!(definition.danger_level, expected.danger, "{}", expected.name);
+        assert_eq!(definition.permissions, expected.permissions, "{}", expected.name);
+        assert_eq!(definition.audit_behavior, expected.audit, "{}", expected.name);
+        assert_eq!(definition.tenant_behavior, TenantBehavior::TenantScoped, "{}", expected.name);
+        assert_eq!(definition.source, ToolSource::BuiltIn, "{}", expected.name);
+        assert_eq!(
+            definition.enabled_by_default,
+            expected.mutability == ToolMutability::ReadOnly,
+            "{}: only read-only tools are on by default",
+            expected.name
+        );
+        assert_eq!(definition.allowed_agents, None, "{}", expected.name);
+        assert!(!definition.description.is_empty() && !definition.display_name.is_empty());
+        let schema = &definition.input_schema;
+        assert_eq!(schema["type"], "object", "{}", expected.name);
+        assert_eq!(
+            schema["additionalProperties"], false,
+            "{}: unknown arguments are refused",
+            expected.name
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_caller_with_every_permission_is_listed_the_read_only_tools_until_proposals_are_enabled()
+{
+    let registry = registry();
+    let caller = AiCaller::new("alice", "acme", all_permissions());
+    let listed: Vec<String> = registry
+        .list(&AiToolQuery::for_caller(caller))
+        .await
+        .expect("listing")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    for expected in &expected() {
+        let shown = listed.iter().any(|n| n == expected.name);
+        assert_eq!(
+            shown,
+            expected.mutability == ToolMutability::ReadOnly,
+            "{} listed: {shown}",
+            expected.name
+        );
+    }
+}
