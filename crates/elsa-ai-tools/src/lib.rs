@@ -43,6 +43,7 @@
 //! ```
 
 mod graph;
+pub mod proposal;
 mod support;
 mod workflow;
 
