@@ -88,7 +88,10 @@ impl GraphActivity {
         Self {
             id: node.id().map(str::to_owned),
             type_name: node.type_name().to_owned(),
-            display_name: node.name().or_else(|| node.display_text()).map(str::to_owned),
+            display_name: node
+                .name()
+                .or_else(|| node.display_text())
+                .map(str::to_owned),
             parent: node.parent_id().map(str::to_owned),
             held_by: match node.slot() {
                 ActivitySlot::Embedded { property } => Some(property.clone()),
@@ -110,9 +113,9 @@ fn show(value: &InputValue<'_>) -> String {
             expression: Some(expression),
             ..
         } => {
-            let text = expression.value.map_or_else(String::new, |v| {
-                clip_json(v, MAX_VALUE_CHARS)
-            });
+            let text = expression
+                .value
+                .map_or_else(String::new, |v| clip_json(v, MAX_VALUE_CHARS));
             if expression.kind == "Literal" {
                 text
             } else {
@@ -209,10 +212,7 @@ impl Graph {
         };
         Self {
             root: GraphActivity::of(&root),
-            activities: Listing::first(
-                nodes.iter().skip(1).map(GraphActivity::of),
-                MAX_ACTIVITIES,
-            ),
+            activities: Listing::first(nodes.iter().skip(1).map(GraphActivity::of), MAX_ACTIVITIES),
             connections: Listing::first(connections, MAX_CONNECTIONS),
             variables: Listing::first(variables, MAX_DECLARATIONS),
             inputs: io(definition.inputs()),
@@ -254,12 +254,24 @@ mod tests {
         assert!(a["inputs"]["text"].as_str().unwrap().chars().count() <= MAX_VALUE_CHARS + 1);
         let b = &graph["activities"]["items"][1];
         assert_eq!(b["inputs"]["condition"], "JavaScript: x > 1");
-        assert!(b["inputs"].get("then").is_none(), "embedded activities are nodes");
+        assert!(
+            b["inputs"].get("then").is_none(),
+            "embedded activities are nodes"
+        );
         let t = &graph["activities"]["items"][2];
-        assert_eq!((t["parent"].as_str(), t["heldBy"].as_str()), (Some("b"), Some("then")));
+        assert_eq!(
+            (t["parent"].as_str(), t["heldBy"].as_str()),
+            (Some("b"), Some("then"))
+        );
         assert_eq!(graph["activities"]["items"][3]["inputs"]["result"], "→ v");
-        assert_eq!(graph["connections"]["items"][0], json!({"from": "a:Done", "to": "b:In"}));
-        assert_eq!(graph["variables"]["items"][0], json!({"name": "Counter", "type": "Int32"}));
+        assert_eq!(
+            graph["connections"]["items"][0],
+            json!({"from": "a:Done", "to": "b:In"})
+        );
+        assert_eq!(
+            graph["variables"]["items"][0],
+            json!({"name": "Counter", "type": "Int32"})
+        );
         assert_eq!(graph["inputs"]["items"][0]["type"], "Object");
     }
 

@@ -10,6 +10,9 @@
 //! |---|---|---|
 //! | `workflow.getDefinition` | ReadOnly | `read:workflows` |
 //! | `workflow.listDefinitions` | ReadOnly | `read:workflows` |
+//! | `activities.catalog` | ReadOnly | `read:activities` |
+//! | `workflow.proposeCreate` | Proposal | `propose:workflows` |
+//! | `workflow.proposeUpdate` | Proposal | `propose:workflows`, `read:workflows` |
 //!
 //! Every tool is tenant-scoped: it reads through the `elsa-workflows` service traits in
 //! [`AiToolServices`](elsa_ai_abstractions::AiToolServices) with the caller's tenant, and an
@@ -42,11 +45,13 @@
 //! # }).unwrap();
 //! ```
 
+mod activities;
 mod graph;
 pub mod proposal;
 mod support;
 mod workflow;
 
+pub use activities::{ActivityCatalogInput, ActivityCatalogTool};
 pub use workflow::{
     GetDefinition, GetDefinitionInput, ListDefinitions, ListDefinitionsInput, ListFilter,
     NamedVersion, VersionSelector,
@@ -58,7 +63,19 @@ pub mod names {
     pub const GET_DEFINITION: &str = "workflow.getDefinition";
     /// `workflow.listDefinitions`.
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
+    /// `activities.catalog`.
+    pub const ACTIVITIES_CATALOG: &str = "activities.catalog";
+    /// `workflow.proposeCreate`.
+    pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
+    /// `workflow.proposeUpdate`.
+    pub const PROPOSE_UPDATE: &str = "workflow.proposeUpdate";
 
     /// Every built-in tool, sorted by name.
-    pub const ALL: &[&str] = &[GET_DEFINITION, LIST_DEFINITIONS];
+    pub const ALL: &[&str] = &[
+        ACTIVITIES_CATALOG,
+        GET_DEFINITION,
+        LIST_DEFINITIONS,
+        PROPOSE_CREATE,
+        PROPOSE_UPDATE,
+    ];
 }

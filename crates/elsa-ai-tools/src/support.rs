@@ -60,7 +60,8 @@ pub(crate) fn quoted(id: &str) -> String {
 /// A tool's result as JSON (500 if it cannot be serialised, which compact result types never
 /// trigger).
 pub(crate) fn to_json<T: Serialize>(result: &T) -> Result<serde_json::Value, AiError> {
-    serde_json::to_value(result).map_err(|e| AiError::internal("serialisation_failed", e.to_string()))
+    serde_json::to_value(result)
+        .map_err(|e| AiError::internal("serialisation_failed", e.to_string()))
 }
 
 /// 400 with `code` for arguments the schema allows but the tool cannot use.
@@ -161,7 +162,10 @@ mod tests {
     #[test]
     fn listings_mark_what_is_left_out() {
         let listing = Listing::first(0..5, 2);
-        assert_eq!((listing.total, listing.returned, listing.truncated), (5, 2, true));
+        assert_eq!(
+            (listing.total, listing.returned, listing.truncated),
+            (5, 2, true)
+        );
         let all = Listing::first(0..2, 5);
         assert!(!all.truncated);
         let json = serde_json::to_value(&all).unwrap();

@@ -31,10 +31,38 @@ fn read(name: &'static str, danger: DangerLevel, permission: Permission) -> Expe
     }
 }
 
+fn proposal(name: &'static str, permissions: &[Permission]) -> Expected {
+    Expected {
+        name,
+        mutability: ToolMutability::Proposal,
+        danger: DangerLevel::Medium,
+        permissions: permissions.to_vec(),
+        audit: AuditBehavior::RecordInvocationAndResult,
+    }
+}
+
 fn expected() -> Vec<Expected> {
     vec![
-        read(names::GET_DEFINITION, DangerLevel::Low, Permission::READ_WORKFLOWS),
-        read(names::LIST_DEFINITIONS, DangerLevel::Low, Permission::READ_WORKFLOWS),
+        read(
+            names::GET_DEFINITION,
+            DangerLevel::Low,
+            Permission::READ_WORKFLOWS,
+        ),
+        read(
+            names::LIST_DEFINITIONS,
+            DangerLevel::Low,
+            Permission::READ_WORKFLOWS,
+        ),
+        read(
+            names::ACTIVITIES_CATALOG,
+            DangerLevel::Low,
+            Permission::READ_ACTIVITIES,
+        ),
+        proposal(names::PROPOSE_CREATE, &[Permission::PROPOSE_WORKFLOWS]),
+        proposal(
+            names::PROPOSE_UPDATE,
+            &[Permission::PROPOSE_WORKFLOWS, Permission::READ_WORKFLOWS],
+        ),
     ]
 }
 
@@ -51,20 +79,51 @@ fn registry() -> ToolRegistry {
 #[test]
 fn a_registry_with_no_explicit_registration_holds_every_built_in_tool() {
     let registry = registry();
-    let registered: Vec<&str> = registry.iter().map(|t| t.definition().name.as_str()).collect();
+    let registered: Vec<&str> = registry
+        .iter()
+        .map(|t| t.definition().name.as_str())
+        .collect();
     for name in names::ALL {
-        assert!(registered.contains(name), "{name} is not linked: {registered:?}");
+        assert!(
+            registered.contains(name),
+            "{name} is not linked: {registered:?}"
+        );
     }
     let expected = expected();
-    assert_eq!(expected.len(), names::ALL.len(), "every tool has expectations");
+    assert_eq!(
+        expected.len(),
+        names::ALL.len(),
+        "every tool has expectations"
+    );
     for expected in &expected {
         let tool = registry.registered(expected.name).expect("registered");
         let definition = tool.definition();
-        assert_eq!(definition.mutability, expected.mutability, "{}", expected.name);
-        assert_eq!(definition.danger_level, expected.danger, "{}", expected.name);
-        assert_eq!(definition.permissions, expected.permissions, "{}", expected.name);
-        assert_eq!(definition.audit_behavior, expected.audit, "{}", expected.name);
-        assert_eq!(definition.tenant_behavior, TenantBehavior::TenantScoped, "{}", expected.name);
+        assert_eq!(
+            definition.mutability, expected.mutability,
+            "{}",
+            expected.name
+        );
+        assert_eq!(
+            definition.danger_level, expected.danger,
+            "{}",
+            expected.name
+        );
+        assert_eq!(
+            definition.permissions, expected.permissions,
+            "{}",
+            expected.name
+        );
+        assert_eq!(
+            definition.audit_behavior, expected.audit,
+            "{}",
+            expected.name
+        );
+        assert_eq!(
+            definition.tenant_behavior,
+            TenantBehavior::TenantScoped,
+            "{}",
+            expected.name
+        );
         assert_eq!(definition.source, ToolSource::BuiltIn, "{}", expected.name);
         assert_eq!(
             definition.enabled_by_default,

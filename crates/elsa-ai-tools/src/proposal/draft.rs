@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use elsa_workflows::{
-    Activity, EditError, Endpoint, InputExpression, NewVariable, ParseError, WorkflowDefinition,
-    DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT,
+    Activity, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, EditError, Endpoint, InputExpression,
+    NewVariable, ParseError, WorkflowDefinition,
 };
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -330,7 +330,10 @@ mod tests {
         }));
         let definition = draft.build("ignored").unwrap();
         assert_eq!(definition.definition_id(), "mine");
-        assert_eq!(definition.find_activity("a").unwrap().parent_id(), Some("seq"));
+        assert_eq!(
+            definition.find_activity("a").unwrap().parent_id(),
+            Some("seq")
+        );
     }
 
     #[test]
@@ -339,33 +342,63 @@ mod tests {
             {"id": "a", "type": "Elsa.WriteLine"}, {"id": "a", "type": "Elsa.WriteLine"}]}));
         let error = duplicate.build("d").unwrap_err();
         assert_eq!(error.at, "activities[1]");
-        assert_eq!(error.error, EditError::DuplicateActivityId { id: "a".into() });
+        assert_eq!(
+            error.error,
+            EditError::DuplicateActivityId { id: "a".into() }
+        );
 
-        let dangling = draft(json!({"name": "x", "activities": [{"id": "a", "type": "Elsa.WriteLine"}],
-            "connections": [{"source": "a", "target": "ghost"}]}));
+        let dangling = draft(
+            json!({"name": "x", "activities": [{"id": "a", "type": "Elsa.WriteLine"}],
+            "connections": [{"source": "a", "target": "ghost"}]}),
+        );
         let error = dangling.build("d").unwrap_err();
         assert_eq!(error.at, "connections[0]");
-        assert!(matches!(error.error, EditError::EndpointNotInFlowchart { .. }));
+        assert!(matches!(
+            error.error,
+            EditError::EndpointNotInFlowchart { .. }
+        ));
 
         let structural = draft(json!({"name": "x", "activities": [
             {"id": "a", "type": "Elsa.WriteLine", "inputs": {"type": {"value": "x"}}}]}));
         let error = structural.build("d").unwrap_err();
-        assert!(matches!(error.error, EditError::InvalidInputName { .. }), "{error}");
+        assert!(
+            matches!(error.error, EditError::InvalidInputName { .. }),
+            "{error}"
+        );
 
         let not_a_container = draft(json!({"name": "x", "activities": [
             {"id": "a", "type": "Elsa.WriteLine"}, {"id": "b", "type": "Elsa.WriteLine", "container": "a"}]}));
         assert_eq!(not_a_container.build("d").unwrap_err().at, "activities[1]");
 
-        let unknown_field = json!({"name": "x", "activities": [{"id": "a", "type": "T", "colour": 1}]});
+        let unknown_field =
+            json!({"name": "x", "activities": [{"id": "a", "type": "T", "colour": 1}]});
         assert!(serde_json::from_value::<WorkflowDraft>(unknown_field).is_err());
     }
 
     #[test]
     fn literal_types_are_inferred() {
-        let types: Vec<String> = [json!("s"), json!(true), json!(3), json!(1u64 << 40), json!(1.5), json!({})]
-            .into_iter()
-            .map(|value| InputSpec { value, expression: None, type_name: None }.to_expression().type_name)
-            .collect();
-        assert_eq!(types, ["String", "Boolean", "Int32", "Int64", "Double", "Object"]);
+        let types: Vec<String> = [
+            json!("s"),
+            json!(true),
+            json!(3),
+            json!(1u64 << 40),
+            json!(1.5),
+            json!({}),
+        ]
+        .into_iter()
+        .map(|value| {
+            InputSpec {
+                value,
+                expression: None,
+                type_name: None,
+            }
+            .to_expression()
+            .type_name
+        })
+        .collect();
+        assert_eq!(
+            types,
+            ["String", "Boolean", "Int32", "Int64", "Double", "Object"]
+        );
     }
 }

@@ -1,4 +1,15 @@
 //! Proposal tools: drafts and patches a model writes, turned into reviewable proposals.
+//!
+//! [`draft`] holds the structured pieces a model writes (activities, inputs, connections,
+//! variables, whole new workflows), [`patch`] the operation list `workflow.proposeUpdate`
+//! takes. The tools hand what they build to the host's
+//! [`AiProposalIntake`](elsa_ai_abstractions::AiProposalIntake), which validates, diffs,
+//! stores and audits it; none of them writes a workflow.
 
 pub mod draft;
 pub mod patch;
+mod tools;
+
+pub use tools::{
+    PatchTarget, ProposeCreate, ProposeCreateInput, ProposeUpdate, ProposeUpdateInput,
+};

@@ -254,11 +254,25 @@ mod tests {
         assert_eq!(links, [("a".into(), "c".into()), ("c".into(), "b".into())]);
         let a = patched.find_activity("a").unwrap();
         assert_eq!(a.json()["text"]["expression"]["value"], "hello");
-        assert!(!patched.find_activity("c").unwrap().json().contains_key("timeSpan"));
+        assert!(
+            !patched
+                .find_activity("c")
+                .unwrap()
+                .json()
+                .contains_key("timeSpan")
+        );
         assert_eq!(patched.name(), Some("Orders v2"));
-        let variables: Vec<_> = patched.variables().into_iter().filter_map(|v| v.name).collect();
+        let variables: Vec<_> = patched
+            .variables()
+            .into_iter()
+            .filter_map(|v| v.name)
+            .collect();
         assert_eq!(variables, ["Count"]);
-        assert_eq!(patched.version(), 3, "the writer assigns the new version at apply");
+        assert_eq!(
+            patched.version(),
+            3,
+            "the writer assigns the new version at apply"
+        );
     }
 
     #[test]
@@ -280,10 +294,16 @@ mod tests {
                 }
             }
         );
-        assert!(base.find_activity("b").is_some(), "the baseline is untouched");
+        assert!(
+            base.find_activity("b").is_some(),
+            "the baseline is untouched"
+        );
         assert_eq!(apply_patch(&base, &[]), Err(PatchError::Empty));
         let many = vec![PatchOperation::SetName { name: "x".into() }; MAX_OPERATIONS + 1];
-        assert!(matches!(apply_patch(&base, &many), Err(PatchError::TooManyOperations { .. })));
+        assert!(matches!(
+            apply_patch(&base, &many),
+            Err(PatchError::TooManyOperations { .. })
+        ));
     }
 
     #[test]
@@ -305,7 +325,10 @@ mod tests {
             json!([{"op": "removeActivity", "activityId": "a", "cascade": true}]),
             json!([{"op": "setInput", "activityId": "a", "input": "text", "value": 1, "extra": 2}]),
         ] {
-            assert!(serde_json::from_value::<Vec<PatchOperation>>(bad.clone()).is_err(), "{bad}");
+            assert!(
+                serde_json::from_value::<Vec<PatchOperation>>(bad.clone()).is_err(),
+                "{bad}"
+            );
         }
     }
 }

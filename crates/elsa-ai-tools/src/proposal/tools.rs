@@ -1,0 +1,440 @@
+//! `workflow.proposeCreate` and `workflow.proposeUpdate`: a draft or a patch, turned into a
+//! stored, validated, reviewable proposal by the host's proposal intake. Neither writes a
+//! workflow: a person approves and applies every proposal.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use elsa_ai_abstractions::{
+    AiError, AiProposal, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolRegistration,
+    AuditBehavior, BaselineRef, DangerLevel, Permission, ProposalDraft, ProposalKind,
+    ToolMutability,
+};
+use elsa_workflows::{Diagnostic, VersionOptions, WorkflowDefinition};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::draft::{DraftError, WorkflowDraft};
+use super::patch::{PatchError, PatchOperation, apply_patch, patch_json};
+use crate::graph::{Graph, GraphActivity, GraphConnection, MAX_CONNECTIONS};
+use crate::names;
+use crate::support::{Listing, built_in, clip, input, quoted, to_json};
+
+/// How many diagnostics a proposal result lists.
+const MAX_DIAGNOSTICS: usize = 30;
+/// How many activities a proposal preview lists.
+const MAX_PREVIEW_ACTIVITIES: usize = 50;
+
+/// What a proposal tool tells the model about a proposal: never the stored payload itself.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ProposalSummary {
+    proposal_id: String,
+    status: &'static str,
+    kind: ProposalKind,
+    definition_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<BaselineRef>,
+    validation: ValidationSummary,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
+    graph_diff: Value,
+    preview: Preview,
+    next_step: &'static str,
+}
+
+impl ProposalSummary {
+    pub(crate) fn of(proposal: &AiProposal) -> Self {
+        Self {
+            proposal_id: proposal.id.to_string(),
+            status: proposal.status.as_str(),
+            kind: proposal.kind,
+            definition_id: proposal.definition_id().to_owned(),
+            baseline: proposal.baseline.clone(),
+            validation: ValidationSummary::of(&proposal.diagnostics),
+            warnings: proposal.warnings.iter().map(|w| clip(w, 300)).collect(),
+            graph_diff: serde_json::to_value(&proposal.graph_diff).unwrap_or(Value::Null),
+            preview: Preview::of(&proposal.payload.definition),
+            next_step: "The proposal changes nothing yet: a person reviews it, and only an \
+                        approved proposal is applied. Tell the user its id.",
+        }
+    }
+}
+
+/// Validation findings, counted and listed first-N.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ValidationSummary {
+    passed: bool,
+    errors: usize,
+    warnings: usize,
+    diagnostics: Listing<DiagnosticRow>,
+}
+
+impl ValidationSummary {
+    pub(crate) fn of(diagnostics: &[Diagnostic]) -> Self {
+        let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+        // Errors first, so that a cut list still shows what blocks the draft.
+        let mut ordered: Vec<&Diagnostic> = diagnostics.iter().collect();
+        ordered.sort_by_key(|d| d.severity);
+        Self {
+            passed: errors == 0,
+            errors,
+            warnings: diagnostics.len() - errors,
+            diagnostics: Listing::first(
+                ordered.into_iter().map(DiagnosticRow::of),
+                MAX_DIAGNOSTICS,
+            ),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DiagnosticRow {
+    severity: elsa_workflows::Severity,
+    code: &'static str,
+    message: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activity_id: Option<String>,
+    path: String,
+}
+
+impl DiagnosticRow {
+    fn of(diagnostic: &Diagnostic) -> Self {
+        Self {
+            severity: diagnostic.severity,
+            code: diagnostic.code.as_str(),
+            message: clip(&diagnostic.message, 300),
+            activity_id: diagnostic.activity_id.clone(),
+            path: diagnostic.path.clone(),
+        }
+    }
+}
+
+/// A short picture of a drafted definition: its activities and connections.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Preview {
+    name: Option<String>,
+    activities: Listing<PreviewActivity>,
+    connections: Listing<GraphConnection>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PreviewActivity {
+    id: Option<String>,
+    #[serde(rename = "type")]
+    type_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    display_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent: Option<String>,
+}
+
+impl Preview {
+    pub(crate) fn of(definition: &WorkflowDefinition) -> Self {
+        let graph = Graph::of(definition);
+        let Listing { total, items, .. } = graph.activities;
+        let mut activities = Listing::first(
+            items.into_iter().map(|a: GraphActivity| PreviewActivity {
+                id: a.id,
+                type_name: a.type_name,
+                display_name: a.display_name,
+                parent: a.parent,
+            }),
+            MAX_PREVIEW_ACTIVITIES,
+        );
+        // The graph view may already have cut the list; keep the true total.
+        activities.truncated |= total > activities.returned;
+        activities.total = total;
+        let Listing {
+            total: connection_total,
+            items: connections,
+            ..
+        } = graph.connections;
+        let mut connections = Listing::first(connections, MAX_CONNECTIONS);
+        connections.truncated |= connection_total > connections.returned;
+        connections.total = connection_total;
+        Self {
+            name: definition.name().map(str::to_owned),
+            activities,
+            connections,
+        }
+    }
+}
+
+fn invalid_draft(error: &DraftError) -> AiError {
+    AiError::bad_request("invalid_draft", error.to_string())
+}
+
+fn invalid_patch(error: &PatchError) -> AiError {
+    AiError::bad_request("invalid_patch", error.to_string())
+}
+
+/// Arguments of `workflow.proposeCreate`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProposeCreateInput {
+    /// The new workflow.
+    pub draft: WorkflowDraft,
+    /// Why the workflow should exist, for the reviewer.
+    #[schemars(length(min = 1, max = 4000))]
+    pub rationale: String,
+}
+
+/// `workflow.proposeCreate`: a structured draft and its rationale become a stored creation
+/// proposal with its validation diagnostics, warnings and a graph preview. Needs
+/// `propose:workflows`; off until an administrator enables it.
+pub struct ProposeCreate {
+    definition: AiToolDefinition,
+}
+
+impl Default for ProposeCreate {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<ProposeCreateInput>(
+                names::PROPOSE_CREATE,
+                "Propose a new workflow",
+                "Submits a new workflow as a proposal for a person to review; it creates nothing \
+                 by itself. 'draft' is structured: name, optional description and definitionId, \
+                 variables, activities (id, type from activities.catalog, optional name, inputs \
+                 as {\"value\", optional \"expression\" language and \"typeName\"}, optional \
+                 container id for nesting, startsWorkflow for triggers) and connections \
+                 (source, optional sourcePort default \"Done\", target, optional targetPort \
+                 default \"In\"). Validate it first with workflow.validateDraft. Returns the \
+                 proposal id and status (Validated or Blocked), its diagnostics, warnings and a \
+                 graph preview.",
+                ToolMutability::Proposal,
+                DangerLevel::Medium,
+                &[Permission::PROPOSE_WORKFLOWS],
+                AuditBehavior::RecordInvocationAndResult,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for ProposeCreate {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: ProposeCreateInput = input(&context)?;
+        let definition_id = match &args.draft.definition_id {
+            Some(id) => id.clone(),
+            None => uuid::Uuid::new_v4().simple().to_string(),
+        };
+        let tenant = &context.caller.tenant_id;
+        if context
+            .services
+            .definitions
+            .find(tenant, &definition_id, VersionOptions::Latest)
+            .await?
+            .is_some()
+        {
+            return Err(AiError::conflict(
+                "definition_exists",
+                format!(
+                    "workflow definition {} already exists; propose an update with \
+                     workflow.proposeUpdate, or choose another definitionId",
+                    quoted(&definition_id)
+                ),
+            ));
+        }
+        let definition = args
+            .draft
+            .build(&definition_id)
+            .map_err(|e| invalid_draft(&e))?;
+        let proposal = context
+            .services
+            .proposals
+            .submit(
+                &context.caller,
+                ProposalDraft {
+                    conversation_id: context.conversation_id.clone(),
+                    kind: ProposalKind::Create,
+                    baseline: None,
+                    definition,
+                    patch: None,
+                    rationale: args.rationale,
+                },
+            )
+            .await?;
+        to_json(&ProposalSummary::of(&proposal))
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(ProposeCreate::default())) }
+
+/// The update a patch makes: the definition, the version it was read at, the operations.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PatchTarget {
+    /// The definition to change.
+    #[schemars(length(min = 1, max = 200))]
+    pub definition_id: String,
+    /// The version the patch was written against (the latest, as workflow.getDefinition
+    /// returned it).
+    #[schemars(range(min = 1))]
+    pub baseline_version: i32,
+    /// The changes, applied in order, all or nothing. Ops: addActivity, removeActivity,
+    /// connect, disconnect, setInput, removeInput, setName, setDescription, addVariable,
+    /// removeVariable.
+    #[schemars(length(min = 1, max = 200))]
+    pub operations: Vec<PatchOperation>,
+}
+
+impl PatchTarget {
+    /// Reads the baseline (404 when the tenant has no such version; 409 `stale_baseline`
+    /// when a newer version exists) and applies the operations to it (400 `invalid_patch`).
+    /// Returns the baseline reference and the patched definition.
+    pub(crate) async fn apply(
+        &self,
+        context: &AiToolExecutionContext,
+    ) -> Result<(BaselineRef, WorkflowDefinition), AiError> {
+        let tenant = &context.caller.tenant_id;
+        let definitions = &context.services.definitions;
+        let baseline = definitions
+            .find(
+                tenant,
+                &self.definition_id,
+                VersionOptions::Specific(self.baseline_version),
+            )
+            .await?
+            .ok_or_else(|| {
+                AiError::not_found(format!(
+                    "workflow definition {} version {}",
+                    quoted(&self.definition_id),
+                    self.baseline_version
+                ))
+            })?;
+        let latest = definitions
+            .find(tenant, &self.definition_id, VersionOptions::Latest)
+            .await?
+            .map_or(baseline.version(), |d| d.version());
+        if latest != self.baseline_version {
+            return Err(AiError::conflict(
+                "stale_baseline",
+                format!(
+                    "version {} of workflow definition {} is not the latest (version {latest} \
+                     is); read the latest with workflow.getDefinition and patch that",
+                    self.baseline_version,
+                    quoted(&self.definition_id)
+                ),
+            ));
+        }
+        let patched = apply_patch(&baseline, &self.operations).map_err(|e| invalid_patch(&e))?;
+        Ok((
+            BaselineRef {
+                definition_id: self.definition_id.clone(),
+                version: self.baseline_version,
+            },
+            patched,
+        ))
+    }
+}
+
+/// Arguments of `workflow.proposeUpdate`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProposeUpdateInput {
+    /// The definition to change.
+    #[schemars(length(min = 1, max = 200))]
+    pub definition_id: String,
+    /// The version the patch was written against: the latest, as workflow.getDefinition
+    /// returned it.
+    #[schemars(range(min = 1))]
+    pub baseline_version: i32,
+    /// The changes, applied in order, all or nothing. Ops: addActivity, removeActivity,
+    /// connect, disconnect, setInput, removeInput, setName, setDescription, addVariable,
+    /// removeVariable.
+    #[schemars(length(min = 1, max = 200))]
+    pub operations: Vec<PatchOperation>,
+    /// Why the change should be made, for the reviewer.
+    #[schemars(length(min = 1, max = 4000))]
+    pub rationale: String,
+}
+
+/// `workflow.proposeUpdate`: a baseline (definition id and version) and a patch of
+/// purpose-built operations become a stored update proposal whose payload is the patched
+/// definition and whose graph diff is against the baseline. See [`crate::proposal::patch`]
+/// for the format and why it is not RFC 6902. Needs `propose:workflows` and, because it reads
+/// the baseline, `read:workflows`; off until an administrator enables it.
+pub struct ProposeUpdate {
+    definition: AiToolDefinition,
+}
+
+impl Default for ProposeUpdate {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<ProposeUpdateInput>(
+                names::PROPOSE_UPDATE,
+                "Propose a workflow change",
+                "Submits a change to an existing workflow as a proposal for a person to review; \
+                 it changes nothing by itself. Give the definitionId, the baselineVersion you \
+                 read with workflow.getDefinition (it must still be the latest), a rationale, \
+                 and 'operations': a list applied in order, all or nothing, each naming \
+                 activities by id — {\"op\": \"addActivity\", \"activity\": {id, type, name?, \
+                 inputs?, container?}}, {\"op\": \"removeActivity\", \"activityId\"}, {\"op\": \
+                 \"connect\"|\"disconnect\", \"source\", \"sourcePort\"?, \"target\", \
+                 \"targetPort\"?}, {\"op\": \"setInput\", \"activityId\", \"input\", \"value\", \
+                 \"expression\"?, \"typeName\"?}, {\"op\": \"removeInput\", \"activityId\", \
+                 \"input\"}, {\"op\": \"setName\", \"name\"}, {\"op\": \"setDescription\", \
+                 \"description\"}, {\"op\": \"addVariable\", \"name\", \"typeName\", \"value\"?}, \
+                 {\"op\": \"removeVariable\", \"name\"}. This is not JSON Patch: no JSON pointers \
+                 or array indices. A failing operation is reported by its index. Returns the \
+                 proposal id and status, its diagnostics, the graph diff against the baseline \
+                 and a preview.",
+                ToolMutability::Proposal,
+                DangerLevel::Medium,
+                &[Permission::PROPOSE_WORKFLOWS, Permission::READ_WORKFLOWS],
+                AuditBehavior::RecordInvocationAndResult,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for ProposeUpdate {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: ProposeUpdateInput = input(&context)?;
+        let target = PatchTarget {
+            definition_id: args.definition_id,
+            baseline_version: args.baseline_version,
+            operations: args.operations,
+        };
+        let (baseline, definition) = target.apply(&context).await?;
+        // The operations as the model wrote them (and redaction left them) are the record.
+        let operations = context
+            .arguments
+            .get("operations")
+            .cloned()
+            .unwrap_or(Value::Null);
+        let proposal = context
+            .services
+            .proposals
+            .submit(
+                &context.caller,
+                ProposalDraft {
+                    conversation_id: context.conversation_id.clone(),
+                    kind: ProposalKind::Update,
+                    baseline: Some(baseline),
+                    definition,
+                    patch: Some(patch_json(&operations)),
+                    rationale: args.rationale,
+                },
+            )
+            .await?;
+        to_json(&ProposalSummary::of(&proposal))
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(ProposeUpdate::default())) }
