@@ -46,12 +46,22 @@
 //! ```
 
 mod activities;
+mod diagnostics;
 mod graph;
+mod instance;
 pub mod proposal;
 mod support;
 mod workflow;
 
 pub use activities::{ActivityCatalogInput, ActivityCatalogTool};
+pub use diagnostics::{
+    AggregateFailures, AggregateFailuresInput, BucketSize, DetectTrends, DetectTrendsInput,
+    ExecutionHistory, ExecutionHistoryInput, GetErrors,
+};
+pub use instance::{
+    GetInstance, InstanceIdInput, SearchInstances, SearchInstancesInput, StatusFilter,
+    SubStatusFilter,
+};
 pub use workflow::{
     GetDefinition, GetDefinitionInput, ListDefinitions, ListDefinitionsInput, ListFilter,
     NamedVersion, VersionSelector,
@@ -65,6 +75,18 @@ pub mod names {
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
     /// `activities.catalog`.
     pub const ACTIVITIES_CATALOG: &str = "activities.catalog";
+    /// `instance.get`.
+    pub const INSTANCE_GET: &str = "instance.get";
+    /// `instance.search`.
+    pub const INSTANCE_SEARCH: &str = "instance.search";
+    /// `instance.getErrors`.
+    pub const INSTANCE_ERRORS: &str = "instance.getErrors";
+    /// `instance.executionHistory`.
+    pub const EXECUTION_HISTORY: &str = "instance.executionHistory";
+    /// `instance.aggregateFailures`.
+    pub const AGGREGATE_FAILURES: &str = "instance.aggregateFailures";
+    /// `instance.detectTrends`.
+    pub const DETECT_TRENDS: &str = "instance.detectTrends";
     /// `workflow.proposeCreate`.
     pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
     /// `workflow.proposeUpdate`.
@@ -73,6 +95,12 @@ pub mod names {
     /// Every built-in tool, sorted by name.
     pub const ALL: &[&str] = &[
         ACTIVITIES_CATALOG,
+        AGGREGATE_FAILURES,
+        DETECT_TRENDS,
+        EXECUTION_HISTORY,
+        INSTANCE_GET,
+        INSTANCE_ERRORS,
+        INSTANCE_SEARCH,
         GET_DEFINITION,
         LIST_DEFINITIONS,
         PROPOSE_CREATE,

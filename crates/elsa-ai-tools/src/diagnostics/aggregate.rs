@@ -1,0 +1,181 @@
+//! `instance.aggregateFailures`: failures inside the attached scope, grouped by workflow,
+//! activity type and error category.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiError, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolRegistration, AuditBehavior,
+    DangerLevel, Permission, ToolMutability,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::failures::Failure;
+use super::scope::{Scope, ScopeEcho, ScopeNarrowing};
+use crate::names;
+use crate::support::{DEFAULT_LIMIT, Listing, MAX_LIMIT, built_in, input, to_json};
+
+/// How many instance and activity ids a group lists.
+const SAMPLES: usize = 5;
+
+/// Arguments of `instance.aggregateFailures`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AggregateFailuresInput {
+    /// Only these definitions; each must be in the attached diagnostics scope.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 50))]
+    pub definition_ids: Option<Vec<String>>,
+    /// Start of a window inside the attached time range (RFC 3339).
+    #[serde(default)]
+    pub from: Option<DateTime<Utc>>,
+    /// End of a window inside the attached time range (RFC 3339).
+    #[serde(default)]
+    pub to: Option<DateTime<Utc>>,
+    /// How many groups to return, largest first, 1 to 50 (default 20).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<usize>,
+}
+
+/// The grouping key: workflow, activity type, error category.
+type GroupKey = (Option<String>, String, String);
+
+/// One group of failures.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct FailureGroup {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    definition_id: Option<String>,
+    activity_type: String,
+    error_category: String,
+    failures: usize,
+    instances: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_seen: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    last_seen: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sample_message: Option<String>,
+    activity_ids: Vec<String>,
+    sample_instance_ids: Vec<String>,
+}
+
+/// Groups failures, largest group first (then by key, for a stable order).
+fn group(failures: &[Failure]) -> Vec<FailureGroup> {
+    let mut groups: BTreeMap<GroupKey, Vec<&Failure>> = BTreeMap::new();
+    for failure in failures {
+        groups
+            .entry((
+                failure.definition_id.clone(),
+                failure.activity_type.clone(),
+                failure.category.clone(),
+            ))
+            .or_default()
+            .push(failure);
+    }
+    let mut out: Vec<FailureGroup> = groups
+        .into_iter()
+        .map(|((definition_id, activity_type, error_category), members)| {
+            let instances: BTreeSet<&str> =
+                members.iter().map(|f| f.instance_id.as_str()).collect();
+            let activities: BTreeSet<&str> = members
+                .iter()
+                .filter_map(|f| f.activity_id.as_deref())
+                .collect();
+            FailureGroup {
+                definition_id,
+                activity_type,
+                error_category,
+                failures: members.len(),
+                instances: instances.len(),
+                first_seen: members.iter().filter_map(|f| f.timestamp).min(),
+                last_seen: members.iter().filter_map(|f| f.timestamp).max(),
+                sample_message: members.iter().find_map(|f| f.message.clone()),
+                activity_ids: activities.into_iter().take(SAMPLES).map(str::to_owned).collect(),
+                sample_instance_ids: instances
+                    .into_iter()
+                    .take(SAMPLES)
+                    .map(str::to_owned)
+                    .collect(),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| b.failures.cmp(&a.failures));
+    out
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Aggregate {
+    scope: ScopeEcho,
+    total_failures: usize,
+    failed_instances: usize,
+    groups: Listing<FailureGroup>,
+}
+
+/// `instance.aggregateFailures`: failures grouped by workflow, activity type and error
+/// category, only inside the attached diagnostics scope and time range. Needs
+/// `read:workflow-instances`.
+pub struct AggregateFailures {
+    definition: AiToolDefinition,
+}
+
+impl Default for AggregateFailures {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<AggregateFailuresInput>(
+                names::AGGREGATE_FAILURES,
+                "Aggregate failures",
+                "Groups the failures of workflow runs by workflow definition, activity type and \
+                 error category (exception type, else the message with numbers masked), largest \
+                 group first, with counts, first and last occurrence, a sample message, the \
+                 activity ids and sample instance ids. It only reads the diagnostics scope and \
+                 time range attached to the conversation (and attached instances), and refuses \
+                 to run without both; 'definitionIds', 'from' and 'to' can only narrow them.",
+                ToolMutability::ReadOnly,
+                DangerLevel::Medium,
+                &[Permission::READ_WORKFLOW_INSTANCES],
+                AuditBehavior::RecordInvocation,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for AggregateFailures {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: AggregateFailuresInput = input(&context)?;
+        let scope = Scope::resolve(
+            &context.attachments,
+            &ScopeNarrowing {
+                definition_ids: args.definition_ids,
+                from: args.from,
+                to: args.to,
+            },
+        )?;
+        let scanned = scope.scan(&context).await?;
+        let failed_instances: BTreeSet<&str> = scanned
+            .failures
+            .iter()
+            .map(|f| f.instance_id.as_str())
+            .collect();
+        let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+        to_json(&Aggregate {
+            total_failures: scanned.failures.len(),
+            failed_instances: failed_instances.len(),
+            groups: Listing::first(group(&scanned.failures), limit),
+            scope: scanned.echo,
+        })
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(AggregateFailures::default())) }

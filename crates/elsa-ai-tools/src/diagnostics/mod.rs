@@ -1,0 +1,297 @@
+//! Runtime diagnostics, all read-only: `instance.getErrors` and `instance.executionHistory`
+//! read one instance; `instance.aggregateFailures` and `instance.detectTrends` analyse many,
+//! but only inside the diagnostics scope and time range the turn's attachments allow: both
+//! must be attached, arguments can only narrow them, and nothing outside them is read.
+
+mod aggregate;
+mod failures;
+mod scope;
+mod trends;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiError, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolRegistration, AuditBehavior,
+    DangerLevel, Permission, ToolMutability,
+};
+use elsa_workflows::{ActivityExecutionRecord, ExecutionRecordSource};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use aggregate::{AggregateFailures, AggregateFailuresInput};
+use failures::{UNKNOWN_ACTIVITY_TYPE, is_faulted};
+pub use trends::{BucketSize, DetectTrends, DetectTrendsInput};
+
+use crate::instance::{
+    ExceptionLine, ExecutionLine, IncidentLine, InstanceHeader, InstanceIdInput, find_instance,
+};
+use crate::names;
+use crate::support::{Listing, built_in, clip, input, page, to_json};
+
+/// How many incidents and faulted executions `instance.getErrors` lists.
+const LISTED_ERRORS: usize = 20;
+/// How many stack-trace lines a primary error shows.
+const STACK_LINES: usize = 3;
+
+/// The one error that explains the failure: the first incident, else the first faulted
+/// execution.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PrimaryError {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activity_id: Option<String>,
+    activity_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activity_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exception: Option<ExceptionLine>,
+    /// The top of the stack trace, clipped.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    stack_top: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timestamp: Option<DateTime<Utc>>,
+    /// JSON path of the record this was read from.
+    evidence: String,
+}
+
+/// A record the diagnosis rests on.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Evidence<T> {
+    #[serde(flatten)]
+    record: T,
+    /// JSON path of the record in the instance document.
+    evidence: String,
+}
+
+fn stack_top(trace: Option<&str>) -> Vec<String> {
+    trace
+        .into_iter()
+        .flat_map(str::lines)
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .take(STACK_LINES)
+        .map(|l| clip(l, 200))
+        .collect()
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ErrorReport {
+    #[serde(flatten)]
+    header: InstanceHeader,
+    failed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    primary_error: Option<PrimaryError>,
+    incidents: Listing<Evidence<IncidentLine>>,
+    faulted_executions: Listing<Evidence<ExecutionLine>>,
+}
+
+/// `instance.getErrors`: the incidents and faulted activity executions of one instance,
+/// with the failing activity, its type, the exception and the evidence records. Needs
+/// `read:workflow-instances`.
+pub struct GetErrors {
+    definition: AiToolDefinition,
+}
+
+impl Default for GetErrors {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<InstanceIdInput>(
+                names::INSTANCE_ERRORS,
+                "Get instance errors",
+                "Explains why one workflow instance failed: 'primaryError' names the failing \
+                 activity (id, type, name), the message, the exception type and root cause, the \
+                 top of the stack trace and the evidence (the JSON path of the record it comes \
+                 from); then every incident and every faulted activity execution, each with its \
+                 evidence path. 'failed' is false when the instance recorded no error.",
+                ToolMutability::ReadOnly,
+                DangerLevel::Medium,
+                &[Permission::READ_WORKFLOW_INSTANCES],
+                AuditBehavior::RecordInvocation,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for GetErrors {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: InstanceIdInput = input(&context)?;
+        let instance = find_instance(&context, &args.instance_id).await?;
+        let incidents = instance.incidents();
+        let records = instance.execution_records();
+        let faulted: Vec<&ActivityExecutionRecord> =
+            records.iter().filter(|r| is_faulted(r)).collect();
+        let name_of = |activity_id: Option<&str>| {
+            activity_id.and_then(|id| {
+                records
+                    .iter()
+                    .filter(|r| r.activity_id.as_deref() == Some(id))
+                    .find_map(|r| r.activity_name.clone())
+            })
+        };
+        let primary = if let Some(first) = incidents.first() {
+            Some(PrimaryError {
+                activity_id: first.activity_id.clone(),
+                activity_type: first
+                    .activity_type
+                    .clone()
+                    .unwrap_or_else(|| UNKNOWN_ACTIVITY_TYPE.to_owned()),
+                activity_name: name_of(first.activity_id.as_deref()),
+                message: first
+                    .message
+                    .as_deref()
+                    .or_else(|| first.exception.as_ref().and_then(|e| e.message.as_deref()))
+                    .map(|m| clip(m, 300)),
+                exception: first.exception.as_ref().map(ExceptionLine::of),
+                stack_top: stack_top(
+                    first
+                        .exception
+                        .as_ref()
+                        .and_then(|e| e.stack_trace.as_deref()),
+                ),
+                timestamp: first.timestamp,
+                evidence: first.path.clone(),
+            })
+        } else {
+            faulted.first().map(|record| PrimaryError {
+                activity_id: record.activity_id.clone(),
+                activity_type: record
+                    .activity_type
+                    .clone()
+                    .unwrap_or_else(|| UNKNOWN_ACTIVITY_TYPE.to_owned()),
+                activity_name: record.activity_name.clone(),
+                message: record
+                    .exception
+                    .as_ref()
+                    .and_then(|e| e.message.as_deref())
+                    .map(|m| clip(m, 300)),
+                exception: record.exception.as_ref().map(ExceptionLine::of),
+                stack_top: stack_top(
+                    record
+                        .exception
+                        .as_ref()
+                        .and_then(|e| e.stack_trace.as_deref()),
+                ),
+                timestamp: record.completed_at.or(record.started_at),
+                evidence: record.path.clone(),
+            })
+        };
+        to_json(&ErrorReport {
+            header: InstanceHeader::of(&instance),
+            failed: primary.is_some() || instance.is_faulted(),
+            primary_error: primary,
+            incidents: Listing::first(
+                incidents.iter().map(|i| Evidence {
+                    record: IncidentLine::of(i),
+                    evidence: i.path.clone(),
+                }),
+                LISTED_ERRORS,
+            ),
+            faulted_executions: Listing::first(
+                faulted.iter().map(|&r| Evidence {
+                    record: ExecutionLine::of(r),
+                    evidence: r.path.clone(),
+                }),
+                LISTED_ERRORS,
+            ),
+        })
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(GetErrors::default())) }
+
+/// Arguments of `instance.executionHistory`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ExecutionHistoryInput {
+    /// The workflow instance id.
+    #[schemars(length(min = 1, max = 200))]
+    pub instance_id: String,
+    /// How many executions to skip (default 0).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// How many to return, 1 to 50 (default 20).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<usize>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct History {
+    #[serde(flatten)]
+    header: InstanceHeader,
+    /// Whether the list is the complete history, or only the executions alive when the
+    /// state was saved (Elsa's execution contexts).
+    complete_history: bool,
+    #[serde(flatten)]
+    executions: Listing<Evidence<ExecutionLine>>,
+}
+
+/// `instance.executionHistory`: the activity executions of one instance in the order they
+/// started, a page at a time. Needs `read:workflow-instances`.
+pub struct ExecutionHistory {
+    definition: AiToolDefinition,
+}
+
+impl Default for ExecutionHistory {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<ExecutionHistoryInput>(
+                names::EXECUTION_HISTORY,
+                "Get execution history",
+                "Lists the activity executions of one workflow instance in the order they \
+                 started: activity id, type and name, status, start and completion time, \
+                 duration, and the exception of a faulted one, each with its evidence path. \
+                 'completeHistory' is false when the instance carries only the executions that \
+                 were still alive when it was saved. Pages with 'offset'/'limit'; 'truncated': \
+                 true with 'nextOffset' when more exist.",
+                ToolMutability::ReadOnly,
+                DangerLevel::Medium,
+                &[Permission::READ_WORKFLOW_INSTANCES],
+                AuditBehavior::RecordInvocation,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for ExecutionHistory {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: ExecutionHistoryInput = input(&context)?;
+        let instance = find_instance(&context, &args.instance_id).await?;
+        let records = instance.execution_records();
+        let complete_history = records
+            .iter()
+            .any(|r| r.source == ExecutionRecordSource::ExecutionRecord);
+        let lines: Vec<Evidence<ExecutionLine>> = records
+            .iter()
+            .map(|r| Evidence {
+                record: ExecutionLine::of(r),
+                evidence: r.path.clone(),
+            })
+            .collect();
+        to_json(&History {
+            header: InstanceHeader::of(&instance),
+            complete_history,
+            executions: Listing::from_page(page(args.offset, args.limit).slice(lines)),
+        })
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(ExecutionHistory::default())) }

@@ -1,0 +1,429 @@
+//! `instance.get` and `instance.search`: reading the caller's tenant's workflow instances.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiError, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolRegistration, AuditBehavior,
+    DangerLevel, Permission, ToolMutability,
+};
+use elsa_workflows::{
+    ActivityExecutionRecord, ExceptionInfo, Incident, InstanceQuery, TimeRange, WorkflowInstance,
+    WorkflowStatus, WorkflowSubStatus,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::names;
+use crate::support::{Listing, built_in, clip, input, invalid, not_found, page, to_json};
+
+/// How many incidents, bookmarks and execution records `instance.get` lists.
+const LISTED: usize = 10;
+
+/// An instance id argument.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct InstanceIdInput {
+    /// The workflow instance id.
+    #[schemars(length(min = 1, max = 200))]
+    pub instance_id: String,
+}
+
+/// Reads one instance of the caller's tenant: 404 for unknown and other tenants' ids alike.
+pub(crate) async fn find_instance(
+    context: &AiToolExecutionContext,
+    instance_id: &str,
+) -> Result<WorkflowInstance, AiError> {
+    context
+        .services
+        .instances
+        .find(&context.caller.tenant_id, instance_id)
+        .await?
+        .ok_or_else(|| not_found("workflow instance", instance_id))
+}
+
+/// An exception in a few words: short type, clipped message, and the innermost cause.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ExceptionLine {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The innermost inner exception, when it differs: usually the root cause.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_cause: Option<Box<ExceptionLine>>,
+}
+
+impl ExceptionLine {
+    pub fn of(exception: &ExceptionInfo) -> Self {
+        let mut innermost = exception;
+        while let Some(inner) = &innermost.inner {
+            innermost = inner;
+        }
+        let root_cause = (!std::ptr::eq(innermost, exception)).then(|| {
+            Box::new(Self {
+                type_name: innermost.short_type_name().map(str::to_owned),
+                message: innermost.message.as_deref().map(|m| clip(m, 300)),
+                root_cause: None,
+            })
+        });
+        Self {
+            type_name: exception.short_type_name().map(str::to_owned),
+            message: exception.message.as_deref().map(|m| clip(m, 300)),
+            root_cause,
+        }
+    }
+}
+
+/// An incident as tools list it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct IncidentLine {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception: Option<ExceptionLine>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<DateTime<Utc>>,
+}
+
+impl IncidentLine {
+    pub fn of(incident: &Incident) -> Self {
+        Self {
+            activity_id: incident.activity_id.clone(),
+            activity_type: incident.activity_type.clone(),
+            message: incident.message.as_deref().map(|m| clip(m, 300)),
+            exception: incident.exception.as_ref().map(ExceptionLine::of),
+            timestamp: incident.timestamp,
+        }
+    }
+}
+
+/// An activity execution record as tools list it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ExecutionLine {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub activity_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception: Option<ExceptionLine>,
+}
+
+impl ExecutionLine {
+    pub fn of(record: &ActivityExecutionRecord) -> Self {
+        Self {
+            activity_id: record.activity_id.clone(),
+            activity_type: record.activity_type.clone(),
+            activity_name: record.activity_name.clone(),
+            status: record.status.map(|s| s.as_str().to_owned()),
+            started_at: record.started_at,
+            completed_at: record.completed_at,
+            duration_ms: record
+                .started_at
+                .zip(record.completed_at)
+                .map(|(start, end)| (end - start).num_milliseconds()),
+            exception: record.exception.as_ref().map(ExceptionLine::of),
+        }
+    }
+}
+
+/// The header of an instance, as both instance tools show it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InstanceHeader {
+    pub instance_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub definition_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub definition_version: Option<i32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub status: &'static str,
+    pub sub_status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<DateTime<Utc>>,
+    pub incident_count: usize,
+}
+
+impl InstanceHeader {
+    pub fn of(instance: &WorkflowInstance) -> Self {
+        Self {
+            instance_id: instance.id().to_owned(),
+            definition_id: instance.definition_id().map(str::to_owned),
+            definition_version: instance.definition_version(),
+            name: instance.name().map(str::to_owned),
+            status: instance.status().as_str(),
+            sub_status: instance.sub_status().as_str(),
+            created_at: instance.created_at(),
+            finished_at: instance.finished_at(),
+            incident_count: instance.incident_count(),
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InstanceDetails {
+    #[serde(flatten)]
+    header: InstanceHeader,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    correlation_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parent_instance_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<DateTime<Utc>>,
+    incidents: Listing<IncidentLine>,
+    bookmarks: Listing<BookmarkLine>,
+    /// The most recent activity executions, newest last.
+    last_executions: Listing<ExecutionLine>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BookmarkLine {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activity_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<DateTime<Utc>>,
+}
+
+/// `instance.get`: one instance of the caller's tenant: its header, status and sub-status,
+/// incidents, bookmarks and last activity executions. Needs `read:workflow-instances`.
+pub struct GetInstance {
+    definition: AiToolDefinition,
+}
+
+impl Default for GetInstance {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<InstanceIdInput>(
+                names::INSTANCE_GET,
+                "Get workflow instance",
+                "Reads one workflow instance (a run) of the current tenant: definition id and \
+                 version, status and sub-status, timestamps, incident count with the first \
+                 incidents (activity, type, message, exception type), the bookmarks it waits on \
+                 and its last activity executions. Use instance.getErrors for a failure's \
+                 details and instance.executionHistory for the whole execution order.",
+                ToolMutability::ReadOnly,
+                DangerLevel::Low,
+                &[Permission::READ_WORKFLOW_INSTANCES],
+                AuditBehavior::RecordInvocation,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for GetInstance {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: InstanceIdInput = input(&context)?;
+        let instance = find_instance(&context, &args.instance_id).await?;
+        let records = instance.execution_records();
+        let skip = records.len().saturating_sub(LISTED);
+        let mut last_executions =
+            Listing::first(records.iter().skip(skip).map(ExecutionLine::of), LISTED);
+        last_executions.total = records.len();
+        last_executions.truncated = skip > 0;
+        to_json(&InstanceDetails {
+            header: InstanceHeader::of(&instance),
+            correlation_id: instance.correlation_id().map(str::to_owned),
+            parent_instance_id: instance.parent_instance_id().map(str::to_owned),
+            updated_at: instance.updated_at(),
+            incidents: Listing::first(instance.incidents().iter().map(IncidentLine::of), LISTED),
+            bookmarks: Listing::first(
+                instance.bookmarks().into_iter().map(|b| BookmarkLine {
+                    name: b.name,
+                    activity_id: b.activity_id,
+                    created_at: b.created_at,
+                }),
+                LISTED,
+            ),
+            last_executions,
+        })
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(GetInstance::default())) }
+
+/// An instance status filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum StatusFilter {
+    /// Not finished yet.
+    Running,
+    /// Finished, successfully or not (see the sub-status).
+    Finished,
+}
+
+impl From<StatusFilter> for WorkflowStatus {
+    fn from(filter: StatusFilter) -> Self {
+        match filter {
+            StatusFilter::Running => Self::Running,
+            StatusFilter::Finished => Self::Finished,
+        }
+    }
+}
+
+/// An instance sub-status filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+pub enum SubStatusFilter {
+    /// Waiting to run.
+    Pending,
+    /// Running right now.
+    Executing,
+    /// Waiting on a bookmark.
+    Suspended,
+    /// Completed.
+    Finished,
+    /// Cancelled.
+    Cancelled,
+    /// Failed.
+    Faulted,
+}
+
+impl From<SubStatusFilter> for WorkflowSubStatus {
+    fn from(filter: SubStatusFilter) -> Self {
+        match filter {
+            SubStatusFilter::Pending => Self::Pending,
+            SubStatusFilter::Executing => Self::Executing,
+            SubStatusFilter::Suspended => Self::Suspended,
+            SubStatusFilter::Finished => Self::Finished,
+            SubStatusFilter::Cancelled => Self::Cancelled,
+            SubStatusFilter::Faulted => Self::Faulted,
+        }
+    }
+}
+
+/// Arguments of `instance.search`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SearchInstancesInput {
+    /// Only instances with this status.
+    #[serde(default)]
+    pub status: Option<StatusFilter>,
+    /// Only instances with this sub-status ("Faulted" for failed runs).
+    #[serde(default)]
+    pub sub_status: Option<SubStatusFilter>,
+    /// Only instances of this workflow definition.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub definition_id: Option<String>,
+    /// Only instances created at or after this instant (RFC 3339).
+    #[serde(default)]
+    pub from: Option<DateTime<Utc>>,
+    /// Only instances created at or before this instant (RFC 3339).
+    #[serde(default)]
+    pub to: Option<DateTime<Utc>>,
+    /// How many matches to skip (default 0).
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// How many to return, 1 to 50 (default 20).
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 50))]
+    pub limit: Option<usize>,
+}
+
+/// A time range from optional bounds: open ends reach the representable extremes, and a
+/// range that starts after it ends is 400 `invalid_time_range`.
+pub(crate) fn time_range(
+    from: Option<DateTime<Utc>>,
+    to: Option<DateTime<Utc>>,
+) -> Result<Option<TimeRange>, AiError> {
+    if from.is_none() && to.is_none() {
+        return Ok(None);
+    }
+    let range = TimeRange {
+        from: from.unwrap_or(DateTime::<Utc>::MIN_UTC),
+        to: to.unwrap_or(DateTime::<Utc>::MAX_UTC),
+    };
+    if range.from > range.to {
+        return Err(invalid(
+            "invalid_time_range",
+            format!(
+                "'from' ({}) is after 'to' ({})",
+                range.from.to_rfc3339(),
+                range.to.to_rfc3339()
+            ),
+        ));
+    }
+    Ok(Some(range))
+}
+
+/// `instance.search`: the caller's tenant's instances by status, sub-status, definition and
+/// creation time, newest first, a page at a time. Needs `read:workflow-instances`.
+pub struct SearchInstances {
+    definition: AiToolDefinition,
+}
+
+impl Default for SearchInstances {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<SearchInstancesInput>(
+                names::INSTANCE_SEARCH,
+                "Search workflow instances",
+                "Searches the current tenant's workflow instances (runs) by 'status' (Running, \
+                 Finished), 'subStatus' (Pending, Executing, Suspended, Finished, Cancelled, \
+                 Faulted), 'definitionId' and creation time ('from'/'to', RFC 3339). Returns \
+                 one row per instance (id, definition and version, status, sub-status, \
+                 timestamps, incident count), newest first, with 'total', and 'truncated': true \
+                 plus 'nextOffset' when more match.",
+                ToolMutability::ReadOnly,
+                DangerLevel::Low,
+                &[Permission::READ_WORKFLOW_INSTANCES],
+                AuditBehavior::RecordInvocation,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for SearchInstances {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: SearchInstancesInput = input(&context)?;
+        let query = InstanceQuery {
+            status: args.status.map(Into::into),
+            sub_status: args.sub_status.map(Into::into),
+            definition_ids: args.definition_id.into_iter().collect(),
+            time_range: time_range(args.from, args.to)?,
+            page: page(args.offset, args.limit),
+        };
+        let found = context
+            .services
+            .instances
+            .search(&context.caller.tenant_id, &query)
+            .await?;
+        to_json(&Listing::from_page(found.map(|i| InstanceHeader::of(&i))))
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(SearchInstances::default())) }
