@@ -6,13 +6,31 @@
 //! governs every call. A binary that never names anything of this crate must still link it,
 //! with `use elsa_ai_tools as _;`.
 //!
-//! | tool | mutability | permissions |
-//! |---|---|---|
-//! | `workflow.getDefinition` | ReadOnly | `read:workflows` |
-//! | `workflow.listDefinitions` | ReadOnly | `read:workflows` |
-//! | `activities.catalog` | ReadOnly | `read:activities` |
-//! | `workflow.proposeCreate` | Proposal | `propose:workflows` |
-//! | `workflow.proposeUpdate` | Proposal | `propose:workflows`, `read:workflows` |
+//! | tool | mutability | danger | permissions | audit |
+//! |---|---|---|---|---|
+//! | `workflow.getDefinition` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.listDefinitions` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `activities.catalog` | ReadOnly | Low | `read:activities` | invocation |
+//! | `instance.get` | ReadOnly | Low | `read:workflow-instances` | invocation |
+//! | `instance.search` | ReadOnly | Low | `read:workflow-instances` | invocation |
+//! | `instance.getErrors` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `instance.executionHistory` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `instance.aggregateFailures` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `instance.detectTrends` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `workflow.validateDraft` | Proposal | Medium | `propose:workflows` | invocation and result |
+//! | `workflow.proposeCreate` | Proposal | Medium | `propose:workflows` | invocation and result |
+//! | `workflow.proposeUpdate` | Proposal | Medium | `propose:workflows`, `read:workflows` | invocation and result |
+//!
+//! Danger levels: Low for reads of definitions, the catalog and instance summaries; Medium
+//! for runtime error details and execution records (exception messages and stack traces can
+//! carry data a workflow processed) and for drafting changes. Read-only tools are on by
+//! default; the proposal tools stay off until an administrator enables them, and none of
+//! them writes a workflow: they hand a draft to the host's
+//! [`AiProposalIntake`](elsa_ai_abstractions::AiProposalIntake), and a person approves and
+//! applies the proposal. `instance.aggregateFailures` and `instance.detectTrends` refuse to
+//! run without a `DiagnosticsScope` and a `TimeRange` attached to the turn and read nothing
+//! outside them (plus attached instances); `workflow.proposeUpdate` takes a purpose-built
+//! operation list rather than RFC 6902 ([`proposal::patch`] says why).
 //!
 //! Every tool is tenant-scoped: it reads through the `elsa-workflows` service traits in
 //! [`AiToolServices`](elsa_ai_abstractions::AiToolServices) with the caller's tenant, and an
@@ -62,6 +80,10 @@ pub use instance::{
     GetInstance, InstanceIdInput, SearchInstances, SearchInstancesInput, StatusFilter,
     SubStatusFilter,
 };
+pub use proposal::{
+    PatchTarget, ProposeCreate, ProposeCreateInput, ProposeUpdate, ProposeUpdateInput,
+    ValidateDraft, ValidateDraftInput,
+};
 pub use workflow::{
     GetDefinition, GetDefinitionInput, ListDefinitions, ListDefinitionsInput, ListFilter,
     NamedVersion, VersionSelector,
@@ -87,6 +109,8 @@ pub mod names {
     pub const AGGREGATE_FAILURES: &str = "instance.aggregateFailures";
     /// `instance.detectTrends`.
     pub const DETECT_TRENDS: &str = "instance.detectTrends";
+    /// `workflow.validateDraft`.
+    pub const VALIDATE_DRAFT: &str = "workflow.validateDraft";
     /// `workflow.proposeCreate`.
     pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
     /// `workflow.proposeUpdate`.
@@ -105,5 +129,6 @@ pub mod names {
         LIST_DEFINITIONS,
         PROPOSE_CREATE,
         PROPOSE_UPDATE,
+        VALIDATE_DRAFT,
     ];
 }

@@ -42,26 +42,24 @@ fn proposal(name: &'static str, permissions: &[Permission]) -> Expected {
 }
 
 fn expected() -> Vec<Expected> {
+    use DangerLevel::{Low, Medium};
+    let definitions = Permission::READ_WORKFLOWS;
+    let instances = || Permission::READ_WORKFLOW_INSTANCES;
     vec![
-        read(
-            names::GET_DEFINITION,
-            DangerLevel::Low,
-            Permission::READ_WORKFLOWS,
-        ),
-        read(
-            names::LIST_DEFINITIONS,
-            DangerLevel::Low,
-            Permission::READ_WORKFLOWS,
-        ),
-        read(
-            names::ACTIVITIES_CATALOG,
-            DangerLevel::Low,
-            Permission::READ_ACTIVITIES,
-        ),
+        read(names::GET_DEFINITION, Low, definitions.clone()),
+        read(names::LIST_DEFINITIONS, Low, definitions.clone()),
+        read(names::ACTIVITIES_CATALOG, Low, Permission::READ_ACTIVITIES),
+        read(names::INSTANCE_GET, Low, instances()),
+        read(names::INSTANCE_SEARCH, Low, instances()),
+        read(names::INSTANCE_ERRORS, Medium, instances()),
+        read(names::EXECUTION_HISTORY, Medium, instances()),
+        read(names::AGGREGATE_FAILURES, Medium, instances()),
+        read(names::DETECT_TRENDS, Medium, instances()),
+        proposal(names::VALIDATE_DRAFT, &[Permission::PROPOSE_WORKFLOWS]),
         proposal(names::PROPOSE_CREATE, &[Permission::PROPOSE_WORKFLOWS]),
         proposal(
             names::PROPOSE_UPDATE,
-            &[Permission::PROPOSE_WORKFLOWS, Permission::READ_WORKFLOWS],
+            &[Permission::PROPOSE_WORKFLOWS, definitions],
         ),
     ]
 }

@@ -80,30 +80,36 @@ fn group(failures: &[Failure]) -> Vec<FailureGroup> {
     }
     let mut out: Vec<FailureGroup> = groups
         .into_iter()
-        .map(|((definition_id, activity_type, error_category), members)| {
-            let instances: BTreeSet<&str> =
-                members.iter().map(|f| f.instance_id.as_str()).collect();
-            let activities: BTreeSet<&str> = members
-                .iter()
-                .filter_map(|f| f.activity_id.as_deref())
-                .collect();
-            FailureGroup {
-                definition_id,
-                activity_type,
-                error_category,
-                failures: members.len(),
-                instances: instances.len(),
-                first_seen: members.iter().filter_map(|f| f.timestamp).min(),
-                last_seen: members.iter().filter_map(|f| f.timestamp).max(),
-                sample_message: members.iter().find_map(|f| f.message.clone()),
-                activity_ids: activities.into_iter().take(SAMPLES).map(str::to_owned).collect(),
-                sample_instance_ids: instances
-                    .into_iter()
-                    .take(SAMPLES)
-                    .map(str::to_owned)
-                    .collect(),
-            }
-        })
+        .map(
+            |((definition_id, activity_type, error_category), members)| {
+                let instances: BTreeSet<&str> =
+                    members.iter().map(|f| f.instance_id.as_str()).collect();
+                let activities: BTreeSet<&str> = members
+                    .iter()
+                    .filter_map(|f| f.activity_id.as_deref())
+                    .collect();
+                FailureGroup {
+                    definition_id,
+                    activity_type,
+                    error_category,
+                    failures: members.len(),
+                    instances: instances.len(),
+                    first_seen: members.iter().filter_map(|f| f.timestamp).min(),
+                    last_seen: members.iter().filter_map(|f| f.timestamp).max(),
+                    sample_message: members.iter().find_map(|f| f.message.clone()),
+                    activity_ids: activities
+                        .into_iter()
+                        .take(SAMPLES)
+                        .map(str::to_owned)
+                        .collect(),
+                    sample_instance_ids: instances
+                        .into_iter()
+                        .take(SAMPLES)
+                        .map(str::to_owned)
+                        .collect(),
+                }
+            },
+        )
         .collect();
     out.sort_by(|a, b| b.failures.cmp(&a.failures));
     out

@@ -122,7 +122,10 @@ impl Scope {
             ));
         };
         if first.from > first.to {
-            return Err(invalid("invalid_time_range", "the attached time range ends before it starts"));
+            return Err(invalid(
+                "invalid_time_range",
+                "the attached time range ends before it starts",
+            ));
         }
         let mut range = first;
         for next in ranges {
@@ -152,7 +155,10 @@ impl Scope {
                 to: narrowing.to.unwrap_or(range.to),
             };
             if window.from > window.to {
-                return Err(invalid("invalid_time_range", format!("the window {} ends before it starts", show(&window))));
+                return Err(invalid(
+                    "invalid_time_range",
+                    format!("the window {} ends before it starts", show(&window)),
+                ));
             }
             if window.from < range.from || window.to > range.to {
                 return Err(AiError::forbidden(
@@ -208,7 +214,10 @@ impl Scope {
                 break;
             }
             if context.cancellation.is_cancelled() {
-                return Err(AiError::unavailable("tool_cancelled", "the analysis was cancelled"));
+                return Err(AiError::unavailable(
+                    "tool_cancelled",
+                    "the analysis was cancelled",
+                ));
             }
         }
         for id in &self.instances {
@@ -250,7 +259,10 @@ mod tests {
 
     fn range(from: u32, to: u32) -> AiContextAttachment {
         AiContextAttachment {
-            time_range: Some(TimeRange { from: at(from), to: at(to) }),
+            time_range: Some(TimeRange {
+                from: at(from),
+                to: at(to),
+            }),
             ..AiContextAttachment::new(AttachmentKind::TimeRange, "window")
         }
     }
@@ -263,21 +275,37 @@ mod tests {
     fn scope_and_range_are_both_required() {
         let none = ScopeNarrowing::default();
         let error = Scope::resolve(&[range(1, 2)], &none).unwrap_err();
-        assert_eq!((error.status(), error.code()), (400, "diagnostics_scope_required"));
+        assert_eq!(
+            (error.status(), error.code()),
+            (400, "diagnostics_scope_required")
+        );
         let error = Scope::resolve(&[scope("d")], &none).unwrap_err();
         assert_eq!((error.status(), error.code()), (400, "time_range_required"));
         let workflow = AiContextAttachment::new(AttachmentKind::WorkflowDefinition, "d");
         let error = Scope::resolve(&[workflow, range(1, 2)], &none).unwrap_err();
-        assert_eq!(error.code(), "diagnostics_scope_required", "a definition is not a scope");
+        assert_eq!(
+            error.code(),
+            "diagnostics_scope_required",
+            "a definition is not a scope"
+        );
     }
 
     #[test]
     fn attached_ranges_intersect_and_arguments_only_narrow() {
         let mut scoped = scope("d");
-        scoped.time_range = Some(TimeRange { from: at(2), to: at(10) });
+        scoped.time_range = Some(TimeRange {
+            from: at(2),
+            to: at(10),
+        });
         let attachments = [scoped, scope("e"), range(4, 12)];
         let resolved = Scope::resolve(&attachments, &ScopeNarrowing::default()).unwrap();
-        assert_eq!(resolved.range, TimeRange { from: at(4), to: at(10) });
+        assert_eq!(
+            resolved.range,
+            TimeRange {
+                from: at(4),
+                to: at(10)
+            }
+        );
         assert_eq!(resolved.definitions.len(), 2);
 
         let narrowed = ScopeNarrowing {
@@ -287,9 +315,18 @@ mod tests {
         };
         let resolved = Scope::resolve(&attachments, &narrowed).unwrap();
         assert_eq!(resolved.definitions, BTreeSet::from(["e".to_owned()]));
-        assert_eq!(resolved.range, TimeRange { from: at(5), to: at(10) });
+        assert_eq!(
+            resolved.range,
+            TimeRange {
+                from: at(5),
+                to: at(10)
+            }
+        );
 
-        let wider = ScopeNarrowing { from: Some(at(1)), ..ScopeNarrowing::default() };
+        let wider = ScopeNarrowing {
+            from: Some(at(1)),
+            ..ScopeNarrowing::default()
+        };
         let error = Scope::resolve(&attachments, &wider).unwrap_err();
         assert_eq!((error.status(), error.code()), (403, "outside_time_range"));
         let other = ScopeNarrowing {
@@ -297,9 +334,15 @@ mod tests {
             ..ScopeNarrowing::default()
         };
         let error = Scope::resolve(&attachments, &other).unwrap_err();
-        assert_eq!((error.status(), error.code()), (403, "outside_diagnostics_scope"));
-        let error = Scope::resolve(&[scope("d"), range(1, 2), range(3, 4)], &ScopeNarrowing::default())
-            .unwrap_err();
+        assert_eq!(
+            (error.status(), error.code()),
+            (403, "outside_diagnostics_scope")
+        );
+        let error = Scope::resolve(
+            &[scope("d"), range(1, 2), range(3, 4)],
+            &ScopeNarrowing::default(),
+        )
+        .unwrap_err();
         assert_eq!(error.code(), "empty_time_range");
     }
 }

@@ -23,7 +23,9 @@ use crate::support::{DEFAULT_LIMIT, Listing, MAX_LIMIT, built_in, input, to_json
 const MAX_BUCKETS: i64 = 96;
 
 /// The width of a time bucket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum BucketSize {
     /// One hour.
@@ -151,7 +153,12 @@ struct Trends {
     signatures: Listing<Signature>,
 }
 
-fn analyse(failures: &[Failure], range: &TimeRange, size: BucketSize, limit: usize) -> (Vec<Bucket>, Listing<Signature>, usize) {
+fn analyse(
+    failures: &[Failure],
+    range: &TimeRange,
+    size: BucketSize,
+    limit: usize,
+) -> (Vec<Bucket>, Listing<Signature>, usize) {
     let width = size.duration();
     let count = usize::try_from(buckets_needed(range.to - range.from, width)).unwrap_or(1);
     let index = |t: DateTime<Utc>| {
@@ -163,7 +170,9 @@ fn analyse(failures: &[Failure], range: &TimeRange, size: BucketSize, limit: usi
     let mut by_signature: BTreeMap<(Option<String>, String, String), Vec<DateTime<Utc>>> =
         BTreeMap::new();
     for failure in failures {
-        let Some(at) = failure.timestamp else { continue };
+        let Some(at) = failure.timestamp else {
+            continue;
+        };
         totals[index(at)] += 1;
         by_signature
             .entry((
@@ -196,9 +205,7 @@ fn analyse(failures: &[Failure], range: &TimeRange, size: BucketSize, limit: usi
             }
         })
         .collect();
-    signatures.sort_by(|a, b| {
-        (b.recurring, b.total).cmp(&(a.recurring, a.total))
-    });
+    signatures.sort_by(|a, b| (b.recurring, b.total).cmp(&(a.recurring, a.total)));
     let recurring = signatures.iter().filter(|s| s.recurring).count();
     let buckets = totals
         .into_iter()
@@ -260,7 +267,8 @@ impl AiTool for DetectTrends {
         let scanned = scope.scan(&context).await?;
         let size = BucketSize::fitting(args.bucket, &scope.range);
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-        let (buckets, signatures, recurring) = analyse(&scanned.failures, &scope.range, size, limit);
+        let (buckets, signatures, recurring) =
+            analyse(&scanned.failures, &scope.range, size, limit);
         to_json(&Trends {
             scope: scanned.echo,
             bucket: size,
@@ -299,19 +307,37 @@ mod tests {
 
     #[test]
     fn bucket_sizes_coarsen_to_fit() {
-        let day = TimeRange { from: at(1, 0), to: at(2, 0) };
+        let day = TimeRange {
+            from: at(1, 0),
+            to: at(2, 0),
+        };
         assert_eq!(BucketSize::fitting(None, &day), BucketSize::Hour);
-        assert_eq!(BucketSize::fitting(Some(BucketSize::Day), &day), BucketSize::Day);
-        let ten_days = TimeRange { from: at(1, 0), to: at(11, 0) };
+        assert_eq!(
+            BucketSize::fitting(Some(BucketSize::Day), &day),
+            BucketSize::Day
+        );
+        let ten_days = TimeRange {
+            from: at(1, 0),
+            to: at(11, 0),
+        };
         assert_eq!(BucketSize::fitting(None, &ten_days), BucketSize::SixHours);
-        assert_eq!(BucketSize::fitting(Some(BucketSize::Hour), &ten_days), BucketSize::SixHours);
-        let month = TimeRange { from: at(1, 0), to: at(30, 0) };
+        assert_eq!(
+            BucketSize::fitting(Some(BucketSize::Hour), &ten_days),
+            BucketSize::SixHours
+        );
+        let month = TimeRange {
+            from: at(1, 0),
+            to: at(30, 0),
+        };
         assert_eq!(BucketSize::fitting(None, &month), BucketSize::Day);
     }
 
     #[test]
     fn recurring_rising_signatures_come_first() {
-        let range = TimeRange { from: at(1, 0), to: at(4, 23) };
+        let range = TimeRange {
+            from: at(1, 0),
+            to: at(4, 23),
+        };
         let failures = vec![
             failure("i1", "System.TimeoutException", at(1, 3)),
             failure("i2", "System.TimeoutException", at(3, 3)),
@@ -322,7 +348,10 @@ mod tests {
         ];
         let (buckets, signatures, recurring) = analyse(&failures, &range, BucketSize::Day, 10);
         assert_eq!(buckets.len(), 4);
-        assert_eq!(buckets.iter().map(|b| b.failures).collect::<Vec<_>>(), [1, 1, 1, 3]);
+        assert_eq!(
+            buckets.iter().map(|b| b.failures).collect::<Vec<_>>(),
+            [1, 1, 1, 3]
+        );
         assert_eq!(recurring, 1);
         let first = &signatures.items[0];
         assert_eq!(first.error_category, "System.TimeoutException");

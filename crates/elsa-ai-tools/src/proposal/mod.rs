@@ -12,4 +12,5 @@ mod tools;
 
 pub use tools::{
     PatchTarget, ProposeCreate, ProposeCreateInput, ProposeUpdate, ProposeUpdateInput,
+    ValidateDraft, ValidateDraftInput,
 };

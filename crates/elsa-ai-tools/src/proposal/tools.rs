@@ -10,6 +10,7 @@ use elsa_ai_abstractions::{
     AuditBehavior, BaselineRef, DangerLevel, Permission, ProposalDraft, ProposalKind,
     ToolMutability,
 };
+use elsa_workflows::validate::validate;
 use elsa_workflows::{Diagnostic, VersionOptions, WorkflowDefinition};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -73,6 +74,10 @@ pub(crate) struct ValidationSummary {
 }
 
 impl ValidationSummary {
+    fn passed(&self) -> bool {
+        self.passed
+    }
+
     pub(crate) fn of(diagnostics: &[Diagnostic]) -> Self {
         let errors = diagnostics.iter().filter(|d| d.is_error()).count();
         // Errors first, so that a cut list still shows what blocks the draft.
@@ -296,6 +301,16 @@ impl PatchTarget {
         &self,
         context: &AiToolExecutionContext,
     ) -> Result<(BaselineRef, WorkflowDefinition), AiError> {
+        // Reading the baseline is a definition read, whichever tool does it.
+        if !context.caller.has(&Permission::READ_WORKFLOWS) {
+            return Err(AiError::forbidden(
+                "permission_denied",
+                format!(
+                    "patching a workflow reads its baseline and requires '{}'",
+                    Permission::READ_WORKFLOWS
+                ),
+            ));
+        }
         let tenant = &context.caller.tenant_id;
         let definitions = &context.services.definitions;
         let baseline = definitions
@@ -438,3 +453,107 @@ impl AiTool for ProposeUpdate {
 }
 
 inventory::submit! { AiToolRegistration::new(|| Arc::new(ProposeUpdate::default())) }
+
+/// Arguments of `workflow.validateDraft`: exactly one of `draft` and `update`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ValidateDraftInput {
+    /// A new workflow, as workflow.proposeCreate takes it.
+    #[serde(default)]
+    pub draft: Option<WorkflowDraft>,
+    /// A change to an existing workflow, as workflow.proposeUpdate takes it (without the
+    /// rationale).
+    #[serde(default)]
+    pub update: Option<PatchTarget>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DraftValidation {
+    valid: bool,
+    definition_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline: Option<BaselineRef>,
+    validation: ValidationSummary,
+    preview: Preview,
+    persisted: bool,
+}
+
+/// `workflow.validateDraft`: validates a structured draft (or a baseline plus patch) against
+/// the tenant's activity catalog and returns the diagnostics; it persists nothing. Needs
+/// `propose:workflows` (and `read:workflows` for a patch, which reads its baseline); off
+/// until an administrator enables it.
+pub struct ValidateDraft {
+    definition: AiToolDefinition,
+}
+
+impl Default for ValidateDraft {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<ValidateDraftInput>(
+                names::VALIDATE_DRAFT,
+                "Validate a workflow draft",
+                "Checks a workflow draft against the current tenant's activity catalog without \
+                 storing anything. Give either 'draft' (a new workflow, exactly as \
+                 workflow.proposeCreate takes it) or 'update' ({definitionId, baselineVersion, \
+                 operations}, exactly as workflow.proposeUpdate takes them). Returns 'valid', the \
+                 diagnostics (severity, code such as unknown_activity_type, unknown_port or \
+                 missing_required_input, message, activity id, JSON path), errors first, and a \
+                 preview of the resulting graph. A draft that cannot be built at all is an \
+                 invalid_draft / invalid_patch error naming the element.",
+                ToolMutability::Proposal,
+                DangerLevel::Medium,
+                &[Permission::PROPOSE_WORKFLOWS],
+                AuditBehavior::RecordInvocationAndResult,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for ValidateDraft {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: ValidateDraftInput = input(&context)?;
+        let (baseline, definition) = match (args.draft, args.update) {
+            (Some(draft), None) => {
+                let id = draft
+                    .definition_id
+                    .clone()
+                    .unwrap_or_else(|| "draft".to_owned());
+                (None, draft.build(&id).map_err(|e| invalid_draft(&e))?)
+            }
+            (None, Some(update)) => {
+                let (baseline, patched) = update.apply(&context).await?;
+                (Some(baseline), patched)
+            }
+            _ => {
+                return Err(AiError::bad_request(
+                    "invalid_arguments",
+                    "give exactly one of 'draft' (a new workflow) and 'update' (a patch of an \
+                     existing one)",
+                ));
+            }
+        };
+        let catalog = context
+            .services
+            .catalog
+            .list(&context.caller.tenant_id)
+            .await?;
+        let diagnostics = validate(&definition, &catalog);
+        let validation = ValidationSummary::of(&diagnostics);
+        to_json(&DraftValidation {
+            valid: validation.passed(),
+            definition_id: definition.definition_id().to_owned(),
+            baseline,
+            validation,
+            preview: Preview::of(&definition),
+            persisted: false,
+        })
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(ValidateDraft::default())) }
