@@ -111,7 +111,7 @@ fn group(failures: &[Failure]) -> Vec<FailureGroup> {
             },
         )
         .collect();
-    out.sort_by(|a, b| b.failures.cmp(&a.failures));
+    out.sort_by_key(|group| std::cmp::Reverse(group.failures));
     out
 }
 

@@ -205,7 +205,7 @@ fn analyse(
             }
         })
         .collect();
-    signatures.sort_by(|a, b| (b.recurring, b.total).cmp(&(a.recurring, a.total)));
+    signatures.sort_by_key(|s| std::cmp::Reverse((s.recurring, s.total)));
     let recurring = signatures.iter().filter(|s| s.recurring).count();
     let buckets = totals
         .into_iter()
