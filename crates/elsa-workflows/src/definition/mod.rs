@@ -260,15 +260,8 @@ impl WorkflowDefinition {
 
 /// The shape checks of a whole definition document.
 fn check_document(document: &Map<String, Value>) -> Result<(), ParseError> {
-    for field in ["definitionId", "id", "name", "description"] {
-        json::optional_str(document, field, &[])?;
-    }
-    json::optional_i32(document, "version", &[])?;
-    json::optional_bool(document, "isLatest", &[])?;
-    json::optional_bool(document, "isPublished", &[])?;
-    variable::read_all(document, &[], true)?;
-    variable::read_io(document, "inputs", true)?;
-    variable::read_io(document, "outputs", true)?;
+    // The format comes first: an Elsa 2 document also has fields of other shapes (its
+    // `variables` is an object), and naming those would hide the real problem.
     let root_at = [Seg::Key("root".into())];
     let root = match document.get("root") {
         Some(root) => json::expect_object(root, &root_at, "the root activity")?,
@@ -286,6 +279,15 @@ fn check_document(document: &Map<String, Value>) -> Result<(), ParseError> {
             ));
         }
     };
+    for field in ["definitionId", "id", "name", "description"] {
+        json::optional_str(document, field, &[])?;
+    }
+    json::optional_i32(document, "version", &[])?;
+    json::optional_bool(document, "isLatest", &[])?;
+    json::optional_bool(document, "isPublished", &[])?;
+    variable::read_all(document, &[], true)?;
+    variable::read_io(document, "inputs", true)?;
+    variable::read_io(document, "outputs", true)?;
     walk::nodes(root, root_at.to_vec(), true)?;
     Ok(())
 }
@@ -355,6 +357,10 @@ mod tests {
             (json!([]), "$"),
             (json!({"name": "x"}), "$.root"),
             (json!({"activities": [], "connections": []}), "$.root"),
+            (
+                json!({"variables": {"$id": "2", "data": {}}, "activities": []}),
+                "$.root",
+            ),
             (json!({"root": []}), "$.root"),
             (json!({"root": {"id": "a"}}), "$.root.type"),
             (json!({"version": "2", "root": {"type": "A"}}), "$.version"),
