@@ -1,4 +1,41 @@
-//! The Elsa Workflows side of Weaver.
+//! The Elsa Workflows side of Weaver: Elsa 3 workflow definitions, instances and activity
+//! descriptors as typed views over the JSON Elsa writes (unknown fields kept, bad shapes
+//! reported as a [`ParseError`] with a JSON path), and the service traits in [`store`]
+//! through which everything above this crate reaches Elsa data, tenant by tenant. It also
+//! holds draft validation, graph diff, an in-memory backend ([`InMemoryWorkflowBackend`],
+//! seeded from code, from a folder of Elsa JSON files or from the built-in [`samples`]) and
+//! Elsa's built-in activity catalog.
+//!
+//! ```
+//! use elsa_workflows::{
+//!     InMemoryWorkflowBackend, TenantId, VersionOptions, WorkflowDefinitionStore, samples,
+//! };
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), elsa_workflows::WorkflowError> {
+//! let backend = InMemoryWorkflowBackend::new();
+//! let acme = TenantId::new("acme");
+//! let report = samples::seed(&backend, &acme);
+//! assert!(report.is_complete());
+//!
+//! // The backend is every service at once; look it up as a definition store.
+//! let definitions: &dyn WorkflowDefinitionStore = &backend;
+//! let published = definitions
+//!     .find(&acme, "sample-order-approval", VersionOptions::Published)
+//!     .await?
+//!     .expect("seeded");
+//! assert_eq!(published.version(), 1);
+//! assert!(published.find_activity("CheckAmount").is_some());
+//!
+//! // Another tenant sees nothing of acme's.
+//! let globex = TenantId::new("globex");
+//! let hidden = definitions
+//!     .find(&globex, "sample-order-approval", VersionOptions::Latest)
+//!     .await?;
+//! assert!(hidden.is_none());
+//! # Ok(())
+//! # }
+//! ```
 
 mod catalog;
 mod definition;
@@ -11,6 +48,7 @@ mod instance;
 mod json;
 mod memory;
 mod page;
+pub mod samples;
 pub mod store;
 mod tenant;
 pub mod validate;

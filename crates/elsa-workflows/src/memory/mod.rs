@@ -127,6 +127,22 @@ impl InMemoryWorkflowBackend {
             .extend(descriptors);
     }
 
+    /// Gives the tenant `descriptors` as its catalog when it has none yet; returns whether
+    /// it did.
+    pub(crate) fn set_catalog_if_empty(
+        &self,
+        tenant: &TenantId,
+        descriptors: &[ActivityDescriptor],
+    ) -> bool {
+        let mut tenants = self.tenants.write();
+        let catalog = &mut tenants.entry(tenant.clone()).or_default().catalog;
+        if !catalog.is_empty() {
+            return false;
+        }
+        catalog.extend_from_slice(descriptors);
+        true
+    }
+
     /// Every stored version of a definition, oldest first (empty when the tenant has no
     /// such definition).
     pub fn definition_versions(
