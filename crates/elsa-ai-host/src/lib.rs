@@ -174,7 +174,7 @@ pub use agents::{
     AgentRegistrationError, AgentRegistry, AgentRegistryBuilder, INSTANCE_DIAGNOSTICS,
     WORKFLOW_AUTHOR, instance_diagnostics, workflow_author,
 };
-pub use audit::InMemoryAuditLog;
+pub use audit::{AuditTrail, InMemoryAuditLog};
 pub use clamp::{Clamped, ResultClamp, json_size};
 pub use context::{
     ActivitySelectionContext, ContextRequest, ContextResolver, ContextResolverBuilder,

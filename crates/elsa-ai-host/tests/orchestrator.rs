@@ -704,6 +704,42 @@ async fn shutdown_cancels_running_turns_and_refuses_new_ones() {
     assert_eq!((error.status(), error.code()), (503, "shutting_down"));
 }
 
+#[tokio::test(start_paused = true)]
+async fn drain_lets_running_turns_finish_within_the_grace_and_cancels_the_rest() {
+    let harness = ChatHarness::builder()
+        .provider(Arc::new(ScriptedProvider::directed(|turn| {
+            let seconds = if turn.message == "short" { 5 } else { 3600 };
+            Script::new()
+                .delay(Duration::from_secs(seconds))
+                .reply("finished")
+        })))
+        .build();
+    let short = harness
+        .orchestrator
+        .execute_chat(harness.request("short"))
+        .await
+        .unwrap();
+    let long = harness
+        .orchestrator
+        .execute_chat(harness.request("long"))
+        .await
+        .unwrap();
+    let drain = tokio::spawn({
+        let orchestrator = harness.orchestrator.clone();
+        async move { orchestrator.drain(Duration::from_secs(30)).await }
+    });
+    tokio::task::yield_now().await;
+    let error = harness.refused(harness.request("new")).await;
+    assert_eq!((error.status(), error.code()), (503, "shutting_down"));
+
+    let short = collect(short).await;
+    assert_eq!(short.last().unwrap().event_type, T::ConversationCompleted);
+    let long = collect(long).await;
+    assert_eq!(long.last().unwrap().event_type, T::ConversationFailed);
+    assert_eq!(long.last().unwrap().data["error"]["code"], "host_shutdown");
+    assert_eq!(drain.await.unwrap(), 1, "only the long turn was cancelled");
+}
+
 #[tokio::test]
 async fn a_reply_that_cannot_be_audited_fails_the_turn() {
     let harness = ChatHarness::builder()

@@ -1,12 +1,55 @@
-//! The in-memory audit trail for development and tests: an [`AiAuditSink`] and the matching
-//! [`AiAuditLog`], partitioned by tenant. Production hosts use a durable store instead.
+//! The audit trail: [`AuditTrail`], the permission-checked way to read it, and the in-memory
+//! log for development and tests (an [`AiAuditSink`] and the matching [`AiAuditLog`],
+//! partitioned by tenant). Production hosts use a durable store instead.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use elsa_ai_abstractions::{AiAuditEvent, AiAuditLog, AiAuditSink, AiError, AuditQuery};
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiAuditLog, AiAuditSink, AiCaller, AiError, AuditQuery, Permission,
+};
 use elsa_workflows::{Page, TenantId};
 use parking_lot::RwLock;
+
+/// Reads the audit trail on behalf of a caller: requires `admin:ai` and only ever shows the
+/// caller's own tenant. The records were redacted before they were written.
+#[derive(Clone)]
+pub struct AuditTrail {
+    log: Arc<dyn AiAuditLog>,
+}
+
+impl std::fmt::Debug for AuditTrail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuditTrail").finish_non_exhaustive()
+    }
+}
+
+impl AuditTrail {
+    /// A reader over `log`.
+    pub fn new(log: Arc<dyn AiAuditLog>) -> Self {
+        Self { log }
+    }
+
+    /// The caller's tenant's records matching `query`, newest first; 403
+    /// `permission_denied` without `admin:ai`.
+    pub async fn query(
+        &self,
+        caller: &AiCaller,
+        query: &AuditQuery,
+    ) -> Result<Page<AiAuditEvent>, AiError> {
+        if !caller.has(&Permission::ADMIN_AI) {
+            return Err(AiError::forbidden(
+                "permission_denied",
+                format!(
+                    "reading the audit trail requires '{}'",
+                    Permission::ADMIN_AI
+                ),
+            ));
+        }
+        self.log.query(&caller.tenant_id, query).await
+    }
+}
 
 /// Keeps every audit record in memory, per tenant, in the order they were recorded.
 #[derive(Debug, Default)]
@@ -99,8 +142,6 @@ impl AiAuditLog for InMemoryAuditLog {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use chrono::{Duration, Utc};
     use elsa_ai_abstractions::{AuditAction, AuditOutcome, ConversationId};
     use elsa_workflows::{PageRequest, TimeRange};
@@ -210,5 +251,27 @@ mod tests {
         let stored = &log.events(&"acme".into())[0];
         assert_eq!(stored.summary, "used [REDACTED]");
         assert_eq!(stored.details["arguments"]["password"], "[REDACTED]");
+    }
+
+    #[tokio::test]
+    async fn the_trail_needs_admin_and_shows_only_the_callers_tenant() {
+        let log = Arc::new(InMemoryAuditLog::new());
+        log.record(event("acme", "alice", AuditOutcome::Success, 1))
+            .await
+            .unwrap();
+        log.record(event("globex", "gina", AuditOutcome::Success, 1))
+            .await
+            .unwrap();
+        let trail = AuditTrail::new(log);
+        let admin = AiCaller::new("alice", "acme", [Permission::ADMIN_AI]);
+        let page = trail.query(&admin, &AuditQuery::default()).await.unwrap();
+        assert_eq!(page.total, 1);
+        assert_eq!(page.items[0].tenant_id.as_str(), "acme");
+        let reader = AiCaller::new("bob", "acme", [Permission::READ_WORKFLOWS]);
+        let denied = trail
+            .query(&reader, &AuditQuery::default())
+            .await
+            .unwrap_err();
+        assert_eq!((denied.status(), denied.code()), (403, "permission_denied"));
     }
 }

@@ -160,6 +160,7 @@ impl ChatOrchestratorBuilder {
                 clock: self.clock,
                 hub,
                 settings: self.settings,
+                draining: CancellationToken::new(),
                 shutdown: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),
@@ -184,6 +185,8 @@ pub(crate) struct Core {
     hub: Arc<StreamHub>,
     sessions: ProviderSessions,
     settings: OrchestratorSettings,
+    /// Cancelled when the host stops taking new turns (drain or shutdown).
+    draining: CancellationToken,
     /// Cancelled at shutdown; every turn's token is a child of it.
     shutdown: CancellationToken,
     tasks: TaskTracker,
@@ -242,9 +245,28 @@ impl ChatOrchestrator {
     /// Refuses new turns (503 `shutting_down`), cancels the running ones (each ends with
     /// `conversation.failed`, code `host_shutdown`) and waits until they have ended.
     pub async fn shutdown(&self) {
+        self.core.draining.cancel();
         self.core.shutdown.cancel();
         self.core.tasks.close();
         self.core.tasks.wait().await;
+    }
+
+    /// Shuts down gently: refuses new turns at once (503 `shutting_down`), lets the running
+    /// ones go on for up to `grace` (they end normally and their clients get every event),
+    /// then [`shutdown`](Self::shutdown)s the rest. Returns how many turns had to be
+    /// cancelled.
+    pub async fn drain(&self, grace: Duration) -> usize {
+        self.core.draining.cancel();
+        self.core.tasks.close();
+        if tokio::time::timeout(grace, self.core.tasks.wait())
+            .await
+            .is_ok()
+        {
+            return 0;
+        }
+        let cancelled = self.core.tasks.len();
+        self.shutdown().await;
+        cancelled
     }
 }
 
@@ -330,7 +352,7 @@ impl AiOrchestrator for ChatOrchestrator {
                 "a chat needs an actor and a tenant",
             ));
         }
-        if core.shutdown.is_cancelled() {
+        if core.draining.is_cancelled() {
             return Err(AiError::unavailable(
                 "shutting_down",
                 "the host is shutting down and accepts no new turns",
