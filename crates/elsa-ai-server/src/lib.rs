@@ -1,1 +1,21 @@
-//! Filled by a later issue.
+//! Weaver's HTTP API: REST and Server-Sent Events over the host, as an axum [`Router`](axum::Router).
+//!
+//! (Crate documentation with a mounting example follows once the assembly lands.)
+
+mod api;
+mod error;
+mod extract;
+pub mod identity;
+mod requests;
+mod routes;
+mod schema;
+pub mod views;
+
+pub use api::{WeaverApi, WeaverApiParts};
+pub use error::{ApiError, ErrorBody};
+pub use extract::{ApiJson, ApiPath, ApiQuery, Caller};
+pub use requests::{
+    AttachmentBody, AuditQueryParams, ChatRequestBody, EnablementChangeBody, PageQuery,
+    ResumeQuery, TimeRangeBody, ToolsQuery,
+};
+pub use routes::{CONVERSATION_ID_HEADER, openapi, router};

@@ -1,0 +1,74 @@
+//! The state every handler shares: the host services the API calls, the identity extractor
+//! and the limits.
+
+use std::sync::Arc;
+
+use elsa_ai_abstractions::{AiConversationStore, AiOrchestrator, AttachmentKind};
+use elsa_ai_host::{AuditTrail, ToolEnablementService, ToolRegistry};
+
+use crate::identity::IdentityExtractor;
+use crate::views::{PersistenceView, ProviderView};
+
+/// What the API needs from a host; see [`WeaverApi::new`].
+pub struct WeaverApiParts {
+    /// Runs chat turns and serves their streams.
+    pub orchestrator: Arc<dyn AiOrchestrator>,
+    /// The tools, filtered per caller; also supplies the agents.
+    pub registry: Arc<ToolRegistry>,
+    /// Administrators' enablement decisions.
+    pub enablement: Arc<ToolEnablementService>,
+    /// Conversations (listing and history; ownership is checked through the host).
+    pub conversations: Arc<dyn AiConversationStore>,
+    /// The audit trail, read with `admin:ai`.
+    pub audit: AuditTrail,
+    /// Who is calling.
+    pub identity: Arc<dyn IdentityExtractor>,
+    /// What `/ai/capabilities` reports about the provider.
+    pub provider: ProviderView,
+    /// What `/ai/capabilities` reports about conversation storage.
+    pub persistence: PersistenceView,
+    /// The attachment kinds the host's context resolver handles.
+    pub attachment_kinds: Vec<AttachmentKind>,
+    /// The grace window of the orchestrator, reported in capabilities.
+    pub grace_window_secs: u64,
+    /// The largest request body accepted, in bytes (413 above).
+    pub max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for WeaverApiParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeaverApiParts")
+            .field("provider", &self.provider)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The shared state of the API's handlers. Cheap to clone.
+#[derive(Clone)]
+pub struct WeaverApi {
+    inner: Arc<WeaverApiParts>,
+}
+
+impl std::fmt::Debug for WeaverApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.inner.fmt(f)
+    }
+}
+
+impl WeaverApi {
+    /// The default body limit: 256 KiB.
+    pub const DEFAULT_MAX_BODY_BYTES: usize = 256 * 1024;
+
+    /// The API over a host's services.
+    pub fn new(parts: WeaverApiParts) -> Self {
+        Self {
+            inner: Arc::new(parts),
+        }
+    }
+
+    /// The parts the API was built from.
+    pub fn parts(&self) -> &WeaverApiParts {
+        &self.inner
+    }
+}

@@ -1,0 +1,328 @@
+//! What clients send: request bodies and query strings, and how they become contract
+//! requests. Unknown fields are refused, so a typo is a 400 rather than silently ignored.
+
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiCaller, AiChatRequest, AiContextAttachment, AttachmentKind, AuditOutcome, AuditQuery,
+    ConversationId, DangerLevel, ProposalId, ToolMutability,
+};
+use elsa_workflows::{PageRequest, TimeRange};
+use serde::Deserialize;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::ApiError;
+
+/// `POST /ai/chat`: one user message, optionally continuing a conversation.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({
+    "message": "What does this workflow do?",
+    "attachments": [{"kind": "WorkflowDefinition", "referenceId": "order-fulfilment"}]
+}))]
+pub struct ChatRequestBody {
+    /// Continue this conversation (the caller must own it); absent starts a new one.
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    /// The agent; absent means `workflow-author` (or the continued conversation's agent).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The user's message.
+    pub message: String,
+    /// References to resolve as context; clients send references only, never content.
+    #[serde(default)]
+    pub attachments: Vec<AttachmentBody>,
+}
+
+/// A reference attached to a chat message.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AttachmentBody {
+    /// What is referenced.
+    #[schema(schema_with = crate::schema::attachment_kind)]
+    pub kind: String,
+    /// The referenced object's id.
+    pub reference_id: String,
+    /// For `ActivitySelection`: the activity within the definition.
+    #[serde(default)]
+    pub activity_id: Option<String>,
+    /// For `TimeRange` (and optionally `DiagnosticsScope`): the window.
+    #[serde(default)]
+    pub time_range: Option<TimeRangeBody>,
+}
+
+/// A closed time window.
+#[derive(Clone, Copy, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TimeRangeBody {
+    /// Inclusive start, RFC 3339.
+    pub from: DateTime<Utc>,
+    /// Inclusive end, RFC 3339.
+    pub to: DateTime<Utc>,
+}
+
+impl TimeRangeBody {
+    fn into_range(self) -> Result<TimeRange, ApiError> {
+        if self.from > self.to {
+            return Err(ApiError::bad_request(
+                "invalid_time_range",
+                "a time range's 'from' must not be after its 'to'",
+            ));
+        }
+        Ok(TimeRange {
+            from: self.from,
+            to: self.to,
+        })
+    }
+}
+
+impl AttachmentBody {
+    fn into_attachment(self) -> Result<AiContextAttachment, ApiError> {
+        let kind = AttachmentKind::ALL
+            .into_iter()
+            .find(|kind| kind.as_str() == self.kind)
+            .ok_or_else(|| {
+                let supported: Vec<&str> = AttachmentKind::ALL.iter().map(|k| k.as_str()).collect();
+                ApiError::bad_request(
+                    "unsupported_attachment_kind",
+                    format!(
+                        "attachment kind '{}' is not supported; the kinds are {}",
+                        self.kind,
+                        supported.join(", ")
+                    ),
+                )
+            })?;
+        if self.reference_id.trim().is_empty() {
+            return Err(ApiError::bad_request(
+                "invalid_attachment",
+                format!("a {} attachment needs a referenceId", kind.as_str()),
+            ));
+        }
+        Ok(AiContextAttachment {
+            kind,
+            reference_id: self.reference_id,
+            activity_id: self.activity_id,
+            time_range: self.time_range.map(TimeRangeBody::into_range).transpose()?,
+        })
+    }
+}
+
+impl ChatRequestBody {
+    /// The contract request of `caller`; 400 for an unknown attachment kind or an empty id.
+    pub fn into_request(self, caller: AiCaller) -> Result<AiChatRequest, ApiError> {
+        let conversation_id = match self.conversation_id {
+            Some(id) if id.trim().is_empty() => {
+                return Err(ApiError::bad_request(
+                    "invalid_conversation_id",
+                    "conversationId must not be empty; leave it out to start a new conversation",
+                ));
+            }
+            id => id.map(ConversationId::new),
+        };
+        Ok(AiChatRequest {
+            caller,
+            conversation_id,
+            agent: self.agent,
+            message: self.message,
+            attachments: self
+                .attachments
+                .into_iter()
+                .map(AttachmentBody::into_attachment)
+                .collect::<Result<_, _>>()?,
+        })
+    }
+}
+
+/// Paging of a listing.
+#[derive(Clone, Copy, Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct PageQuery {
+    /// Items to skip (default 0).
+    pub offset: Option<usize>,
+    /// Page size (default 50, at most 500).
+    pub limit: Option<usize>,
+}
+
+impl PageQuery {
+    /// The page requested.
+    pub fn page(self) -> PageRequest {
+        let default = PageRequest::default();
+        PageRequest::new(
+            self.offset.unwrap_or(default.offset),
+            self.limit.unwrap_or(default.limit),
+        )
+    }
+}
+
+/// `GET /ai/chat/{conversationId}/events`: where to resume.
+#[derive(Clone, Copy, Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ResumeQuery {
+    /// Resume after this sequence (the `Last-Event-ID` header wins when both are given).
+    pub after: Option<u64>,
+}
+
+/// `GET /ai/tools` filters.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ToolsQuery {
+    /// Only tools this agent may use (404 for an unknown agent).
+    pub agent: Option<String>,
+    /// Only tools of this mutability.
+    #[param(schema_with = crate::schema::mutability)]
+    pub mutability: Option<ToolMutability>,
+    /// Only tools of this danger level.
+    #[param(schema_with = crate::schema::danger_level)]
+    pub danger_level: Option<DangerLevel>,
+}
+
+/// `GET /ai/audit` filters.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct AuditQueryParams {
+    /// Only records of this conversation.
+    pub conversation_id: Option<String>,
+    /// Only records of this proposal.
+    pub proposal_id: Option<String>,
+    /// Only records of this actor.
+    pub actor: Option<String>,
+    /// Only records with this outcome.
+    #[param(schema_with = crate::schema::audit_outcome)]
+    pub outcome: Option<AuditOutcome>,
+    /// Only records at or after this instant (RFC 3339).
+    #[param(schema_with = crate::schema::date_time)]
+    pub from: Option<DateTime<Utc>>,
+    /// Only records at or before this instant (RFC 3339).
+    #[param(schema_with = crate::schema::date_time)]
+    pub to: Option<DateTime<Utc>>,
+    /// Items to skip (default 0).
+    pub offset: Option<usize>,
+    /// Page size (default 50, at most 500).
+    pub limit: Option<usize>,
+}
+
+impl AuditQueryParams {
+    /// The contract query; 400 `invalid_time_range` when `from` is after `to`.
+    pub fn into_query(self) -> Result<AuditQuery, ApiError> {
+        let time_range = match (self.from, self.to) {
+            (None, None) => None,
+            (from, to) => Some(
+                TimeRangeBody {
+                    from: from.unwrap_or(DateTime::<Utc>::MIN_UTC),
+                    to: to.unwrap_or(DateTime::<Utc>::MAX_UTC),
+                }
+                .into_range()?,
+            ),
+        };
+        Ok(AuditQuery {
+            conversation_id: self.conversation_id.map(ConversationId::new),
+            proposal_id: self.proposal_id.map(ProposalId::new),
+            actor_id: self.actor,
+            outcome: self.outcome,
+            time_range,
+            page: PageQuery {
+                offset: self.offset,
+                limit: self.limit,
+            }
+            .page(),
+        })
+    }
+}
+
+/// `PUT /ai/admin/tools/{toolName}/enablement`: an administrator's decision.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"enabled": true, "agent": "workflow-author"}))]
+pub struct EnablementChangeBody {
+    /// On or off.
+    pub enabled: bool,
+    /// One agent; absent decides for every agent.
+    #[serde(default)]
+    pub agent: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::extract::parse_json;
+
+    fn body(json: serde_json::Value) -> Result<AiChatRequest, ApiError> {
+        let body: ChatRequestBody = parse_json(json.to_string().as_bytes())?;
+        body.into_request(AiCaller::new("alice", "acme", []))
+    }
+
+    #[test]
+    fn the_contract_body_becomes_a_chat_request() {
+        let request = body(json!({
+            "conversationId": "c-1",
+            "message": "hi",
+            "attachments": [
+                {"kind": "WorkflowDefinition", "referenceId": "orders"},
+                {"kind": "ActivitySelection", "referenceId": "orders", "activityId": "a1"},
+                {"kind": "TimeRange", "referenceId": "window",
+                 "timeRange": {"from": "2024-04-18T00:00:00Z", "to": "2024-04-19T00:00:00Z"}}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(request.conversation_id, Some(ConversationId::new("c-1")));
+        assert_eq!(
+            request.agent, None,
+            "the orchestrator applies the default agent"
+        );
+        assert_eq!(request.attachments.len(), 3);
+        assert_eq!(request.attachments[1].activity_id.as_deref(), Some("a1"));
+        assert!(request.attachments[2].time_range.is_some());
+    }
+
+    #[test]
+    fn bad_bodies_are_refused_with_a_code() {
+        let code = |json| body(json).unwrap_err().0.code().to_owned();
+        assert_eq!(
+            code(
+                json!({"message": "hi", "attachments": [{"kind": "Secrets", "referenceId": "x"}]})
+            ),
+            "unsupported_attachment_kind"
+        );
+        assert_eq!(
+            code(json!({"message": "hi", "attachments": [{"kind": "Tenant", "referenceId": " "}]})),
+            "invalid_attachment"
+        );
+        assert_eq!(
+            code(json!({"message": "hi", "conversationId": ""})),
+            "invalid_conversation_id"
+        );
+        assert_eq!(
+            code(json!({"message": "hi", "conversationID": "x"})),
+            "invalid_body"
+        );
+        assert_eq!(code(json!({"attachments": []})), "invalid_body");
+        assert_eq!(
+            code(
+                json!({"message": "hi", "attachments": [{"kind": "TimeRange", "referenceId": "w",
+                "timeRange": {"from": "2024-04-19T00:00:00Z", "to": "2024-04-18T00:00:00Z"}}]})
+            ),
+            "invalid_time_range"
+        );
+    }
+
+    #[test]
+    fn audit_filters_become_a_query_with_an_open_ended_range() {
+        let query = AuditQueryParams {
+            from: Some("2024-04-18T00:00:00Z".parse().unwrap()),
+            outcome: Some(AuditOutcome::Denied),
+            limit: Some(10_000),
+            ..AuditQueryParams::default()
+        }
+        .into_query()
+        .unwrap();
+        let range = query.time_range.unwrap();
+        assert!(range.contains(Utc::now()));
+        assert_eq!(query.page.limit, PageRequest::MAX_LIMIT);
+        assert_eq!(query.outcome, Some(AuditOutcome::Denied));
+    }
+}

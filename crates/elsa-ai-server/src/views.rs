@@ -1,0 +1,503 @@
+//! What the API returns: the wire shapes of responses, built from the contract models.
+//!
+//! They are the handler types the OpenAPI document is generated from, so the document
+//! describes exactly what is sent. JSON field names are camelCase.
+
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiAgentDefinition, AiAuditEvent, AiConversation, AiMessage, AiProviderInfo, AiStreamEvent,
+    AiStreamEventType, AiToolDefinition, AttachmentKind, AuditBehavior, AuditOutcome, DangerLevel,
+    MessageRole, TenantBehavior, ToolEnablement, ToolMutability, ToolSource,
+};
+use elsa_workflows::Page;
+use serde::Serialize;
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// One page of a listing, newest first unless the endpoint says otherwise.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PageView<T> {
+    /// The items on this page.
+    pub items: Vec<T>,
+    /// How many items matched in all.
+    pub total: usize,
+    /// The offset this page starts at.
+    pub offset: usize,
+    /// The page size that was applied.
+    pub limit: usize,
+    /// Whether more items follow this page.
+    pub has_more: bool,
+}
+
+impl<T> PageView<T> {
+    /// The view of `page`, each item mapped through `view`.
+    pub fn of<U>(page: Page<U>, view: impl FnMut(U) -> T) -> Self {
+        let has_more = page.has_more();
+        let page = page.map(view);
+        Self {
+            items: page.items,
+            total: page.total,
+            offset: page.offset,
+            limit: page.limit,
+            has_more,
+        }
+    }
+}
+
+/// One event of a conversation's stream: the `data` of an SSE event.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamEventView {
+    /// The event type (also the SSE event name).
+    #[serde(rename = "type")]
+    #[schema(schema_with = crate::schema::stream_event_type)]
+    pub event_type: AiStreamEventType,
+    /// The conversation.
+    pub conversation_id: String,
+    /// Gap-free position in the conversation's stream, from 1 (also the SSE id).
+    pub sequence: u64,
+    /// When the event was produced.
+    pub timestamp: DateTime<Utc>,
+    /// Event-specific payload, redacted.
+    #[schema(schema_with = crate::schema::any_json)]
+    pub data: Value,
+}
+
+impl From<AiStreamEvent> for StreamEventView {
+    fn from(event: AiStreamEvent) -> Self {
+        Self {
+            event_type: event.event_type,
+            conversation_id: event.conversation_id.as_str().to_owned(),
+            sequence: event.sequence,
+            timestamp: event.timestamp,
+            data: event.data,
+        }
+    }
+}
+
+/// A tool's metadata as a caller may see it.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolView {
+    /// Stable, namespaced name such as `workflow.getDefinition`.
+    pub name: String,
+    /// Name for people.
+    pub display_name: String,
+    /// What the tool does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    #[schema(schema_with = crate::schema::any_json)]
+    pub input_schema: Value,
+    /// Read-only, proposal or administrative.
+    #[schema(schema_with = crate::schema::mutability)]
+    pub mutability: ToolMutability,
+    /// Potential for harm.
+    #[schema(schema_with = crate::schema::danger_level)]
+    pub danger_level: DangerLevel,
+    /// Permissions a caller must hold, all of them.
+    #[schema(schema_with = crate::schema::permissions)]
+    pub permissions: Vec<String>,
+    /// Tenant relationship.
+    #[schema(schema_with = crate::schema::tenant_behavior)]
+    pub tenant_behavior: TenantBehavior,
+    /// What the audit log records.
+    #[schema(schema_with = crate::schema::audit_behavior)]
+    pub audit_behavior: AuditBehavior,
+    /// Agents allowed to use it; absent means any agent whose scope names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allowed_agents: Option<Vec<String>>,
+    /// Where the tool comes from.
+    #[schema(schema_with = crate::schema::tool_source)]
+    pub source: ToolSource,
+    /// Whether it is on before an administrator decides.
+    pub enabled_by_default: bool,
+    /// The execution timeout in milliseconds, when the tool sets one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+impl From<&AiToolDefinition> for ToolView {
+    fn from(tool: &AiToolDefinition) -> Self {
+        Self {
+            name: tool.name.clone(),
+            display_name: tool.display_name.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema.clone(),
+            mutability: tool.mutability,
+            danger_level: tool.danger_level,
+            permissions: tool
+                .permissions
+                .iter()
+                .map(|p| p.as_str().to_owned())
+                .collect(),
+            tenant_behavior: tool.tenant_behavior,
+            audit_behavior: tool.audit_behavior,
+            allowed_agents: tool.allowed_agents.clone(),
+            source: tool.source,
+            enabled_by_default: tool.enabled_by_default,
+            timeout_ms: tool
+                .timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        }
+    }
+}
+
+/// The tools a caller may use.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolListView {
+    /// The tools, sorted by name.
+    pub tools: Vec<ToolView>,
+}
+
+/// What the server can do, for clients to adapt to.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CapabilitiesView {
+    /// Chat turns stream as Server-Sent Events.
+    pub streaming: StreamingView,
+    /// How conversations are kept.
+    pub conversation_persistence: PersistenceView,
+    /// Whether AI-made changes are reviewable proposals (always true: the model never writes).
+    pub proposal_review: bool,
+    /// The attachment kinds the server resolves.
+    #[schema(schema_with = crate::schema::attachment_kinds)]
+    pub attachment_kinds: Vec<AttachmentKind>,
+    /// The agents a chat may run under.
+    pub agents: Vec<AgentView>,
+    /// The model provider behind the chat.
+    pub provider: ProviderView,
+}
+
+/// How chat turns stream.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamingView {
+    /// Always `sse`.
+    pub protocol: String,
+    /// A client can resume a conversation's stream after the last event it saw.
+    pub resumable: bool,
+    /// How long a turn goes on without a client before it is cancelled, in seconds.
+    pub grace_window_secs: u64,
+}
+
+/// How conversations are kept.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistenceView {
+    /// The store: `sqlite`, `postgres` or `memory`.
+    pub store: String,
+    /// Whether conversations survive a restart.
+    pub durable: bool,
+    /// After how many days without activity a conversation is purged.
+    pub retention_days: i64,
+}
+
+/// An agent a chat may run under.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentView {
+    /// Stable name, such as `workflow-author`.
+    pub name: String,
+    /// Name for people.
+    pub display_name: String,
+    /// What the agent is for.
+    pub description: String,
+    /// The attachment kinds it accepts.
+    #[schema(schema_with = crate::schema::attachment_kinds)]
+    pub attachment_kinds: Vec<AttachmentKind>,
+    /// Whether this is the agent used when a chat names none.
+    pub default: bool,
+}
+
+impl AgentView {
+    /// The view of `agent`; `default` marks the default agent.
+    pub fn new(agent: &AiAgentDefinition, default: bool) -> Self {
+        Self {
+            name: agent.name.clone(),
+            display_name: agent.display_name.clone(),
+            description: agent.description.clone(),
+            attachment_kinds: agent.allowed_context_providers.clone(),
+            default,
+        }
+    }
+}
+
+/// The model provider.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProviderView {
+    /// Stable name, such as `demo` or `copilot`.
+    pub name: String,
+    /// Name for people.
+    pub display_name: String,
+    /// The model, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// True when answers come from a script, not a model.
+    pub scripted: bool,
+    /// A notice for people, such as the demo provider's label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notice: Option<String>,
+}
+
+impl ProviderView {
+    /// The view of `info`; scripted providers carry a notice saying so.
+    pub fn new(info: AiProviderInfo) -> Self {
+        let notice = info.scripted.then(|| {
+            format!(
+                "{}: answers are played from a documented script, not produced by a model.",
+                info.display_name
+            )
+        });
+        Self {
+            name: info.name,
+            display_name: info.display_name,
+            model: info.model,
+            scripted: info.scripted,
+            notice,
+        }
+    }
+}
+
+/// A conversation in a listing.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationSummaryView {
+    /// The conversation id (to continue it or resume its stream).
+    pub id: String,
+    /// The agent it runs under.
+    pub agent: String,
+    /// Its title (the first message, shortened).
+    pub title: String,
+    /// When it started.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&AiConversation> for ConversationSummaryView {
+    fn from(conversation: &AiConversation) -> Self {
+        Self {
+            id: conversation.id.as_str().to_owned(),
+            agent: conversation.agent.clone(),
+            title: conversation.title.clone(),
+            created_at: conversation.created_at,
+            updated_at: conversation.updated_at,
+        }
+    }
+}
+
+/// A conversation with its messages.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationView {
+    /// The conversation id.
+    pub id: String,
+    /// The agent it runs under.
+    pub agent: String,
+    /// Its title.
+    pub title: String,
+    /// When it started.
+    pub created_at: DateTime<Utc>,
+    /// When it last changed.
+    pub updated_at: DateTime<Utc>,
+    /// Its messages, oldest first (redacted).
+    pub messages: Vec<MessageView>,
+}
+
+impl From<AiConversation> for ConversationView {
+    fn from(conversation: AiConversation) -> Self {
+        Self {
+            id: conversation.id.as_str().to_owned(),
+            agent: conversation.agent,
+            title: conversation.title,
+            created_at: conversation.created_at,
+            updated_at: conversation.updated_at,
+            messages: conversation
+                .messages
+                .into_iter()
+                .map(MessageView::from)
+                .collect(),
+        }
+    }
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageView {
+    /// Who wrote it.
+    #[schema(schema_with = crate::schema::message_role)]
+    pub role: MessageRole,
+    /// Its text (redacted).
+    pub content: String,
+    /// When it was written.
+    pub timestamp: DateTime<Utc>,
+}
+
+impl From<AiMessage> for MessageView {
+    fn from(message: AiMessage) -> Self {
+        Self {
+            role: message.role,
+            content: message.content,
+            timestamp: message.timestamp,
+        }
+    }
+}
+
+/// One record of the audit trail (redacted before it was written).
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AuditEventView {
+    /// The record id.
+    pub id: String,
+    /// When it happened.
+    pub timestamp: DateTime<Utc>,
+    /// The tenant.
+    pub tenant_id: String,
+    /// Who did it.
+    pub actor_id: String,
+    /// What it was, such as `tool.invoked` or `proposal.applied`.
+    pub action: String,
+    /// How it ended.
+    #[schema(schema_with = crate::schema::audit_outcome)]
+    pub outcome: AuditOutcome,
+    /// The conversation, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// The proposal, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
+    /// The tool, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    /// A one-line summary.
+    pub summary: String,
+    /// Structured details (redacted arguments, results, reasons).
+    #[schema(schema_with = crate::schema::any_json)]
+    pub details: Value,
+}
+
+impl From<AiAuditEvent> for AuditEventView {
+    fn from(event: AiAuditEvent) -> Self {
+        Self {
+            id: event.id.as_str().to_owned(),
+            timestamp: event.timestamp,
+            tenant_id: event.tenant_id.as_str().to_owned(),
+            actor_id: event.actor_id,
+            action: event.action.as_str().to_owned(),
+            outcome: event.outcome,
+            conversation_id: event.conversation_id.map(|id| id.as_str().to_owned()),
+            proposal_id: event.proposal_id.map(|id| id.as_str().to_owned()),
+            tool_name: event.tool_name,
+            summary: event.summary,
+            details: event.details,
+        }
+    }
+}
+
+/// A tool as administrators see it: every registered tool with its enablement in the
+/// administrator's tenant.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolEnablementView {
+    /// The tool name.
+    pub name: String,
+    /// Name for people.
+    pub display_name: String,
+    /// Read-only, proposal or administrative.
+    #[schema(schema_with = crate::schema::mutability)]
+    pub mutability: ToolMutability,
+    /// Potential for harm.
+    #[schema(schema_with = crate::schema::danger_level)]
+    pub danger_level: DangerLevel,
+    /// Where the tool comes from.
+    #[schema(schema_with = crate::schema::tool_source)]
+    pub source: ToolSource,
+    /// Whether the tool is on when no administrator has decided.
+    pub enabled_by_default: bool,
+    /// Whether it is on tenant-wide now (agent-specific decisions may differ).
+    pub enabled: bool,
+    /// Whether an administrator may turn it on (administrative tools stay off).
+    pub may_enable: bool,
+    /// The decisions recorded for it in this tenant.
+    pub decisions: Vec<EnablementDecisionView>,
+}
+
+/// The administrators' view of every tool.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolEnablementListView {
+    /// Every registered tool, sorted by name.
+    pub tools: Vec<ToolEnablementView>,
+}
+
+/// An administrator's enablement decision.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnablementDecisionView {
+    /// The tool.
+    pub tool_name: String,
+    /// One agent, or absent for every agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// On or off.
+    pub enabled: bool,
+    /// The administrator who decided.
+    pub changed_by: String,
+    /// When.
+    pub changed_at: DateTime<Utc>,
+}
+
+impl From<ToolEnablement> for EnablementDecisionView {
+    fn from(decision: ToolEnablement) -> Self {
+        Self {
+            tool_name: decision.tool_name,
+            agent: decision.agent,
+            enabled: decision.enabled,
+            changed_by: decision.changed_by,
+            changed_at: decision.changed_at,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use elsa_ai_abstractions::ConversationId;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_stream_event_view_serialises_like_the_contract_event() {
+        let event = AiStreamEvent {
+            event_type: AiStreamEventType::ToolCompleted,
+            conversation_id: ConversationId::new("c-1"),
+            sequence: 7,
+            timestamp: Utc::now(),
+            data: json!({"callId": "x"}),
+        };
+        let contract = serde_json::to_value(&event).unwrap();
+        let view = serde_json::to_value(StreamEventView::from(event)).unwrap();
+        assert_eq!(view, contract);
+    }
+
+    #[test]
+    fn the_audit_view_serialises_like_the_contract_record() {
+        let mut event = AiAuditEvent::new(
+            "acme".into(),
+            "alice",
+            elsa_ai_abstractions::AuditAction::TOOL_INVOKED,
+            AuditOutcome::Success,
+            "ran",
+        );
+        event.tool_name = Some("workflow.getDefinition".into());
+        event.conversation_id = Some(ConversationId::new("c-1"));
+        let mut contract = serde_json::to_value(&event).unwrap();
+        contract.as_object_mut().unwrap().remove("proposalId");
+        let view = serde_json::to_value(AuditEventView::from(event)).unwrap();
+        assert_eq!(view, contract, "absent ids are left out, the rest is equal");
+    }
+}
