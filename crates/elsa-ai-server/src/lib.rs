@@ -3,6 +3,8 @@
 //! (Crate documentation with a mounting example follows once the assembly lands.)
 
 mod api;
+pub mod config;
+pub mod demo;
 mod error;
 mod extract;
 pub mod identity;

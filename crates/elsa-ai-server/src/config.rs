@@ -1,0 +1,536 @@
+//! The `weaver` server's configuration: a TOML file, environment variables and command-line
+//! flags, over embedded defaults.
+//!
+//! Every key is optional; with no file at all the server runs on its defaults. Secrets are
+//! never written into the file by necessity: each has a `*_env` form naming the environment
+//! variable that holds it, and no secret is ever logged or echoed. Relative paths in a file
+//! are resolved against the file's folder. [`REFERENCE`] documents every key; `weaver --help`
+//! prints it.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// The address the server listens on unless configured otherwise.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+
+/// The SQLite file used when no store is configured (in the working directory).
+pub const DEFAULT_SQLITE_FILE: &str = "weaver.db";
+
+/// The tenant served when no `[[tenants]]` are configured and no API key names one.
+pub const DEFAULT_TENANT: &str = "default";
+
+/// Every configuration key, as `weaver --help` prints it.
+pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFIG; TOML; every key optional)
+
+  listen = "127.0.0.1:8080"       Address to listen on (flag --listen, env WEAVER_LISTEN).
+
+  [store]                           Where proposals, audit, conversations, stream journals and
+                                    enablement decisions are kept. At most one of:
+  sqlite = "weaver.db"              SQLite file (default: weaver.db in the working directory;
+                                    flag --sqlite, env WEAVER_SQLITE).
+  postgres = "postgres://user@host/db"
+                                    PostgreSQL URL, for several servers sharing one database
+                                    (flag --postgres, env WEAVER_POSTGRES).
+  postgres_env = "DATABASE_URL"     Name of an environment variable holding the URL (use this
+                                    when the URL contains a password).
+  memory = true                     Keep everything in memory; lost on restart (development).
+
+  [[tenants]]                       The tenants served and their workflow data. Without any,
+                                    every tenant an API key names (or "default") gets the
+                                    built-in sample workflows.
+  id = "acme"                       Tenant id.
+  workflows = "data/acme"           Folder of Elsa 3 definition / instance JSON files (also
+                                    definitions/, instances/, activities/ subfolders); without
+                                    it, the tenant gets the built-in samples. Files that are not
+                                    valid Elsa JSON are skipped with a warning at start-up.
+
+  [[auth.api_keys]]                 Static API keys, sent as "Authorization: ApiKey <key>".
+  key_env = "ACME_KEY"              Environment variable holding the key (or: key = "...",
+                                    at least 16 characters).
+  actor = "alice"                   The actor the key stands for.
+  tenant = "acme"                   The tenant the actor works in.
+  permissions = ["read:workflows", "read:workflow-instances", "read:activities",
+                 "propose:workflows", "apply:workflows", "admin:ai"]
+
+  [auth.jwt]                        Bearer JWTs, sent as "Authorization: Bearer <token>".
+  algorithm = "HS256"               HS256 or RS256; no other algorithm is accepted.
+  secret_env = "WEAVER_JWT_SECRET"  HS256: variable holding the shared secret (>= 32 bytes).
+  public_key_path = "issuer.pem"    RS256: the issuer's RSA public key, PEM
+                                    (or public_key_env = "VAR" holding the PEM).
+  issuer = "https://id.example"     If set, the iss claim must equal it.
+  audience = "weaver"               If set, the aud claim must contain it.
+  actor_claim = "sub"               Claim holding the actor (default sub).
+  tenant_claim = "tenant"           Claim holding the tenant (default tenant).
+  permissions_claim = "permissions" Claim holding the permissions: array of strings or a
+                                    space-separated string (default permissions). Dotted names
+                                    reach into nested objects (realm_access.roles).
+  leeway_secs = 60                  Clock skew tolerated on exp and nbf.
+
+  Without [auth], the server creates one development key for actor "demo" in every served
+  tenant with all permissions and prints it at start-up (set it with env WEAVER_DEV_KEY).
+
+  [provider]                        The model provider (flag --provider, env WEAVER_PROVIDER).
+  kind = "demo"                     demo: a scripted provider, no model (the default). It is
+                                    labelled as such in /ai/capabilities and at start-up.
+  kind = "copilot"                  GitHub Copilot through the Copilot CLI, with:
+    cli_path = "node_modules/.bin/copilot"   default: COPILOT_CLI_PATH, then copilot on PATH
+    model = "gpt-4.1"
+    byok_type = "openai"            openai | azure | anthropic
+    base_url = "http://127.0.0.1:11434/v1"
+    api_key_env = "OPENAI_API_KEY"  the key is read from this variable, never logged
+    wire_api = "completions"        completions | responses (openai, azure)
+    github_token_env = "GH_TOKEN"   GitHub-hosted models without base_url
+
+  [limits]
+  max_body_bytes = 262144           Largest request body; larger is 413 (flag --max-body-bytes,
+                                    env WEAVER_MAX_BODY_BYTES).
+  max_message_bytes = 32768         Largest chat message; larger is 413.
+  grace_window_secs = 60            How long a turn goes on without a client, and how long
+                                    running turns get at shutdown (flag --grace-window-secs,
+                                    env WEAVER_GRACE_WINDOW_SECS).
+  result_budget_bytes = 32768       Largest tool result handed to the model; larger results are
+                                    clamped (flag --result-budget-bytes,
+                                    env WEAVER_RESULT_BUDGET_BYTES).
+  retention_days = 30               Conversations idle this long are purged.
+  proposal_ttl_days = 7             Proposals nobody acted on expire after this long."#;
+
+/// The whole configuration.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WeaverConfig {
+    /// The address to listen on.
+    pub listen: Option<String>,
+    /// Where the AI platform's data is kept.
+    #[serde(default)]
+    pub store: StoreConfig,
+    /// The tenants served and their workflow data.
+    #[serde(default)]
+    pub tenants: Vec<TenantConfig>,
+    /// Identity.
+    #[serde(default)]
+    pub auth: AuthConfig,
+    /// The model provider.
+    #[serde(default)]
+    pub provider: ProviderConfig,
+    /// Sizes and durations.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+}
+
+/// `[store]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// A SQLite file.
+    pub sqlite: Option<PathBuf>,
+    /// A PostgreSQL URL.
+    pub postgres: Option<String>,
+    /// The environment variable holding a PostgreSQL URL.
+    pub postgres_env: Option<String>,
+    /// Keep everything in memory.
+    #[serde(default)]
+    pub memory: bool,
+}
+
+/// One `[[tenants]]` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantConfig {
+    /// The tenant id.
+    pub id: String,
+    /// A folder of Elsa JSON files; `None` serves the built-in samples.
+    pub workflows: Option<PathBuf>,
+}
+
+/// `[auth]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthConfig {
+    /// Static API keys.
+    #[serde(default)]
+    pub api_keys: Vec<ApiKeyConfig>,
+    /// Bearer JWTs.
+    pub jwt: Option<JwtConfig>,
+}
+
+/// One `[[auth.api_keys]]` entry. `Debug` never shows the key.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApiKeyConfig {
+    /// The key itself.
+    pub key: Option<String>,
+    /// The environment variable holding the key.
+    pub key_env: Option<String>,
+    /// The actor.
+    pub actor: String,
+    /// The tenant.
+    pub tenant: String,
+    /// The permissions.
+    #[serde(default)]
+    pub permissions: Vec<String>,
+}
+
+impl std::fmt::Debug for ApiKeyConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ApiKeyConfig")
+            .field("key", &self.key.as_ref().map(|_| "<redacted>"))
+            .field("key_env", &self.key_env)
+            .field("actor", &self.actor)
+            .field("tenant", &self.tenant)
+            .field("permissions", &self.permissions)
+            .finish()
+    }
+}
+
+/// The JWT algorithms accepted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum JwtAlgorithmConfig {
+    /// HMAC with SHA-256 and a shared secret.
+    #[serde(rename = "HS256")]
+    Hs256,
+    /// RSA PKCS#1 v1.5 with SHA-256 and the issuer's public key.
+    #[serde(rename = "RS256")]
+    Rs256,
+}
+
+/// `[auth.jwt]`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtConfig {
+    /// HS256 or RS256.
+    pub algorithm: JwtAlgorithmConfig,
+    /// HS256: the variable holding the secret.
+    pub secret_env: Option<String>,
+    /// RS256: a PEM file with the public key.
+    pub public_key_path: Option<PathBuf>,
+    /// RS256: the variable holding the PEM.
+    pub public_key_env: Option<String>,
+    /// The required issuer.
+    pub issuer: Option<String>,
+    /// The required audience.
+    pub audience: Option<String>,
+    /// The actor claim.
+    pub actor_claim: Option<String>,
+    /// The tenant claim.
+    pub tenant_claim: Option<String>,
+    /// The permissions claim.
+    pub permissions_claim: Option<String>,
+    /// Tolerated clock skew in seconds.
+    pub leeway_secs: Option<u64>,
+}
+
+/// `[provider]`: which provider, with that provider's own settings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum ProviderConfig {
+    /// The scripted demo provider.
+    #[default]
+    Demo,
+    /// GitHub Copilot; the settings are the Copilot provider's own (`kind` included).
+    Copilot(toml::Table),
+}
+
+impl ProviderConfig {
+    /// The provider kind, as `kind` names it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Demo => "demo",
+            Self::Copilot(_) => "copilot",
+        }
+    }
+
+    /// The configuration of `kind` with no further settings.
+    pub fn of_kind(kind: &str) -> Result<Self, String> {
+        let mut table = toml::Table::new();
+        table.insert("kind".into(), toml::Value::String(kind.to_owned()));
+        Self::from_table(table)
+    }
+
+    fn from_table(table: toml::Table) -> Result<Self, String> {
+        let kind = match table.get("kind") {
+            None => "demo",
+            Some(toml::Value::String(kind)) => kind.as_str(),
+            Some(_) => return Err("provider.kind must be a string".to_owned()),
+        };
+        match kind {
+            "demo" => match table.keys().find(|k| *k != "kind") {
+                Some(key) => Err(format!(
+                    "provider.{key} is not a setting of the demo provider (it has none)"
+                )),
+                None => Ok(Self::Demo),
+            },
+            "copilot" => Ok(Self::Copilot(table)),
+            other => Err(format!(
+                "provider kind '{other}' is not known; use \"demo\" or \"copilot\""
+            )),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ProviderConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let table = toml::Table::deserialize(deserializer)?;
+        Self::from_table(table).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `[limits]`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest request body in bytes.
+    pub max_body_bytes: Option<usize>,
+    /// Largest chat message in bytes.
+    pub max_message_bytes: Option<usize>,
+    /// Grace window in seconds.
+    pub grace_window_secs: Option<u64>,
+    /// Largest tool result handed to a model, in bytes.
+    pub result_budget_bytes: Option<usize>,
+    /// Conversation retention in days.
+    pub retention_days: Option<u32>,
+    /// Proposal time-to-live in days.
+    pub proposal_ttl_days: Option<u32>,
+}
+
+/// Why a configuration cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read the configuration file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML of the expected shape.
+    #[error("the configuration file {path} is not valid: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the position.
+        message: String,
+    },
+    /// A setting has a value that cannot work.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// Settings given on the command line or through environment variables; they override the
+/// file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Overrides {
+    /// `--listen` / `WEAVER_LISTEN`.
+    pub listen: Option<String>,
+    /// `--sqlite` / `WEAVER_SQLITE`.
+    pub sqlite: Option<PathBuf>,
+    /// `--postgres` / `WEAVER_POSTGRES`.
+    pub postgres: Option<String>,
+    /// `--provider` / `WEAVER_PROVIDER`.
+    pub provider: Option<String>,
+    /// `--max-body-bytes` / `WEAVER_MAX_BODY_BYTES`.
+    pub max_body_bytes: Option<usize>,
+    /// `--grace-window-secs` / `WEAVER_GRACE_WINDOW_SECS`.
+    pub grace_window_secs: Option<u64>,
+    /// `--result-budget-bytes` / `WEAVER_RESULT_BUDGET_BYTES`.
+    pub result_budget_bytes: Option<usize>,
+}
+
+impl WeaverConfig {
+    /// Parses a TOML document; relative paths stay as written.
+    pub fn from_toml(text: &str) -> Result<Self, String> {
+        toml::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Reads a file; relative paths in it are resolved against its folder.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let mut config = Self::from_toml(&text).map_err(|message| ConfigError::Parse {
+            path: path.to_owned(),
+            message,
+        })?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        config.resolve_paths(base);
+        Ok(config)
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |path: &mut PathBuf| {
+            if path.is_relative() {
+                *path = base.join(&*path);
+            }
+        };
+        if let Some(sqlite) = &mut self.store.sqlite {
+            resolve(sqlite);
+        }
+        for tenant in &mut self.tenants {
+            if let Some(workflows) = &mut tenant.workflows {
+                resolve(workflows);
+            }
+        }
+        if let Some(jwt) = &mut self.auth.jwt
+            && let Some(key) = &mut jwt.public_key_path
+        {
+            resolve(key);
+        }
+        if let ProviderConfig::Copilot(table) = &mut self.provider
+            && let Some(toml::Value::String(cli)) = table.get_mut("cli_path")
+            && Path::new(cli.as_str()).is_relative()
+        {
+            *cli = base.join(cli.as_str()).to_string_lossy().into_owned();
+        }
+    }
+
+    /// Applies command-line and environment settings over the file's.
+    pub fn apply(&mut self, overrides: Overrides) -> Result<(), ConfigError> {
+        if let Some(listen) = overrides.listen {
+            self.listen = Some(listen);
+        }
+        if let Some(sqlite) = overrides.sqlite {
+            self.store = StoreConfig {
+                sqlite: Some(sqlite),
+                ..StoreConfig::default()
+            };
+        }
+        if let Some(postgres) = overrides.postgres {
+            self.store = StoreConfig {
+                postgres: Some(postgres),
+                ..StoreConfig::default()
+            };
+        }
+        if let Some(kind) = overrides.provider
+            && kind != self.provider.kind()
+        {
+            self.provider = ProviderConfig::of_kind(&kind).map_err(ConfigError::Invalid)?;
+        }
+        let limits = &mut self.limits;
+        limits.max_body_bytes = overrides.max_body_bytes.or(limits.max_body_bytes);
+        limits.grace_window_secs = overrides.grace_window_secs.or(limits.grace_window_secs);
+        limits.result_budget_bytes = overrides.result_budget_bytes.or(limits.result_budget_bytes);
+        Ok(())
+    }
+
+    /// The address to listen on (default `127.0.0.1:8080`).
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        let listen = self.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        listen.parse().map_err(|_| {
+            ConfigError::Invalid(format!(
+                "listen = \"{listen}\" is not an address such as {DEFAULT_LISTEN}"
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reference_names_every_key() {
+        let keys = [
+            "listen",
+            "[store]",
+            "sqlite",
+            "postgres",
+            "postgres_env",
+            "memory",
+            "[[tenants]]",
+            "id",
+            "workflows",
+            "[[auth.api_keys]]",
+            "key_env",
+            "key =",
+            "actor",
+            "tenant",
+            "permissions",
+            "[auth.jwt]",
+            "algorithm",
+            "secret_env",
+            "public_key_path",
+            "public_key_env",
+            "issuer",
+            "audience",
+            "actor_claim",
+            "tenant_claim",
+            "permissions_claim",
+            "leeway_secs",
+            "[provider]",
+            "kind",
+            "cli_path",
+            "model",
+            "byok_type",
+            "base_url",
+            "api_key_env",
+            "wire_api",
+            "github_token_env",
+            "[limits]",
+            "max_body_bytes",
+            "max_message_bytes",
+            "grace_window_secs",
+            "result_budget_bytes",
+            "retention_days",
+            "proposal_ttl_days",
+            "WEAVER_DEV_KEY",
+        ];
+        for key in keys {
+            assert!(
+                REFERENCE.contains(key),
+                "the reference does not mention {key}"
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_keys_and_providers_are_refused_with_their_name() {
+        let error = WeaverConfig::from_toml("lsiten = \"x\"").unwrap_err();
+        assert!(error.contains("lsiten"), "{error}");
+        let error = WeaverConfig::from_toml("[provider]\nkind = \"openai\"").unwrap_err();
+        assert!(error.contains("openai"), "{error}");
+        let error =
+            WeaverConfig::from_toml("[provider]\nkind = \"demo\"\nmodel = \"x\"").unwrap_err();
+        assert!(error.contains("provider.model"), "{error}");
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_the_file_and_overrides_win() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("weaver.toml");
+        std::fs::write(
+            &path,
+            "listen = \"127.0.0.1:9000\"\n[store]\nsqlite = \"w.db\"\n[[tenants]]\nid = \"acme\"\nworkflows = \"data/acme\"\n",
+        )
+        .unwrap();
+        let mut config = WeaverConfig::load(&path).unwrap();
+        assert_eq!(config.store.sqlite, Some(dir.path().join("w.db")));
+        assert_eq!(
+            config.tenants[0].workflows,
+            Some(dir.path().join("data/acme"))
+        );
+        config
+            .apply(Overrides {
+                listen: Some("127.0.0.1:9001".into()),
+                grace_window_secs: Some(5),
+                ..Overrides::default()
+            })
+            .unwrap();
+        assert_eq!(config.listen_addr().unwrap().port(), 9001);
+        assert_eq!(config.limits.grace_window_secs, Some(5));
+        assert_eq!(config.store.sqlite, Some(dir.path().join("w.db")));
+        assert!(
+            WeaverConfig::default()
+                .listen_addr()
+                .unwrap()
+                .ip()
+                .is_loopback()
+        );
+        let bad = WeaverConfig {
+            listen: Some("localhost".into()),
+            ..WeaverConfig::default()
+        };
+        assert!(bad.listen_addr().is_err());
+    }
+}
