@@ -12,16 +12,6 @@ pub(crate) mod names {
     pub const TENANT_BEHAVIOR: &[&str] = &["TenantScoped", "HostScoped", "CrossTenantDenied"];
     pub const AUDIT_BEHAVIOR: &[&str] = &["None", "RecordInvocation", "RecordInvocationAndResult"];
     pub const TOOL_SOURCE: &[&str] = &["BuiltIn", "Module", "Mcp"];
-    pub const PROPOSAL_KIND: &[&str] = &["Create", "Update"];
-    pub const PROPOSAL_STATUS: &[&str] = &[
-        "Draft",
-        "Validated",
-        "Blocked",
-        "Approved",
-        "Rejected",
-        "Applied",
-        "Expired",
-    ];
     pub const AUDIT_OUTCOME: &[&str] = &["Success", "Failure", "Denied"];
     pub const MESSAGE_ROLE: &[&str] = &["User", "Assistant"];
     pub const STREAM_EVENT_TYPE: &[&str] = &[
@@ -181,8 +171,8 @@ pub(crate) fn any_json() -> Object {
 #[cfg(test)]
 mod tests {
     use elsa_ai_abstractions::{
-        AuditBehavior, AuditOutcome, DangerLevel, MessageRole, ProposalKind, ProposalStatus,
-        TenantBehavior, ToolMutability, ToolSource,
+        AuditBehavior, AuditOutcome, DangerLevel, MessageRole, TenantBehavior, ToolMutability,
+        ToolSource,
     };
     use serde::de::DeserializeOwned;
 
@@ -203,8 +193,6 @@ mod tests {
         all_parse::<TenantBehavior>(names::TENANT_BEHAVIOR);
         all_parse::<AuditBehavior>(names::AUDIT_BEHAVIOR);
         all_parse::<ToolSource>(names::TOOL_SOURCE);
-        all_parse::<ProposalKind>(names::PROPOSAL_KIND);
-        all_parse::<ProposalStatus>(names::PROPOSAL_STATUS);
         all_parse::<AuditOutcome>(names::AUDIT_OUTCOME);
         all_parse::<MessageRole>(names::MESSAGE_ROLE);
         all_parse::<elsa_ai_abstractions::AiStreamEventType>(names::STREAM_EVENT_TYPE);
