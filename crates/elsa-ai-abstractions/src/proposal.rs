@@ -43,6 +43,17 @@ pub enum ProposalStatus {
 }
 
 impl ProposalStatus {
+    /// Every state, in declaration order.
+    pub const ALL: [Self; 7] = [
+        Self::Draft,
+        Self::Validated,
+        Self::Blocked,
+        Self::Approved,
+        Self::Rejected,
+        Self::Applied,
+        Self::Expired,
+    ];
+
     /// The state's name as it appears in JSON and error messages.
     pub fn as_str(self) -> &'static str {
         match self {
