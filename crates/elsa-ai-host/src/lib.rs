@@ -151,6 +151,21 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
+//!
+//! **Proposals.** AI-made workflow changes reach the workflow store only through the
+//! [`ProposalService`], the one holder of a
+//! [`WorkflowDefinitionWriter`](elsa_workflows::WorkflowDefinitionWriter). Proposal tools
+//! submit drafts to it (it is the tools'
+//! [`AiProposalIntake`](elsa_ai_abstractions::AiProposalIntake)); it redacts the rationale,
+//! validates against the tenant's activity catalog (`Validated` or `Blocked`), diffs against
+//! the baseline and stores the proposal with an expiry. People validate, approve, reject
+//! (with a reason), apply and expire it ([`ProposalAction`]): each action is
+//! permission-checked, tenant-scoped, refused with 409 naming the state when the state
+//! machine does not allow it, audited before it takes effect, stored by a compare-and-set on
+//! the proposal's revision, counted ([`ProposalCounters`]) and announced on the
+//! conversation's stream. Apply re-checks the baseline (409 when stale) and validation (422,
+//! `Blocked`) and claims the proposal before writing, so that it is applied at most once,
+//! also across replicas sharing a store. [`InMemoryProposalStore`] is the development store.
 
 mod agents;
 mod audit;
@@ -160,6 +175,7 @@ mod conversation;
 mod enablement;
 mod governor;
 mod orchestrator;
+mod proposals;
 mod redaction;
 mod registry;
 mod retention;
@@ -193,6 +209,10 @@ pub use governor::{
 pub use orchestrator::{
     ChatOrchestrator, ChatOrchestratorBuilder, OrchestratorSettings, ProviderSessions, chat_span,
 };
+pub use proposals::{
+    EXPIRY_ACTOR, InMemoryProposalStore, ProposalAction, ProposalService, ProposalServiceBuilder,
+    ProposalSettings,
+};
 pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};
 pub use registry::{
     MAX_TOOL_NAME_LEN, RegisteredTool, ToolPolicy, ToolRegistrationError, ToolRegistry,
@@ -204,4 +224,7 @@ pub use scripted::{
     TurnSoFar,
 };
 pub use stream::{ConversationEvents, InMemoryStreamJournal};
-pub use telemetry::{Metrics, ToolCounters, ToolCountersSnapshot, tool_span};
+pub use telemetry::{
+    Metrics, ProposalCounters, ProposalCountersSnapshot, ToolCounters, ToolCountersSnapshot,
+    tool_span,
+};

@@ -8,20 +8,19 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use elsa_ai_abstractions::AiToolOutcome;
+use elsa_ai_abstractions::{AiToolOutcome, ProposalStatus};
 use serde::Serialize;
 use tracing::Span;
 
 use crate::GovernanceStep;
 
 /// Every counter the host keeps, grouped by area.
-///
-/// `tools` counts governed tool calls. The proposal lifecycle adds its transition counters
-/// as a sibling field here (`proposals`), owned by whoever builds the `ProposalService`.
 #[derive(Debug, Default)]
 pub struct Metrics {
     /// Outcomes of governed tool calls.
     pub tools: ToolCounters,
+    /// Proposal transitions and refusals.
+    pub proposals: ProposalCounters,
 }
 
 impl Metrics {
@@ -126,6 +125,120 @@ impl ToolCounters {
     }
 }
 
+/// Counters of the proposal lifecycle: one per state a transition reaches, and the ways an
+/// action can be refused or fail. Relaxed atomics, like [`ToolCounters`].
+#[derive(Debug, Default)]
+pub struct ProposalCounters {
+    created: AtomicU64,
+    /// Indexed by [`status_index`].
+    entered: [AtomicU64; 7],
+    denied: AtomicU64,
+    invalid_transitions: AtomicU64,
+    stale_baselines: AtomicU64,
+    lost_races: AtomicU64,
+    audit_failures: AtomicU64,
+    event_failures: AtomicU64,
+}
+
+/// The values of [`ProposalCounters`] at one point in time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposalCountersSnapshot {
+    /// Proposals created from drafts (each also counts in `validated` or `blocked`).
+    pub created: u64,
+    /// Transitions into `Validated`.
+    pub validated: u64,
+    /// Transitions into `Blocked` (at creation, re-validation or apply).
+    pub blocked: u64,
+    /// Transitions into `Approved`.
+    pub approved: u64,
+    /// Transitions into `Rejected`.
+    pub rejected: u64,
+    /// Transitions into `Applied`.
+    pub applied: u64,
+    /// Transitions into `Expired`.
+    pub expired: u64,
+    /// Actions refused for a missing permission (403).
+    pub denied: u64,
+    /// Actions the current state does not allow (409 `invalid_state`, `apply_in_progress`).
+    pub invalid_transitions: u64,
+    /// Applies refused because the baseline is no longer current (409).
+    pub stale_baselines: u64,
+    /// Actions that lost a compare-and-set race against another action (409).
+    pub lost_races: u64,
+    /// Audit records that could not be written (the action then failed).
+    pub audit_failures: u64,
+    /// `proposal.*` stream events that could not be published.
+    pub event_failures: u64,
+}
+
+fn status_index(status: ProposalStatus) -> usize {
+    match status {
+        ProposalStatus::Draft => 0,
+        ProposalStatus::Validated => 1,
+        ProposalStatus::Blocked => 2,
+        ProposalStatus::Approved => 3,
+        ProposalStatus::Rejected => 4,
+        ProposalStatus::Applied => 5,
+        ProposalStatus::Expired => 6,
+    }
+}
+
+impl ProposalCounters {
+    /// The current values.
+    pub fn snapshot(&self) -> ProposalCountersSnapshot {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let entered = |status| load(&self.entered[status_index(status)]);
+        ProposalCountersSnapshot {
+            created: load(&self.created),
+            validated: entered(ProposalStatus::Validated),
+            blocked: entered(ProposalStatus::Blocked),
+            approved: entered(ProposalStatus::Approved),
+            rejected: entered(ProposalStatus::Rejected),
+            applied: entered(ProposalStatus::Applied),
+            expired: entered(ProposalStatus::Expired),
+            denied: load(&self.denied),
+            invalid_transitions: load(&self.invalid_transitions),
+            stale_baselines: load(&self.stale_baselines),
+            lost_races: load(&self.lost_races),
+            audit_failures: load(&self.audit_failures),
+            event_failures: load(&self.event_failures),
+        }
+    }
+
+    pub(crate) fn created(&self) {
+        self.created.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn entered(&self, status: ProposalStatus) {
+        self.entered[status_index(status)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn denied(&self) {
+        self.denied.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn invalid_transition(&self) {
+        self.invalid_transitions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn stale_baseline(&self) {
+        self.stale_baselines.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn lost_race(&self) {
+        self.lost_races.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn audit_failed(&self) {
+        self.audit_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn event_failed(&self) {
+        self.event_failures.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// The span of one governed tool call.
 pub fn tool_span(tool_name: &str, call_id: &str) -> Span {
     tracing::info_span!(
@@ -173,5 +286,24 @@ mod tests {
         );
         assert_eq!(snapshot.truncated, 1);
         assert_eq!(snapshot.denied_by_step, [0, 0, 0, 1, 0, 0, 0]);
+    }
+
+    #[test]
+    fn proposal_counters_count_each_state_entered() {
+        let counters = ProposalCounters::default();
+        counters.created();
+        counters.entered(ProposalStatus::Validated);
+        counters.entered(ProposalStatus::Approved);
+        counters.entered(ProposalStatus::Applied);
+        counters.lost_race();
+        let snapshot = counters.snapshot();
+        assert_eq!(
+            (snapshot.created, snapshot.validated, snapshot.approved),
+            (1, 1, 1)
+        );
+        assert_eq!(
+            (snapshot.applied, snapshot.blocked, snapshot.lost_races),
+            (1, 0, 1)
+        );
     }
 }

@@ -1,0 +1,339 @@
+//! Applying a proposal, and why it is applied at most once.
+//!
+//! The checks run in this order; each refusal is audited and writes nothing:
+//!
+//! 1. the caller holds `apply:workflows` (403), and the proposal is in their tenant (404,
+//!    like a missing one);
+//! 2. it is `Approved` (409 `invalid_state`; a proposal past `expires_at` is expired first)
+//!    and no other apply holds it (409 `apply_in_progress`);
+//! 3. its baseline is still the definition's latest version, or for a creation the id is
+//!    still free (409 `stale_baseline` / `definition_exists`; the status stays `Approved`);
+//! 4. validation against the tenant's activity catalog passes now; otherwise the proposal
+//!    becomes `Blocked` with the new diagnostics (audited and announced like any
+//!    transition) and the answer is 422 `validation_failed`.
+//!
+//! Then the apply **claims** the proposal: a compare-and-set of the proposal's revision from
+//! `Approved` at revision `r` to `Approved` at `r + 1` with `applied_by` / `applied_at` set
+//! to the caller and now. It audits `proposal.applied` (audit before effect: if the record
+//! cannot be written, the claim is released and nothing is written), writes through the
+//! [`WorkflowDefinitionWriter`](elsa_workflows::WorkflowDefinitionWriter) (`create`, or
+//! `update` with `expected_version` = the baseline version), and finally stores `Applied`
+//! with the written version by a compare-and-set from `r + 1`.
+//!
+//! **At most once.** Two guards, either of which alone prevents a second write:
+//!
+//! * *The claim.* Every apply, rejection and expiry of one proposal changes it by a
+//!   compare-and-set on its revision, which the proposal store performs atomically (a lock
+//!   in memory; a conditional `UPDATE … WHERE revision = r` in a database, so across replicas
+//!   too). Of concurrent applies that all passed the checks at revision `r`, exactly one
+//!   claim succeeds; the others get 409 without writing. Actions that read the proposal
+//!   after the claim see it held (409 `apply_in_progress`), and after the apply see
+//!   `Applied` (409 `invalid_state`). A rejection or expiry that wins the race against the
+//!   claim makes the claim fail, so a proposal is never both written and rejected.
+//! * *The writer's compare-and-set.* `update` only succeeds while the definition's latest
+//!   version is still the baseline, and `create` only while the id is free. So even an apply
+//!   that takes over a claim after [`claim_timeout`](super::ProposalSettings) (from an apply
+//!   that crashed, or is still running very slowly) cannot write a second time: one of the
+//!   two writes finds the version moved on and is refused as stale. The same guard stops two
+//!   different proposals made against one baseline from both being applied.
+//!
+//! A crash between the write and recording `Applied` leaves the definition written once and
+//! the proposal claimed. Once the claim lapses, a retried apply is refused as stale (the
+//! write is not repeated), and a reviewer may reject or expire the proposal, which clears the
+//! claim. If recording `Applied` fails even after retries, the caller gets 500
+//! `apply_unrecorded` naming the version that was written.
+
+use std::time::Duration;
+
+use elsa_ai_abstractions::{
+    AiCaller, AiError, AiProposal, AiStreamEventType, AuditOutcome, ProposalId, ProposalKind,
+    ProposalStatus,
+};
+use elsa_workflows::{DefinitionVersionRef, VersionOptions, WorkflowError};
+use serde_json::json;
+
+use super::record::{Actor, transition_details};
+use super::{Inner, ProposalAction, release_claim, review};
+
+/// How often recording `Applied` is attempted when the store fails (not when it conflicts).
+const RECORD_ATTEMPTS: u32 = 3;
+
+impl Inner {
+    pub(super) async fn apply(
+        &self,
+        caller: &AiCaller,
+        id: &ProposalId,
+    ) -> Result<AiProposal, AiError> {
+        let action = ProposalAction::Apply;
+        let actor = Actor::of(caller);
+        self.authorize(caller, id, action).await?;
+        let current = self.load_for(actor, id, action).await?;
+
+        if let Some(stale) = self.baseline_conflict(&current).await? {
+            return Err(self.refuse(actor, action, (&current).into(), stale).await);
+        }
+
+        let diagnostics = self
+            .diagnostics(&current.tenant_id, &current.payload.definition)
+            .await?;
+        if review::is_blocking(&diagnostics) {
+            let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+            let mut blocked = current.clone();
+            blocked.status = ProposalStatus::Blocked;
+            blocked.diagnostics = diagnostics.clone();
+            blocked.revision += 1;
+            let summary = format!(
+                "apply of proposal '{}' by {} failed validation ({errors} errors): Blocked",
+                current.id, caller.actor_id
+            );
+            self.commit_with(
+                actor,
+                action,
+                AuditOutcome::Failure,
+                &current,
+                blocked,
+                summary,
+                json!({"errors": errors}),
+            )
+            .await?;
+            return Err(AiError::validation_failed(
+                format!(
+                    "proposal '{}' no longer passes validation and is Blocked",
+                    current.id
+                ),
+                diagnostics,
+            ));
+        }
+
+        let mut claimed = current.clone();
+        claimed.applied_by = Some(caller.actor_id.clone());
+        claimed.applied_at = Some(self.clock.now());
+        claimed.applied_version = None;
+        claimed.diagnostics = diagnostics;
+        claimed.revision += 1;
+        if let Err(error) = self.proposals.update(&claimed, current.revision).await {
+            let error = match error {
+                AiError::Conflict { .. } => self.lost_race(&current).await,
+                other => return Err(other),
+            };
+            return Err(self.refuse(actor, action, (&current).into(), error).await);
+        }
+
+        let summary = match &claimed.baseline {
+            Some(baseline) => format!(
+                "{} applied proposal '{}': workflow '{}' after version {}",
+                caller.actor_id, claimed.id, baseline.definition_id, baseline.version
+            ),
+            None => format!(
+                "{} applied proposal '{}': new workflow '{}'",
+                caller.actor_id,
+                claimed.id,
+                claimed.definition_id()
+            ),
+        };
+        let details = transition_details(
+            action.as_str(),
+            Some(ProposalStatus::Approved),
+            ProposalStatus::Applied,
+            &claimed,
+            json!({"reviewedBy": claimed.reviewed_by}),
+        );
+        if let Err(error) = self
+            .audit(
+                actor,
+                action.audit_action(),
+                AuditOutcome::Success,
+                (&claimed).into(),
+                summary,
+                details,
+            )
+            .await
+        {
+            self.release(&claimed).await;
+            return Err(error);
+        }
+
+        let version = match self.write(&claimed).await {
+            Ok(version) => version,
+            Err(error) => {
+                self.release(&claimed).await;
+                let error = match error {
+                    WorkflowError::Conflict { message } => {
+                        self.metrics.proposals.stale_baseline();
+                        stale(&current, message)
+                    }
+                    other => AiError::from(other),
+                };
+                self.apply_failed(actor, &claimed, &error).await;
+                return Err(error);
+            }
+        };
+
+        let mut applied = claimed.clone();
+        applied.status = ProposalStatus::Applied;
+        applied.applied_at = Some(self.clock.now());
+        applied.applied_version = Some(version);
+        applied.revision += 1;
+        if let Err(error) = self.record_applied(&claimed, &applied).await {
+            self.apply_failed(actor, &claimed, &error).await;
+            return Err(error);
+        }
+        self.announce(
+            AiStreamEventType::ProposalUpdated,
+            &applied,
+            Some(ProposalStatus::Approved),
+        )
+        .await;
+        Ok(applied)
+    }
+
+    /// The 409 for a proposal whose workflow moved on since it was made, if it did.
+    async fn baseline_conflict(&self, proposal: &AiProposal) -> Result<Option<AiError>, AiError> {
+        let id = proposal.definition_id();
+        let latest = self
+            .definitions
+            .find(&proposal.tenant_id, id, VersionOptions::Latest)
+            .await?;
+        Ok(match (&proposal.baseline, latest) {
+            (Some(baseline), Some(latest)) if latest.version() == baseline.version => None,
+            (Some(baseline), Some(latest)) => Some(stale(
+                proposal,
+                format!(
+                    "workflow '{id}' is at version {} now; the proposal was made against version {}",
+                    latest.version(),
+                    baseline.version
+                ),
+            )),
+            (Some(baseline), None) => Some(stale(
+                proposal,
+                format!(
+                    "workflow '{id}' no longer exists; the proposal was made against version {}",
+                    baseline.version
+                ),
+            )),
+            (None, None) => None,
+            (None, Some(existing)) => Some(stale(
+                proposal,
+                format!(
+                    "workflow '{id}' already exists (version {})",
+                    existing.version()
+                ),
+            )),
+        })
+    }
+
+    /// The one definition write of Weaver.
+    async fn write(&self, claimed: &AiProposal) -> Result<DefinitionVersionRef, WorkflowError> {
+        let definition = claimed.payload.definition.clone();
+        match &claimed.baseline {
+            Some(baseline) => {
+                self.writer
+                    .update(
+                        &claimed.tenant_id,
+                        &baseline.definition_id,
+                        baseline.version,
+                        definition,
+                    )
+                    .await
+            }
+            None => self.writer.create(&claimed.tenant_id, definition).await,
+        }
+    }
+
+    /// Stores `applied` over the claim; retries store failures, never a conflict (only a
+    /// takeover after the claim timeout changes a claimed proposal).
+    async fn record_applied(
+        &self,
+        claimed: &AiProposal,
+        applied: &AiProposal,
+    ) -> Result<(), AiError> {
+        let mut attempt = 1;
+        loop {
+            match self.proposals.update(applied, claimed.revision).await {
+                Ok(()) => return Ok(()),
+                Err(error) if attempt < RECORD_ATTEMPTS && error.status() != 409 => {
+                    tracing::warn!(
+                        proposal.id = %claimed.id,
+                        code = error.code(),
+                        attempt,
+                        "recording an applied proposal failed; retrying"
+                    );
+                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                    attempt += 1;
+                }
+                Err(error) => {
+                    let version = applied
+                        .applied_version
+                        .as_ref()
+                        .map_or(0, |version| version.version);
+                    tracing::error!(
+                        proposal.id = %claimed.id,
+                        version,
+                        code = error.code(),
+                        "a proposal was applied but could not be marked Applied"
+                    );
+                    return Err(AiError::internal(
+                        "apply_unrecorded",
+                        format!(
+                            "workflow '{}' was written as version {version}, but proposal '{}' \
+                             could not be marked Applied: {}",
+                            applied.definition_id(),
+                            claimed.id,
+                            error.message()
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Gives up a claim after a failed apply, so that the proposal can be applied again (or
+    /// rejected). If even that fails, the claim lapses after the claim timeout.
+    async fn release(&self, claimed: &AiProposal) {
+        let mut released = claimed.clone();
+        release_claim(&mut released);
+        released.revision += 1;
+        if let Err(error) = self.proposals.update(&released, claimed.revision).await {
+            tracing::warn!(
+                proposal.id = %claimed.id,
+                code = error.code(),
+                "an apply claim could not be released; it lapses after the claim timeout"
+            );
+        }
+    }
+
+    /// A best-effort failure record after the audited apply did not complete (the caller
+    /// gets the apply's error either way).
+    async fn apply_failed(&self, actor: Actor<'_>, claimed: &AiProposal, error: &AiError) {
+        let summary = format!(
+            "apply of proposal '{}' by {} failed: {}",
+            claimed.id,
+            actor.id,
+            error.code()
+        );
+        let details = json!({"action": "apply", "error": error.to_body()});
+        let _ = self
+            .audit(
+                actor,
+                ProposalAction::Apply.audit_action(),
+                AuditOutcome::Failure,
+                claimed.into(),
+                summary,
+                details,
+            )
+            .await;
+    }
+}
+
+/// The 409 for a proposal whose workflow moved on; the proposal stays as it is.
+fn stale(proposal: &AiProposal, message: String) -> AiError {
+    let code = match proposal.kind {
+        ProposalKind::Create => "definition_exists",
+        ProposalKind::Update => "stale_baseline",
+    };
+    AiError::Conflict {
+        code: code.into(),
+        message: format!("proposal '{}' is stale: {message}", proposal.id),
+        current_state: Some(proposal.status.as_str().to_owned()),
+    }
+}
