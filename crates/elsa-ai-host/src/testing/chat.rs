@@ -20,8 +20,8 @@ use parking_lot::Mutex;
 use super::governance::{TEST_AGENT, TEST_TENANT, all_permissions, empty_services, test_agent};
 use crate::{
     AgentRegistry, ChatOrchestrator, ContextResolver, InMemoryAuditLog, InMemoryConversationStore,
-    InMemoryStreamJournal, InMemoryToolEnablementStore, OrchestratorSettings, Redactor, Script,
-    ScriptedProvider, ToolGovernor, ToolRegistry, builtin_context_providers,
+    InMemoryStreamJournal, InMemoryToolEnablementStore, OrchestratorSettings, ProposalService,
+    Redactor, Script, ScriptedProvider, ToolGovernor, ToolRegistry, builtin_context_providers,
 };
 
 /// A secret the harness redactor knows, as a host registers its configured API keys.
@@ -188,6 +188,7 @@ pub struct ChatHarnessBuilder {
     settings: OrchestratorSettings,
     clock: Arc<dyn Clock>,
     audit: Option<Arc<dyn AiAuditSink>>,
+    proposals: Option<ProposalService>,
 }
 
 impl std::fmt::Debug for ChatHarnessBuilder {
@@ -244,12 +245,22 @@ impl ChatHarnessBuilder {
         self
     }
 
+    /// Hands proposal tools the real `proposals` service (instead of the services' intake)
+    /// and connects it to the orchestrator's conversation streams.
+    pub fn proposals(mut self, proposals: ProposalService) -> Self {
+        self.proposals = Some(proposals);
+        self
+    }
+
     /// Wires everything.
     ///
     /// # Panics
     ///
     /// When a tool or agent is refused at registration: the test is wrong.
-    pub fn build(self) -> ChatHarness {
+    pub fn build(mut self) -> ChatHarness {
+        if let Some(proposals) = &self.proposals {
+            self.services.proposals = Arc::new(proposals.clone());
+        }
         let names: Vec<String> = self
             .tools
             .iter()
@@ -305,6 +316,9 @@ impl ChatHarnessBuilder {
             .clock(self.clock)
             .settings(self.settings)
             .build();
+        if let Some(proposals) = &self.proposals {
+            proposals.publish_events_to(orchestrator.events());
+        }
         ChatHarness {
             orchestrator,
             provider,
@@ -352,6 +366,7 @@ impl ChatHarness {
             settings: OrchestratorSettings::default(),
             clock: Arc::new(SystemClock),
             audit: None,
+            proposals: None,
         }
     }
 

@@ -4,3 +4,4 @@
 
 pub mod chat;
 pub mod governance;
+pub mod proposals;

@@ -1,0 +1,549 @@
+//! Helpers for proposal tests: a [`ProposalHarness`] wiring the real [`ProposalService`]
+//! over an in-memory proposal store, an in-memory workflow backend behind a
+//! [`CountingWriter`], a manual clock, one audit log, and a chat harness whose conversation
+//! streams carry the `proposal.*` events.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use chrono::{TimeZone, Utc};
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiCaller, AiError, AiProposal, AiProposalStore, AiStreamEvent, AiStreamEventType,
+    AiToolServices, BaselineRef, ConversationId, ManualClock, Permission, ProposalDraft,
+    ProposalId, ProposalKind,
+};
+use elsa_workflows::{
+    Activity, ActivityCatalog, ActivityDescriptor, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT,
+    DefinitionQuery, DefinitionSummary, DefinitionVersionRef, Endpoint, InputExpression, Page,
+    TenantId, VersionOptions, WorkflowDefinition, WorkflowDefinitionStore,
+    WorkflowDefinitionWriter, WorkflowError, builtin_catalog,
+};
+use futures::StreamExt;
+use parking_lot::Mutex;
+
+use super::chat::{ChatHarness, ChatHarnessBuilder, REGISTERED_SECRET};
+use super::governance::{NoWorkflowData, TEST_TENANT, all_permissions};
+use crate::{InMemoryAuditLog, InMemoryProposalStore, ProposalService, ProposalSettings, Redactor};
+
+/// A minimal in-memory workflow backend for proposal tests: versions per definition, one
+/// replaceable catalog (the built-in one by default) and a writer with a version
+/// compare-and-set. Stands in until `elsa-workflows` ships its in-memory backend.
+#[derive(Debug, Default)]
+pub struct TestWorkflows {
+    definitions: Mutex<HashMap<(TenantId, String), Vec<WorkflowDefinition>>>,
+    catalog: Mutex<Option<Vec<ActivityDescriptor>>>,
+}
+
+impl TestWorkflows {
+    /// Replaces every tenant's catalog.
+    pub fn set_catalog(&self, catalog: Vec<ActivityDescriptor>) {
+        *self.catalog.lock() = Some(catalog);
+    }
+
+    fn store(
+        &self,
+        tenant: &TenantId,
+        mut definition: WorkflowDefinition,
+        expected: Option<i32>,
+    ) -> Result<DefinitionVersionRef, WorkflowError> {
+        let mut all = self.definitions.lock();
+        let versions = all
+            .entry((tenant.clone(), definition.definition_id().to_owned()))
+            .or_default();
+        let latest = versions.last().map(WorkflowDefinition::version);
+        if latest != expected {
+            return Err(WorkflowError::Conflict {
+                message: format!("latest is {latest:?}, expected {expected:?}"),
+            });
+        }
+        let version = latest.unwrap_or(0) + 1;
+        definition.set_version(version);
+        definition.set_version_id(format!("{}-v{version}", definition.definition_id()));
+        let reference = DefinitionVersionRef {
+            definition_id: definition.definition_id().to_owned(),
+            version_id: format!("{}-v{version}", definition.definition_id()),
+            version,
+        };
+        versions.push(definition);
+        Ok(reference)
+    }
+}
+
+#[async_trait]
+impl WorkflowDefinitionStore for TestWorkflows {
+    async fn find(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        version: VersionOptions,
+    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+        let all = self.definitions.lock();
+        let Some(versions) = all.get(&(tenant.clone(), definition_id.to_owned())) else {
+            return Ok(None);
+        };
+        Ok(match version {
+            VersionOptions::Specific(v) => versions.iter().find(|d| d.version() == v).cloned(),
+            _ => versions.last().cloned(),
+        })
+    }
+
+    async fn search(
+        &self,
+        _: &TenantId,
+        query: &DefinitionQuery,
+    ) -> Result<Page<DefinitionSummary>, WorkflowError> {
+        Ok(query.page.slice(Vec::new()))
+    }
+}
+
+#[async_trait]
+impl ActivityCatalog for TestWorkflows {
+    async fn list(&self, _: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
+        Ok(self
+            .catalog
+            .lock()
+            .clone()
+            .unwrap_or_else(|| builtin_catalog().to_vec()))
+    }
+}
+
+#[async_trait]
+impl WorkflowDefinitionWriter for TestWorkflows {
+    async fn create(
+        &self,
+        tenant: &TenantId,
+        definition: WorkflowDefinition,
+    ) -> Result<DefinitionVersionRef, WorkflowError> {
+        self.store(tenant, definition, None)
+    }
+
+    async fn update(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        expected_version: i32,
+        definition: WorkflowDefinition,
+    ) -> Result<DefinitionVersionRef, WorkflowError> {
+        let _ = definition_id;
+        self.store(tenant, definition, Some(expected_version))
+    }
+}
+
+/// Wraps a writer and counts attempted and successful writes.
+pub struct CountingWriter {
+    inner: Arc<dyn WorkflowDefinitionWriter>,
+    attempts: AtomicUsize,
+    writes: AtomicUsize,
+}
+
+impl std::fmt::Debug for CountingWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountingWriter")
+            .field("attempts", &self.attempts())
+            .field("writes", &self.writes())
+            .finish()
+    }
+}
+
+impl CountingWriter {
+    /// Counts the writes made through `inner`.
+    pub fn new(inner: Arc<dyn WorkflowDefinitionWriter>) -> Self {
+        Self {
+            inner,
+            attempts: AtomicUsize::new(0),
+            writes: AtomicUsize::new(0),
+        }
+    }
+
+    /// Writes attempted (successful or not).
+    pub fn attempts(&self) -> usize {
+        self.attempts.load(Ordering::SeqCst)
+    }
+
+    /// Writes that succeeded.
+    pub fn writes(&self) -> usize {
+        self.writes.load(Ordering::SeqCst)
+    }
+
+    fn count<T>(&self, result: Result<T, WorkflowError>) -> Result<T, WorkflowError> {
+        self.attempts.fetch_add(1, Ordering::SeqCst);
+        if result.is_ok() {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl WorkflowDefinitionWriter for CountingWriter {
+    async fn create(
+        &self,
+        tenant: &TenantId,
+        definition: WorkflowDefinition,
+    ) -> Result<DefinitionVersionRef, WorkflowError> {
+        let result = self.inner.create(tenant, definition).await;
+        self.count(result)
+    }
+
+    async fn update(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        expected_version: i32,
+        definition: WorkflowDefinition,
+    ) -> Result<DefinitionVersionRef, WorkflowError> {
+        let result = self
+            .inner
+            .update(tenant, definition_id, expected_version, definition)
+            .await;
+        self.count(result)
+    }
+}
+
+/// A small valid flowchart: `Elsa.Start` (`start1`) connected to an `Elsa.WriteLine`
+/// (`write1`) that writes `text`.
+///
+/// # Panics
+///
+/// Never for a plain id: the edits fit an empty flowchart.
+pub fn sample_definition(definition_id: &str, text: &str) -> WorkflowDefinition {
+    let mut definition =
+        WorkflowDefinition::new_flowchart(definition_id, format!("Sample {definition_id}"));
+    let built = definition
+        .insert_activity(None, Activity::new("start1", "Elsa.Start"), None)
+        .and_then(|()| {
+            definition.insert_activity(None, Activity::new("write1", "Elsa.WriteLine"), None)
+        })
+        .and_then(|()| {
+            definition.set_input("write1", "text", &InputExpression::literal("String", text))
+        })
+        .and_then(|()| {
+            definition.add_connection(
+                None,
+                Endpoint::new("start1", DEFAULT_SOURCE_PORT),
+                Endpoint::new("write1", DEFAULT_TARGET_PORT),
+            )
+        });
+    built.expect("the sample edits fit an empty flowchart");
+    definition
+}
+
+/// Adjusts the harness's chat harness (tools, script) before it is built.
+type ChatSetup = Box<dyn FnOnce(ChatHarnessBuilder) -> ChatHarnessBuilder>;
+
+/// Builds a [`ProposalHarness`].
+#[derive(Default)]
+pub struct ProposalHarnessBuilder {
+    settings: ProposalSettings,
+    store: Option<Arc<dyn AiProposalStore>>,
+    chat: Option<ChatSetup>,
+}
+
+impl std::fmt::Debug for ProposalHarnessBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProposalHarnessBuilder")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProposalHarnessBuilder {
+    /// The service's settings (default: [`ProposalSettings::default`]).
+    pub fn settings(mut self, settings: ProposalSettings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Stores proposals in `store` instead of an [`InMemoryProposalStore`].
+    pub fn store(mut self, store: Arc<dyn AiProposalStore>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Adjusts the chat harness (register tools, set the script); its services, proposal
+    /// service, audit log and clock are the harness's.
+    pub fn chat(
+        mut self,
+        setup: impl FnOnce(ChatHarnessBuilder) -> ChatHarnessBuilder + 'static,
+    ) -> Self {
+        self.chat = Some(Box::new(setup));
+        self
+    }
+
+    /// Wires everything.
+    pub fn build(self) -> ProposalHarness {
+        let workflows = Arc::new(TestWorkflows::default());
+        let writer = Arc::new(CountingWriter::new(workflows.clone()));
+        let store = self
+            .store
+            .unwrap_or_else(|| Arc::new(InMemoryProposalStore::new()));
+        let audit = Arc::new(InMemoryAuditLog::new());
+        let clock = Arc::new(ManualClock::new(
+            Utc.with_ymd_and_hms(2025, 1, 6, 9, 0, 0)
+                .single()
+                .expect("a valid instant"),
+        ));
+        let redactor = Arc::new(
+            Redactor::builder()
+                .secret(REGISTERED_SECRET)
+                .build()
+                .expect("the test secret is long enough"),
+        );
+        let service = ProposalService::builder(
+            store.clone(),
+            workflows.clone(),
+            writer.clone(),
+            workflows.clone(),
+            audit.clone(),
+        )
+        .redactor(redactor)
+        .clock(clock.clone())
+        .settings(self.settings)
+        .build();
+        let services = AiToolServices {
+            definitions: workflows.clone(),
+            instances: Arc::new(NoWorkflowData),
+            catalog: workflows.clone(),
+            proposals: Arc::new(service.clone()),
+        };
+        let setup = self.chat.unwrap_or_else(|| Box::new(|builder| builder));
+        let chat = setup(ChatHarness::builder())
+            .services(services)
+            .proposals(service.clone())
+            .audit(audit.clone())
+            .clock(clock.clone())
+            .build();
+        ProposalHarness {
+            service,
+            store,
+            workflows,
+            writer,
+            audit,
+            clock,
+            chat,
+        }
+    }
+}
+
+/// The real proposal service over in-memory stores, everything observable, for one test.
+pub struct ProposalHarness {
+    /// The service under test.
+    pub service: ProposalService,
+    /// Where proposals are stored.
+    pub store: Arc<dyn AiProposalStore>,
+    /// The workflow backend: definitions, catalog and (through `writer`) writes.
+    pub workflows: Arc<TestWorkflows>,
+    /// The service's writer, counting writes into `workflows`.
+    pub writer: Arc<CountingWriter>,
+    /// Every audit record of the service and the chat harness.
+    pub audit: Arc<InMemoryAuditLog>,
+    /// The clock of the service and the chat harness.
+    pub clock: Arc<ManualClock>,
+    /// A chat harness whose tools submit to `service` and whose streams carry its events.
+    pub chat: ChatHarness,
+}
+
+impl std::fmt::Debug for ProposalHarness {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProposalHarness").finish_non_exhaustive()
+    }
+}
+
+impl ProposalHarness {
+    /// A builder with default settings.
+    pub fn builder() -> ProposalHarnessBuilder {
+        ProposalHarnessBuilder::default()
+    }
+
+    /// A harness with default settings.
+    pub fn new() -> Self {
+        Self::builder().build()
+    }
+
+    /// `alice` in [`TEST_TENANT`] with every built-in permission.
+    pub fn caller(&self) -> AiCaller {
+        AiCaller::new("alice", TEST_TENANT, all_permissions())
+    }
+
+    /// Tool services over the harness's workflow backend whose intake is the real service,
+    /// for other harnesses (`GovernanceHarness::builder().services(..)`).
+    pub fn services(&self) -> AiToolServices {
+        AiToolServices {
+            definitions: self.workflows.clone(),
+            instances: Arc::new(NoWorkflowData),
+            catalog: self.workflows.clone(),
+            proposals: Arc::new(self.service.clone()),
+        }
+    }
+
+    /// `actor` in `tenant` holding exactly `permissions`.
+    pub fn caller_with(&self, actor: &str, tenant: &str, permissions: &[Permission]) -> AiCaller {
+        AiCaller::new(actor, tenant, permissions.iter().cloned())
+    }
+
+    /// Stores `definition` in the harness tenant directly (not through the counted
+    /// writer) as its next version, and returns the baseline a proposal would name.
+    pub async fn seed(&self, definition: WorkflowDefinition) -> BaselineRef {
+        let tenant = TenantId::from(TEST_TENANT);
+        let id = definition.definition_id().to_owned();
+        let latest = self
+            .workflows
+            .find(&tenant, &id, VersionOptions::Latest)
+            .await
+            .expect("the in-memory backend reads");
+        let written = match latest {
+            Some(latest) => {
+                self.workflows
+                    .update(&tenant, &id, latest.version(), definition)
+                    .await
+            }
+            None => self.workflows.create(&tenant, definition).await,
+        }
+        .expect("the in-memory backend writes");
+        BaselineRef {
+            definition_id: written.definition_id,
+            version: written.version,
+        }
+    }
+
+    /// A conversation of the harness caller (one finished chat turn), for proposal events.
+    pub async fn conversation(&self) -> ConversationId {
+        let events = self
+            .chat
+            .run(self.chat.request("Let us change a workflow."))
+            .await;
+        events[0].conversation_id.clone()
+    }
+
+    /// The `proposal.*` events on `conversation`'s stream, in order.
+    pub async fn proposal_events(&self, conversation: &ConversationId) -> Vec<AiStreamEvent> {
+        let stream = elsa_ai_abstractions::AiOrchestrator::resume(
+            &self.chat.orchestrator,
+            &self.caller(),
+            conversation,
+            0,
+        )
+        .await
+        .expect("the harness caller owns the conversation");
+        stream
+            .events
+            .filter(|e| {
+                std::future::ready(matches!(
+                    e.event_type,
+                    AiStreamEventType::ProposalCreated | AiStreamEventType::ProposalUpdated
+                ))
+            })
+            .collect()
+            .await
+    }
+
+    /// The audit records about `proposal`, oldest first.
+    pub fn audit_of(&self, proposal: &ProposalId) -> Vec<AiAuditEvent> {
+        self.audit
+            .events(&TEST_TENANT.into())
+            .into_iter()
+            .filter(|e| e.proposal_id.as_ref() == Some(proposal))
+            .collect()
+    }
+
+    /// The stored proposal, read around the service.
+    pub async fn stored(&self, id: &ProposalId) -> AiProposal {
+        self.store
+            .find(id, &TEST_TENANT.into())
+            .await
+            .expect("the store reads")
+            .expect("the proposal exists")
+    }
+
+    /// The latest stored version of `definition_id` in the harness tenant.
+    pub async fn latest(&self, definition_id: &str) -> Option<WorkflowDefinition> {
+        self.workflows
+            .find(&TEST_TENANT.into(), definition_id, VersionOptions::Latest)
+            .await
+            .expect("the in-memory backend reads")
+    }
+
+    /// A creation draft of [`sample_definition`] `definition_id`.
+    pub fn create_draft(
+        &self,
+        definition_id: &str,
+        conversation: Option<&ConversationId>,
+    ) -> ProposalDraft {
+        ProposalDraft {
+            conversation_id: conversation.cloned(),
+            kind: ProposalKind::Create,
+            baseline: None,
+            definition: sample_definition(definition_id, "Hello"),
+            patch: None,
+            rationale: format!("Create {definition_id} to greet people."),
+        }
+    }
+
+    /// An update draft of `baseline` to `definition`.
+    pub fn update_draft(
+        &self,
+        baseline: &BaselineRef,
+        definition: WorkflowDefinition,
+        conversation: Option<&ConversationId>,
+    ) -> ProposalDraft {
+        ProposalDraft {
+            conversation_id: conversation.cloned(),
+            kind: ProposalKind::Update,
+            baseline: Some(baseline.clone()),
+            definition,
+            patch: Some(serde_json::json!([{"op": "setInput"}])),
+            rationale: format!("Update {} to say more.", baseline.definition_id),
+        }
+    }
+
+    /// Seeds `definition_id`, proposes an update of it and returns the `Validated` proposal.
+    pub async fn validated_update(
+        &self,
+        definition_id: &str,
+        conversation: Option<&ConversationId>,
+    ) -> AiProposal {
+        let baseline = self.seed(sample_definition(definition_id, "Hello")).await;
+        let draft = self.update_draft(
+            &baseline,
+            sample_definition(definition_id, "Hello, world"),
+            conversation,
+        );
+        self.service
+            .create(&self.caller(), draft)
+            .await
+            .unwrap_or_else(|e| panic!("the draft was refused: {} {}", e.code(), e.message()))
+    }
+
+    /// Like [`validated_update`](Self::validated_update), then approved by the caller.
+    pub async fn approved_update(
+        &self,
+        definition_id: &str,
+        conversation: Option<&ConversationId>,
+    ) -> AiProposal {
+        let proposal = self.validated_update(definition_id, conversation).await;
+        self.service
+            .approve(&self.caller(), &proposal.id)
+            .await
+            .unwrap_or_else(|e| panic!("the approval was refused: {} {}", e.code(), e.message()))
+    }
+}
+
+impl Default for ProposalHarness {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The error of a refused call.
+///
+/// # Panics
+///
+/// When the call succeeded.
+pub fn refused<T: std::fmt::Debug>(result: Result<T, AiError>) -> AiError {
+    match result {
+        Ok(value) => panic!("expected a refusal, got {value:?}"),
+        Err(error) => error,
+    }
+}
