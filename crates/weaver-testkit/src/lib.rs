@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use elsa_ai_abstractions::{AiCaller, Permission};
+use elsa_workflows::{InMemoryWorkflowBackend, TenantId};
 
 /// The root of the Elsa fixture folders (`definitions/`, `instances/`, `activities/`).
 ///
@@ -76,6 +77,31 @@ pub fn fixture_files_declared_invalid() -> Vec<String> {
         "the fixture README lists no invalid files"
     );
     names
+}
+
+/// An in-memory Elsa backend holding, for each of `tenants`, every readable fixture: the
+/// definitions, the instances and the activity catalog (seeded by listing the folders).
+///
+/// # Panics
+///
+/// When seeding skips a file the fixture README does not declare invalid.
+pub fn fixture_backend(tenants: &[&str]) -> InMemoryWorkflowBackend {
+    let backend = InMemoryWorkflowBackend::new();
+    let invalid = fixture_files_declared_invalid();
+    for tenant in tenants {
+        let report = backend
+            .seed_from_dir(&TenantId::new(*tenant), fixtures_dir())
+            .expect("the fixture folder can be listed");
+        for skipped in &report.skipped {
+            let name = skipped
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            assert!(invalid.contains(&name), "fixture skipped: {skipped}");
+        }
+    }
+    backend
 }
 
 /// A caller in `tenant` holding every built-in permission.

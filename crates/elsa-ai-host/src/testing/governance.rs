@@ -17,9 +17,10 @@ use elsa_ai_abstractions::{
     ToolEnablement, ToolMutability, ToolSource,
 };
 use elsa_workflows::{
-    ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary, InstanceQuery, Page,
-    PageRequest, TenantId, VersionOptions, WorkflowDefinition, WorkflowDefinitionStore,
-    WorkflowError, WorkflowInstance, WorkflowInstanceStore,
+    ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary,
+    InMemoryWorkflowBackend, InstanceQuery, Page, PageRequest, TenantId, VersionOptions,
+    WorkflowDefinition, WorkflowDefinitionStore, WorkflowError, WorkflowInstance,
+    WorkflowInstanceStore,
 };
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -158,6 +159,20 @@ impl AiProposalIntake for RefusingProposalIntake {
             "no_proposal_service",
             "this test has no proposal service",
         ))
+    }
+}
+
+/// [`AiToolServices`] reading `backend` (definitions, instances and catalog) and handing
+/// drafts to `proposals`.
+pub fn backend_services(
+    backend: Arc<InMemoryWorkflowBackend>,
+    proposals: Arc<dyn AiProposalIntake>,
+) -> AiToolServices {
+    AiToolServices {
+        definitions: backend.clone(),
+        instances: backend.clone(),
+        catalog: backend,
+        proposals,
     }
 }
 

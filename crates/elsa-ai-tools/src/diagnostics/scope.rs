@@ -138,6 +138,13 @@ impl Scope {
         }
 
         if let Some(wanted) = &narrowing.definition_ids {
+            // An empty list would mean "every definition" to the instance store.
+            if wanted.is_empty() {
+                return Err(invalid(
+                    "invalid_arguments",
+                    "'definitionIds' must name at least one definition of the scope",
+                ));
+            }
             if let Some(outside) = wanted.iter().find(|id| !definitions.contains(*id)) {
                 return Err(AiError::forbidden(
                     "outside_diagnostics_scope",
