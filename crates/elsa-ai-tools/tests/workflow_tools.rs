@@ -5,11 +5,11 @@ mod support;
 
 use elsa_ai_abstractions::Permission;
 use elsa_ai_host::testing::governance::TEST_TENANT;
+use elsa_ai_tools::names;
 use elsa_workflows::{
     ActivityDescriptor, DefinitionQuery, PageRequest, TenantId, VersionOptions,
     WorkflowDefinitionStore,
 };
-use elsa_ai_tools::names;
 use serde_json::{Value, json};
 use support::{GLOBEX, GLOBEX_DEFINITION, World, content, refusal, world};
 
@@ -36,7 +36,10 @@ async fn acme_definitions(world: &World) -> Vec<elsa_workflows::WorkflowDefiniti
                 .expect("listed definitions exist"),
         );
     }
-    assert!(definitions.len() >= 20, "the fixtures hold many definitions");
+    assert!(
+        definitions.len() >= 20,
+        "the fixtures hold many definitions"
+    );
     definitions
 }
 
@@ -168,7 +171,10 @@ async fn get_definition_selects_versions() {
     draft.set_published(false);
     draft.set_name(Some("Draft of the next version"));
     draft.set_version_id("next-version");
-    world.backend.insert_definition(&tenant, draft).expect("v+1");
+    world
+        .backend
+        .insert_definition(&tenant, draft)
+        .expect("v+1");
 
     let latest = world
         .call(names::GET_DEFINITION, json!({"definitionId": id}))
@@ -228,7 +234,11 @@ async fn get_definition_refuses_unknown_foreign_and_unpermitted_reads() {
         .await;
     assert_eq!(content(&own)["name"], "Globex payroll");
     let other = world
-        .call_as(globex, names::GET_DEFINITION, json!({"definitionId": known}))
+        .call_as(
+            globex,
+            names::GET_DEFINITION,
+            json!({"definitionId": known}),
+        )
         .await;
     assert_eq!(refusal(&other).0, 404);
 }
@@ -408,7 +418,10 @@ async fn the_catalog_lists_the_tenants_descriptors_with_inputs_outputs_and_outco
         .iter()
         .filter_map(|i| i["name"].as_str())
         .collect();
-    assert!(inputs.iter().any(|i| i.eq_ignore_ascii_case("url")), "{inputs:?}");
+    assert!(
+        inputs.iter().any(|i| i.eq_ignore_ascii_case("url")),
+        "{inputs:?}"
+    );
     assert!(row["inputs"][0]["type"].is_string());
     assert!(!row["outputs"].as_array().unwrap().is_empty());
 
@@ -417,7 +430,9 @@ async fn the_catalog_lists_the_tenants_descriptors_with_inputs_outputs_and_outco
         GLOBEX,
         elsa_ai_host::testing::governance::all_permissions(),
     );
-    let theirs = world.call_as(gina, names::ACTIVITIES_CATALOG, json!({})).await;
+    let theirs = world
+        .call_as(gina, names::ACTIVITIES_CATALOG, json!({}))
+        .await;
     let theirs = content(&theirs);
     assert_eq!(theirs["total"], 1);
     assert_eq!(theirs["items"][0]["type"], "Globex.Pay");

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)] // each test binary uses a different part
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use elsa_ai_abstractions::{
     AiCaller, AiContextAttachment, AiProposalIntake, AiToolOutcome, AiToolResult, Permission,
@@ -14,7 +14,10 @@ use elsa_ai_host::testing::governance::{
     GovernanceHarness, RefusingProposalIntake, TEST_TENANT, all_permissions, backend_services,
 };
 use elsa_ai_tools as _;
-use elsa_workflows::{InMemoryWorkflowBackend, TenantId, WorkflowDefinition, WorkflowInstance};
+use elsa_workflows::{
+    InMemoryWorkflowBackend, InstanceQuery, Page, TenantId, WorkflowDefinition, WorkflowError,
+    WorkflowInstance, WorkflowInstanceStore,
+};
 use serde_json::{Value, json};
 use weaver_testkit::fixture_backend;
 
@@ -49,6 +52,77 @@ pub fn world_with(proposals: Arc<dyn AiProposalIntake>) -> World {
     World { harness, backend }
 }
 
+/// A world whose tools read instances through a [`RecordingInstances`].
+pub fn recording_world() -> (World, Arc<RecordingInstances>) {
+    let backend = Arc::new(fixture_backend(&[TEST_TENANT]));
+    seed_globex(&backend);
+    let recording = Arc::new(RecordingInstances {
+        inner: backend.clone(),
+        reads: Mutex::new(Vec::new()),
+    });
+    let mut services = backend_services(backend.clone(), Arc::new(RefusingProposalIntake));
+    services.instances = recording.clone();
+    let harness = GovernanceHarness::builder()
+        .linked_tools()
+        .services(services)
+        .build();
+    (World { harness, backend }, recording)
+}
+
+/// One read of the instance store.
+#[derive(Clone, Debug, PartialEq)]
+pub enum InstanceRead {
+    /// A search with this query.
+    Search(InstanceQuery),
+    /// A lookup of this id.
+    Find(String),
+}
+
+/// An instance store that records every read before passing it on.
+pub struct RecordingInstances {
+    inner: Arc<InMemoryWorkflowBackend>,
+    reads: Mutex<Vec<InstanceRead>>,
+}
+
+impl RecordingInstances {
+    /// The reads so far, in order.
+    pub fn reads(&self) -> Vec<InstanceRead> {
+        self.reads.lock().expect("not poisoned").clone()
+    }
+
+    /// Forgets the reads so far.
+    pub fn clear(&self) {
+        self.reads.lock().expect("not poisoned").clear();
+    }
+}
+
+#[async_trait::async_trait]
+impl WorkflowInstanceStore for RecordingInstances {
+    async fn find(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+    ) -> Result<Option<WorkflowInstance>, WorkflowError> {
+        self.reads
+            .lock()
+            .expect("not poisoned")
+            .push(InstanceRead::Find(instance_id.to_owned()));
+        WorkflowInstanceStore::find(self.inner.as_ref(), tenant, instance_id).await
+    }
+
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        query: &InstanceQuery,
+    ) -> Result<Page<WorkflowInstance>, WorkflowError> {
+        self.reads
+            .lock()
+            .expect("not poisoned")
+            .push(InstanceRead::Search(query.clone()));
+        WorkflowInstanceStore::search(self.inner.as_ref(), tenant, query).await
+    }
+}
+
 /// Gives [`GLOBEX`] a definition and a faulted instance of its own.
 fn seed_globex(backend: &InMemoryWorkflowBackend) {
     let globex = TenantId::new(GLOBEX);
@@ -77,7 +151,9 @@ fn seed_globex(backend: &InMemoryWorkflowBackend) {
 impl World {
     /// Calls `tool` as `alice` of [`TEST_TENANT`] with every permission.
     pub async fn call(&self, tool: &str, arguments: Value) -> AiToolResult {
-        self.harness.call_as(self.alice(), Vec::new(), tool, arguments).await
+        self.harness
+            .call_as(self.alice(), Vec::new(), tool, arguments)
+            .await
     }
 
     /// Calls `tool` as `alice` in a turn with `attachments`.
@@ -87,12 +163,16 @@ impl World {
         tool: &str,
         arguments: Value,
     ) -> AiToolResult {
-        self.harness.call_as(self.alice(), attachments, tool, arguments).await
+        self.harness
+            .call_as(self.alice(), attachments, tool, arguments)
+            .await
     }
 
     /// Calls `tool` as `caller`.
     pub async fn call_as(&self, caller: AiCaller, tool: &str, arguments: Value) -> AiToolResult {
-        self.harness.call_as(caller, Vec::new(), tool, arguments).await
+        self.harness
+            .call_as(caller, Vec::new(), tool, arguments)
+            .await
     }
 
     /// `alice` of [`TEST_TENANT`] with every permission.
@@ -121,7 +201,11 @@ impl World {
         globex_id: &str,
     ) {
         let unknown = refusal(&self.call(tool, arguments("no-such-id")).await);
-        assert_eq!((unknown.0, unknown.1.as_str()), (404, "not_found"), "{tool}: {unknown:?}");
+        assert_eq!(
+            (unknown.0, unknown.1.as_str()),
+            (404, "not_found"),
+            "{tool}: {unknown:?}"
+        );
         let foreign = refusal(&self.call(tool, arguments(globex_id)).await);
         assert_eq!(
             (foreign.0, foreign.1.as_str()),
@@ -138,7 +222,11 @@ impl World {
             .await;
         assert_eq!(denied.outcome, AiToolOutcome::Denied, "{tool}");
         let (status, code, message) = refusal(&denied);
-        assert_eq!((status, code.as_str()), (403, "permission_denied"), "{tool}");
+        assert_eq!(
+            (status, code.as_str()),
+            (403, "permission_denied"),
+            "{tool}"
+        );
         assert!(message.contains(permission.as_str()), "{tool}: {message}");
     }
 
@@ -181,4 +269,56 @@ pub fn refusal(result: &AiToolResult) -> (u16, String, String) {
         .as_ref()
         .unwrap_or_else(|| panic!("expected a refusal, got {}", result.content));
     (error.status, error.code.clone(), error.message.clone())
+}
+
+/// A finished, faulted run of `definition_id` created at `created_at` (RFC 3339), whose
+/// activity `activity_id` of `activity_type` threw `exception_type` one second later. It
+/// carries Elsa's complete execution history: a started `Elsa.Flowchart`, a completed
+/// `Elsa.WriteLine` and the faulted activity.
+pub fn faulted_run(
+    id: &str,
+    definition_id: &str,
+    created_at: &str,
+    activity_id: &str,
+    activity_type: &str,
+    exception_type: &str,
+) -> WorkflowInstance {
+    let created: chrono::DateTime<chrono::Utc> = created_at.parse().expect("RFC 3339");
+    let at = |ms: i64| (created + chrono::Duration::milliseconds(ms)).to_rfc3339();
+    let message = format!("{activity_id} failed in run {id}");
+    WorkflowInstance::from_value(json!({
+        "id": id,
+        "definitionId": definition_id,
+        "definitionVersion": 1,
+        "status": "Finished",
+        "subStatus": "Faulted",
+        "createdAt": at(0),
+        "updatedAt": at(1000),
+        "finishedAt": at(1000),
+        "incidents": [{
+            "activityId": activity_id,
+            "activityNodeId": format!("Workflow1:Flowchart1:{activity_id}"),
+            "activityType": activity_type,
+            "message": message,
+            "exception": {
+                "type": format!("{exception_type}, System.Private.CoreLib"),
+                "message": message,
+                "stackTrace": format!("   at {activity_type}.ExecuteAsync()\r\n   at Elsa.Workflows.Middleware.Activities.DefaultActivityInvokerMiddleware.InvokeAsync()\r\n   at more\r\n   at even.more"),
+                "innerException": {"type": "System.Net.Sockets.SocketException", "message": "Connection refused"}
+            },
+            "timestamp": at(1000)
+        }],
+        "activityExecutionRecords": [
+            {"id": format!("{id}-r1"), "activityId": "Flowchart1", "activityNodeId": "Workflow1:Flowchart1",
+             "activityType": "Elsa.Flowchart", "status": "Running", "startedAt": at(0)},
+            {"id": format!("{id}-r2"), "activityId": "WriteLine1", "activityNodeId": "Workflow1:Flowchart1:WriteLine1",
+             "activityType": "Elsa.WriteLine", "activityName": "Say hello", "status": "Completed",
+             "startedAt": at(100), "completedAt": at(150)},
+            {"id": format!("{id}-r3"), "activityId": activity_id, "activityNodeId": format!("Workflow1:Flowchart1:{activity_id}"),
+             "activityType": activity_type, "activityName": "Call the API", "status": "Faulted",
+             "startedAt": at(200), "completedAt": at(1000),
+             "exception": {"type": format!("{exception_type}, System.Private.CoreLib"), "message": message}}
+        ]
+    }))
+    .expect("a valid faulted run")
 }
