@@ -17,15 +17,25 @@ use elsa_workflows::{InMemoryWorkflowBackend, TenantId};
 ///
 /// When the folder does not exist: a suite that needs fixtures cannot run without them.
 pub fn fixtures_dir() -> PathBuf {
-    let dir = std::env::var_os("WEAVER_FIXTURES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("../shared/fixtures/elsa"));
+    let dir = fixtures_location();
     assert!(
         dir.is_dir(),
         "Elsa fixtures not found at {} (set WEAVER_FIXTURES)",
         dir.display()
     );
     dir
+}
+
+/// The fixture root when it exists: for benchmarks, which fall back to built-in samples
+/// instead of failing on a checkout without fixtures.
+pub fn fixtures_dir_if_present() -> Option<PathBuf> {
+    Some(fixtures_location()).filter(|dir| dir.is_dir())
+}
+
+fn fixtures_location() -> PathBuf {
+    std::env::var_os("WEAVER_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("../shared/fixtures/elsa"))
 }
 
 /// The workspace root (the folder holding the root `Cargo.toml`).
