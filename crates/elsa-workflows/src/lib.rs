@@ -36,6 +36,39 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! Drafts are checked with a [`DraftValidator`] (stable diagnostic codes, activity ids and
+//! JSON paths; see [`validate`]) and compared with [`GraphDiff`] for review (see [`diff`]):
+//!
+//! ```
+//! use elsa_workflows::{DiagnosticCode, DraftValidator, GraphDiff, WorkflowDefinition};
+//!
+//! let before = WorkflowDefinition::new_flowchart("greeter", "Greeter");
+//! let after: WorkflowDefinition = r#"{
+//!     "definitionId": "greeter", "name": "Greeter",
+//!     "root": {"id": "Flowchart1", "type": "Elsa.Flowchart", "activities": [
+//!         {"id": "start", "type": "Elsa.Start", "version": 1},
+//!         {"id": "hello", "type": "Elsa.WriteLine", "version": 1,
+//!          "text": {"typeName": "String", "expression": {"type": "Literal", "value": "Hello"}}}
+//!     ], "connections": [
+//!         {"source": {"activity": "start", "port": "Done"}, "target": {"activity": "hello", "port": "In"}},
+//!         {"source": {"activity": "hello", "port": "True"}, "target": {"activity": "start", "port": "In"}}
+//!     ]}
+//! }"#
+//! .parse()?;
+//!
+//! // The built-in catalog knows Elsa's activities: WriteLine has no `True` outcome.
+//! let diagnostics = DraftValidator::builtin().validate(&after);
+//! assert_eq!(diagnostics.len(), 1);
+//! assert_eq!(diagnostics[0].code, DiagnosticCode::UnknownPort);
+//! assert_eq!(diagnostics[0].path, "$.root.connections[1].source.port");
+//!
+//! // What a reviewer sees: two activities and two connections added.
+//! let diff = GraphDiff::between(&before, &after);
+//! assert_eq!(diff.counts().activities_added, 2);
+//! assert_eq!(diff.counts().connections_added, 2);
+//! # Ok::<(), elsa_workflows::ParseError>(())
+//! ```
 
 mod catalog;
 mod definition;
