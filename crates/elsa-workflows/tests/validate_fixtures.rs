@@ -148,6 +148,11 @@ fn every_readable_file_validates_against_both_catalogs() {
     for (name, definition) in readable_definitions() {
         let mine = DraftValidator::builtin().validate(&definition);
         let theirs = fixture.validate(&definition);
+        assert_eq!(
+            elsa_workflows::validate::validate(&definition, fixture.catalog()),
+            theirs,
+            "{name}: the one-off entry point agrees with the indexed validator"
+        );
         // The built-in catalog holds everything the fixture catalog does.
         let errors = |d: &[Diagnostic]| d.iter().filter(|d| d.is_error()).count();
         assert!(errors(&mine) <= errors(&theirs), "{name}");

@@ -41,23 +41,21 @@ use cron::CronLayout;
 /// The Elsa type of the activity that marks where a flowchart starts.
 const START_TYPE: &str = "Elsa.Start";
 
-/// Validates `definition` against `catalog`. For repeated validation against one catalog, build
-/// a [`DraftValidator`] once instead.
+/// Validates `definition` against `catalog`, indexing it for this one call (the descriptors
+/// are borrowed, not copied). For repeated validation against one catalog, build a
+/// [`DraftValidator`] once instead.
 pub fn validate(
     definition: &WorkflowDefinition,
     catalog: &[ActivityDescriptor],
 ) -> Vec<Diagnostic> {
-    DraftValidator::new(catalog.to_vec()).validate(definition)
+    check(definition, catalog, &CatalogIndex::new(catalog))
 }
 
 /// Validates drafts against one activity catalog, indexed once.
 #[derive(Clone, Debug)]
 pub struct DraftValidator {
     descriptors: Vec<ActivityDescriptor>,
-    /// Type name → indexes into `descriptors`, newest version first.
-    by_type: HashMap<String, Vec<usize>>,
-    /// Per descriptor: whether its outcomes depend on input.
-    open_outcomes: Vec<bool>,
+    index: CatalogIndex,
 }
 
 impl DraftValidator {
@@ -67,6 +65,48 @@ impl DraftValidator {
     /// descriptor of the same type says so: catalogs read from an Elsa server do not carry
     /// that note.
     pub fn new(catalog: Vec<ActivityDescriptor>) -> Self {
+        Self {
+            index: CatalogIndex::new(&catalog),
+            descriptors: catalog,
+        }
+    }
+
+    /// A validator over the built-in catalog, built once per process.
+    pub fn builtin() -> &'static Self {
+        static BUILTIN: std::sync::LazyLock<DraftValidator> =
+            std::sync::LazyLock::new(|| DraftValidator::new(crate::builtin_catalog().to_vec()));
+        &BUILTIN
+    }
+
+    /// The catalog this validator checks against.
+    pub fn catalog(&self) -> &[ActivityDescriptor] {
+        &self.descriptors
+    }
+
+    /// The descriptor for `type_name` at `version` (the newest version when `None`).
+    pub fn descriptor(&self, type_name: &str, version: Option<i32>) -> Option<&ActivityDescriptor> {
+        let index = self.index.find(&self.descriptors, type_name, version)?;
+        self.descriptors.get(index)
+    }
+
+    /// Every finding for `definition`, in document order within each rule group: activities
+    /// (ids, types, inputs), then variables, then flowchart graphs.
+    pub fn validate(&self, definition: &WorkflowDefinition) -> Vec<Diagnostic> {
+        check(definition, &self.descriptors, &self.index)
+    }
+}
+
+/// Lookup tables over a catalog slice.
+#[derive(Clone, Debug)]
+struct CatalogIndex {
+    /// Type name → indexes into the catalog, newest version first.
+    by_type: HashMap<String, Vec<usize>>,
+    /// Per descriptor: whether its outcomes depend on input.
+    open_outcomes: Vec<bool>,
+}
+
+impl CatalogIndex {
+    fn new(catalog: &[ActivityDescriptor]) -> Self {
         let mut by_type: HashMap<String, Vec<usize>> = HashMap::with_capacity(catalog.len());
         for (index, descriptor) in catalog.iter().enumerate() {
             by_type
@@ -86,72 +126,67 @@ impl DraftValidator {
             })
             .collect();
         Self {
-            descriptors: catalog,
             by_type,
             open_outcomes,
         }
     }
 
-    /// A validator over the built-in catalog, built once per process.
-    pub fn builtin() -> &'static Self {
-        static BUILTIN: std::sync::LazyLock<DraftValidator> =
-            std::sync::LazyLock::new(|| DraftValidator::new(crate::builtin_catalog().to_vec()));
-        &BUILTIN
-    }
-
-    /// The catalog this validator checks against.
-    pub fn catalog(&self) -> &[ActivityDescriptor] {
-        &self.descriptors
-    }
-
-    /// The descriptor for `type_name` at `version` (the newest version when `None`).
-    pub fn descriptor(&self, type_name: &str, version: Option<i32>) -> Option<&ActivityDescriptor> {
+    /// The catalog index of `type_name` at `version` (any version the catalog leaves open
+    /// matches), or of its newest version when `version` is `None`.
+    fn find(
+        &self,
+        catalog: &[ActivityDescriptor],
+        type_name: &str,
+        version: Option<i32>,
+    ) -> Option<usize> {
         let indexes = self.by_type.get(type_name)?;
-        let index = match version {
-            None => indexes.first(),
-            Some(version) => indexes.iter().find(|&&i| {
-                self.descriptors[i]
-                    .version
-                    .is_none_or(|known| known == version)
-            }),
-        }?;
-        self.descriptors.get(*index)
+        match version {
+            None => indexes.first().copied(),
+            Some(version) => indexes
+                .iter()
+                .copied()
+                .find(|&i| catalog[i].version.is_none_or(|known| known == version)),
+        }
     }
+}
 
-    /// Every finding for `definition`, in document order within each rule group: activities
-    /// (ids, types, inputs), then variables, then flowchart graphs.
-    pub fn validate(&self, definition: &WorkflowDefinition) -> Vec<Diagnostic> {
-        let nodes = definition.activities();
-        let mut run = Run {
-            validator: self,
-            nodes: &nodes,
-            resolved: Vec::with_capacity(nodes.len()),
-            out: Vec::new(),
-        };
-        run.check_ids();
-        for index in 0..nodes.len() {
-            let resolved = run.check_type(index);
-            run.resolved.push(resolved);
-            run.check_inputs(index);
-        }
-        run.check_variables(None, &definition.variables());
-        for node in &nodes {
-            if node.json.contains_key("variables") {
-                run.check_variables(node.id(), &node.variables());
-            }
-        }
-        for (index, node) in nodes.iter().enumerate() {
-            if node.is_flowchart() {
-                run.check_flowchart(index);
-            }
-        }
-        run.out
+fn check(
+    definition: &WorkflowDefinition,
+    descriptors: &[ActivityDescriptor],
+    index: &CatalogIndex,
+) -> Vec<Diagnostic> {
+    let nodes = definition.activities();
+    let mut run = Run {
+        descriptors,
+        index,
+        nodes: &nodes,
+        resolved: Vec::with_capacity(nodes.len()),
+        out: Vec::new(),
+    };
+    run.check_ids();
+    for node_index in 0..nodes.len() {
+        let resolved = run.check_type(node_index);
+        run.resolved.push(resolved);
+        run.check_inputs(node_index);
     }
+    run.check_variables(None, &definition.variables());
+    for node in &nodes {
+        if node.json.contains_key("variables") {
+            run.check_variables(node.id(), &node.variables());
+        }
+    }
+    for (node_index, node) in nodes.iter().enumerate() {
+        if node.is_flowchart() {
+            run.check_flowchart(node_index);
+        }
+    }
+    run.out
 }
 
 /// The state of one validation.
 struct Run<'v, 'd> {
-    validator: &'v DraftValidator,
+    descriptors: &'v [ActivityDescriptor],
+    index: &'v CatalogIndex,
     nodes: &'d [ActivityNode<'d>],
     /// Per node: the index of its descriptor, when its type is known.
     resolved: Vec<Option<usize>>,
@@ -199,9 +234,9 @@ impl Run<'_, '_> {
     /// Resolves the node's descriptor, reporting unknown types and versions.
     fn check_type(&mut self, index: usize) -> Option<usize> {
         let node = &self.nodes[index];
-        let validator = self.validator;
+        let descriptors = self.descriptors;
         let type_name = node.type_name();
-        let Some(indexes) = validator.by_type.get(type_name) else {
+        let Some(indexes) = self.index.by_type.get(type_name) else {
             match node.workflow_definition_id() {
                 Some(definition_id) => self.report(
                     Severity::Warning,
@@ -228,11 +263,7 @@ impl Run<'_, '_> {
         let Some(version) = node.type_version() else {
             return Some(newest);
         };
-        let descriptors = &validator.descriptors;
-        if let Some(&exact) = indexes
-            .iter()
-            .find(|&&i| descriptors[i].version.is_none_or(|known| known == version))
-        {
+        if let Some(exact) = self.index.find(descriptors, type_name, Some(version)) {
             return Some(exact);
         }
         let known: Vec<String> = indexes
@@ -258,8 +289,8 @@ impl Run<'_, '_> {
 
     fn check_inputs(&mut self, index: usize) {
         let node = &self.nodes[index];
-        let validator = self.validator;
-        let descriptor = self.resolved[index].map(|i| &validator.descriptors[i]);
+        let descriptors = self.descriptors;
+        let descriptor = self.resolved[index].map(|i| &descriptors[i]);
         let inputs = node.inputs();
         if let Some(descriptor) = descriptor {
             for required in descriptor.required_inputs() {
@@ -573,10 +604,9 @@ impl Run<'_, '_> {
         let Some(descriptor_index) = self.resolved[source] else {
             return;
         };
-        let validator = self.validator;
-        let descriptor = &validator.descriptors[descriptor_index];
+        let descriptor = &self.descriptors[descriptor_index];
         let port = connection.source.port.as_str();
-        if self.validator.open_outcomes[descriptor_index] || descriptor.allows_outcome(port) {
+        if self.index.open_outcomes[descriptor_index] || descriptor.allows_outcome(port) {
             return;
         }
         let node = &self.nodes[source];
