@@ -166,6 +166,55 @@
 //! conversation's stream. Apply re-checks the baseline (409 when stale) and validation (422,
 //! `Blocked`) and claims the proposal before writing, so that it is applied at most once,
 //! also across replicas sharing a store. [`InMemoryProposalStore`] is the development store.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use elsa_ai_abstractions::*;
+//! use elsa_ai_host::*;
+//! use elsa_workflows::{Activity, InMemoryWorkflowBackend, WorkflowDefinition, builtin_catalog};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let workflows = Arc::new(InMemoryWorkflowBackend::new()); // or the host's Elsa backend
+//! workflows.set_catalog(&"acme".into(), builtin_catalog().to_vec());
+//! let audit = Arc::new(InMemoryAuditLog::new());
+//! let proposals = ProposalService::builder(
+//!     Arc::new(InMemoryProposalStore::new()), // a durable store in production
+//!     workflows.clone(), // definitions (baselines)
+//!     workflows.clone(), // the writer apply uses
+//!     workflows.clone(), // the activity catalog validation checks against
+//!     audit.clone(),
+//! )
+//! .build();
+//!
+//! let mut definition = WorkflowDefinition::new_flowchart("greeter", "Greeter");
+//! definition.insert_activity(None, Activity::new("start1", "Elsa.Start"), None)?;
+//! let draft = ProposalDraft {
+//!     conversation_id: None,
+//!     kind: ProposalKind::Create,
+//!     baseline: None,
+//!     definition,
+//!     patch: None,
+//!     rationale: "A greeter. (The password=hunter2 never reaches the store.)".into(),
+//! };
+//! let alice = AiCaller::new("alice", "acme", [Permission::PROPOSE_WORKFLOWS, Permission::APPLY_WORKFLOWS]);
+//! let proposal = proposals.submit(&alice, draft).await?; // what a proposal tool calls
+//! assert_eq!(proposal.status, ProposalStatus::Validated);
+//! assert!(proposal.rationale.contains("password=[REDACTED]"));
+//!
+//! // Nothing is written before someone approves; the requester may approve, audited apart.
+//! let early = proposals.apply(&alice, &proposal.id).await.unwrap_err();
+//! assert_eq!((early.status(), early.code()), (409, "invalid_state"));
+//! proposals.approve(&alice, &proposal.id).await?;
+//! let applied = proposals.apply(&alice, &proposal.id).await?;
+//! assert_eq!(applied.status, ProposalStatus::Applied);
+//! assert_eq!(applied.applied_version.map(|v| v.version), Some(1));
+//! let actions: Vec<String> =
+//!     audit.events(&"acme".into()).iter().map(|e| e.action.as_str().to_owned()).collect();
+//! assert_eq!(actions, ["proposal.created", "proposal.applied", "proposal.approved", "proposal.applied"]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
 
 mod agents;
 mod audit;

@@ -21,7 +21,10 @@ use elsa_ai_host::{
     EXPIRY_ACTOR, InMemoryAuditLog, ProposalAction, ProposalService, ProposalSettings, REDACTED,
     Script, ScriptStep,
 };
-use elsa_workflows::{Activity, DiagnosticCode, TenantId, builtin_catalog};
+use elsa_workflows::{
+    Activity, DefinitionVersionRef, DiagnosticCode, InMemoryWorkflowBackend, TenantId,
+    WorkflowDefinition, WorkflowDefinitionWriter, WorkflowError, builtin_catalog,
+};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
@@ -251,6 +254,7 @@ async fn validation_failing_at_apply_time_is_422_blocked_and_writes_nothing() {
     let proposal = h.approved_update("orders", Some(&conversation)).await;
     // The tenant's catalog no longer offers WriteLine.
     h.workflows.set_catalog(
+        &TEST_TENANT.into(),
         builtin_catalog()
             .iter()
             .filter(|d| d.type_name != "Elsa.WriteLine")
@@ -290,7 +294,8 @@ async fn validation_failing_at_apply_time_is_422_blocked_and_writes_nothing() {
     // Blocked now: approving is refused until validation passes again.
     let error = refused(h.service.approve(&h.caller(), &proposal.id).await);
     assert_eq!(error.to_body().current_state.as_deref(), Some("Blocked"));
-    h.workflows.set_catalog(builtin_catalog().to_vec());
+    h.workflows
+        .set_catalog(&TEST_TENANT.into(), builtin_catalog().to_vec());
     let revalidated = h.service.validate(&h.caller(), &proposal.id).await.unwrap();
     assert_eq!(revalidated.status, ProposalStatus::Validated);
     assert!(revalidated.diagnostics.iter().all(|d| !d.is_error()));
@@ -1075,4 +1080,78 @@ async fn proposals_carry_the_graph_diff_and_warnings_for_the_reviewer() {
         "{:?}",
         late.warnings
     );
+}
+
+/// A writer behind which another writer changes the definition just before each update,
+/// after the service's own baseline check: the race the writer's compare-and-set settles.
+struct OvertakenWriter(Arc<InMemoryWorkflowBackend>);
+
+#[async_trait]
+impl WorkflowDefinitionWriter for OvertakenWriter {
+    async fn create(
+        &self,
+        tenant: &TenantId,
+        definition: WorkflowDefinition,
+    ) -> Result<DefinitionVersionRef, WorkflowError> {
+        self.0.create(tenant, definition).await
+    }
+
+    async fn update(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        expected_version: i32,
+        definition: WorkflowDefinition,
+    ) -> Result<DefinitionVersionRef, WorkflowError> {
+        let other = sample_definition(definition_id, "Someone else was faster");
+        self.0
+            .update(tenant, definition_id, expected_version, other)
+            .await?;
+        self.0
+            .update(tenant, definition_id, expected_version, definition)
+            .await
+    }
+}
+
+#[tokio::test]
+async fn a_baseline_that_moves_during_the_apply_is_stale_and_the_claim_is_released() {
+    let h = ProposalHarness::new();
+    let service = ProposalService::builder(
+        h.store.clone(),
+        h.workflows.clone(),
+        Arc::new(OvertakenWriter(h.workflows.clone())),
+        h.workflows.clone(),
+        h.audit.clone(),
+    )
+    .clock(h.clock.clone())
+    .build();
+    let proposal = h.approved_update("orders", None).await;
+    let error = refused(service.apply(&h.caller(), &proposal.id).await);
+    assert_eq!((error.status(), error.code()), (409, "stale_baseline"));
+    let stored = h.stored(&proposal.id).await;
+    assert_eq!(stored.status, ProposalStatus::Approved);
+    assert_eq!((stored.applied_by, stored.applied_version), (None, None));
+    let versions = h
+        .workflows
+        .definition_versions(&TEST_TENANT.into(), "orders");
+    assert_eq!(
+        versions.len(),
+        2,
+        "only the other writer's version was added"
+    );
+    let applies: Vec<_> = h
+        .audit_of(&proposal.id)
+        .into_iter()
+        .filter(|r| r.action == AuditAction::PROPOSAL_APPLIED)
+        .map(|r| r.outcome)
+        .collect();
+    assert_eq!(applies, [AuditOutcome::Success, AuditOutcome::Failure]);
+    assert_eq!(service.metrics().proposals.snapshot().stale_baselines, 1);
+    // The claim is gone, so the proposal can be decided on.
+    let rejected = h
+        .service
+        .reject(&h.caller(), &proposal.id, "stale")
+        .await
+        .unwrap();
+    assert_eq!(rejected.status, ProposalStatus::Rejected);
 }

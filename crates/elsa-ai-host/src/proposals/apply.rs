@@ -158,9 +158,14 @@ impl Inner {
             Err(error) => {
                 self.release(&claimed).await;
                 let error = match error {
+                    // The version moved on (or the definition went away) since the check.
                     WorkflowError::Conflict { message } => {
                         self.metrics.proposals.stale_baseline();
                         stale(&current, message)
+                    }
+                    WorkflowError::NotFound { what } => {
+                        self.metrics.proposals.stale_baseline();
+                        stale(&current, format!("{what} no longer exists"))
                     }
                     other => AiError::from(other),
                 };

@@ -132,17 +132,11 @@ impl ProposalServiceBuilder {
 /// request, approve and apply: each is an explicit action with its own audit record.
 /// Another tenant's proposal is 404 `proposal_not_found`, exactly like a missing one.
 ///
-/// Hosts wire it before the orchestrator (tools submit through it) and connect it to the
-/// orchestrator's stream afterwards:
-///
-/// ```ignore
-/// let proposals = ProposalService::builder(store, definitions, writer, catalog, audit)
-///     .redactor(redactor.clone())
-///     .build();
-/// let services = AiToolServices { proposals: Arc::new(proposals.clone()), .. };
-/// // ... governor and orchestrator over `services` ...
-/// proposals.publish_events_to(orchestrator.events());
-/// ```
+/// Hosts build it before the orchestrator, because proposal tools submit through it (as
+/// [`AiToolServices::proposals`](elsa_ai_abstractions::AiToolServices)), and then connect it
+/// to the orchestrator's streams with
+/// [`publish_events_to`](Self::publish_events_to)`(orchestrator.events())`. The crate docs
+/// show the lifecycle end to end.
 #[derive(Clone)]
 pub struct ProposalService {
     inner: Arc<Inner>,

@@ -1,9 +1,8 @@
 //! Helpers for proposal tests: a [`ProposalHarness`] wiring the real [`ProposalService`]
-//! over an in-memory proposal store, an in-memory workflow backend behind a
-//! [`CountingWriter`], a manual clock, one audit log, and a chat harness whose conversation
-//! streams carry the `proposal.*` events.
+//! over an in-memory proposal store, `elsa-workflows`' [`InMemoryWorkflowBackend`] (its
+//! writer behind a [`CountingWriter`]), a manual clock, one audit log, and a chat harness
+//! whose conversation streams carry the `proposal.*` events.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -15,121 +14,15 @@ use elsa_ai_abstractions::{
     ProposalId, ProposalKind,
 };
 use elsa_workflows::{
-    Activity, ActivityCatalog, ActivityDescriptor, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT,
-    DefinitionQuery, DefinitionSummary, DefinitionVersionRef, Endpoint, InputExpression, Page,
-    TenantId, VersionOptions, WorkflowDefinition, WorkflowDefinitionStore,
-    WorkflowDefinitionWriter, WorkflowError, builtin_catalog,
+    Activity, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, DefinitionVersionRef, Endpoint,
+    InMemoryWorkflowBackend, InputExpression, TenantId, VersionOptions, WorkflowDefinition,
+    WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowError, builtin_catalog,
 };
 use futures::StreamExt;
-use parking_lot::Mutex;
 
 use super::chat::{ChatHarness, ChatHarnessBuilder, REGISTERED_SECRET};
-use super::governance::{NoWorkflowData, TEST_TENANT, all_permissions};
+use super::governance::{TEST_TENANT, all_permissions};
 use crate::{InMemoryAuditLog, InMemoryProposalStore, ProposalService, ProposalSettings, Redactor};
-
-/// A minimal in-memory workflow backend for proposal tests: versions per definition, one
-/// replaceable catalog (the built-in one by default) and a writer with a version
-/// compare-and-set. Stands in until `elsa-workflows` ships its in-memory backend.
-#[derive(Debug, Default)]
-pub struct TestWorkflows {
-    definitions: Mutex<HashMap<(TenantId, String), Vec<WorkflowDefinition>>>,
-    catalog: Mutex<Option<Vec<ActivityDescriptor>>>,
-}
-
-impl TestWorkflows {
-    /// Replaces every tenant's catalog.
-    pub fn set_catalog(&self, catalog: Vec<ActivityDescriptor>) {
-        *self.catalog.lock() = Some(catalog);
-    }
-
-    fn store(
-        &self,
-        tenant: &TenantId,
-        mut definition: WorkflowDefinition,
-        expected: Option<i32>,
-    ) -> Result<DefinitionVersionRef, WorkflowError> {
-        let mut all = self.definitions.lock();
-        let versions = all
-            .entry((tenant.clone(), definition.definition_id().to_owned()))
-            .or_default();
-        let latest = versions.last().map(WorkflowDefinition::version);
-        if latest != expected {
-            return Err(WorkflowError::Conflict {
-                message: format!("latest is {latest:?}, expected {expected:?}"),
-            });
-        }
-        let version = latest.unwrap_or(0) + 1;
-        definition.set_version(version);
-        definition.set_version_id(format!("{}-v{version}", definition.definition_id()));
-        let reference = DefinitionVersionRef {
-            definition_id: definition.definition_id().to_owned(),
-            version_id: format!("{}-v{version}", definition.definition_id()),
-            version,
-        };
-        versions.push(definition);
-        Ok(reference)
-    }
-}
-
-#[async_trait]
-impl WorkflowDefinitionStore for TestWorkflows {
-    async fn find(
-        &self,
-        tenant: &TenantId,
-        definition_id: &str,
-        version: VersionOptions,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
-        let all = self.definitions.lock();
-        let Some(versions) = all.get(&(tenant.clone(), definition_id.to_owned())) else {
-            return Ok(None);
-        };
-        Ok(match version {
-            VersionOptions::Specific(v) => versions.iter().find(|d| d.version() == v).cloned(),
-            _ => versions.last().cloned(),
-        })
-    }
-
-    async fn search(
-        &self,
-        _: &TenantId,
-        query: &DefinitionQuery,
-    ) -> Result<Page<DefinitionSummary>, WorkflowError> {
-        Ok(query.page.slice(Vec::new()))
-    }
-}
-
-#[async_trait]
-impl ActivityCatalog for TestWorkflows {
-    async fn list(&self, _: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
-        Ok(self
-            .catalog
-            .lock()
-            .clone()
-            .unwrap_or_else(|| builtin_catalog().to_vec()))
-    }
-}
-
-#[async_trait]
-impl WorkflowDefinitionWriter for TestWorkflows {
-    async fn create(
-        &self,
-        tenant: &TenantId,
-        definition: WorkflowDefinition,
-    ) -> Result<DefinitionVersionRef, WorkflowError> {
-        self.store(tenant, definition, None)
-    }
-
-    async fn update(
-        &self,
-        tenant: &TenantId,
-        definition_id: &str,
-        expected_version: i32,
-        definition: WorkflowDefinition,
-    ) -> Result<DefinitionVersionRef, WorkflowError> {
-        let _ = definition_id;
-        self.store(tenant, definition, Some(expected_version))
-    }
-}
 
 /// Wraps a writer and counts attempted and successful writes.
 pub struct CountingWriter {
@@ -274,7 +167,8 @@ impl ProposalHarnessBuilder {
 
     /// Wires everything.
     pub fn build(self) -> ProposalHarness {
-        let workflows = Arc::new(TestWorkflows::default());
+        let workflows = Arc::new(InMemoryWorkflowBackend::new());
+        workflows.set_catalog(&TEST_TENANT.into(), builtin_catalog().to_vec());
         let writer = Arc::new(CountingWriter::new(workflows.clone()));
         let store = self
             .store
@@ -304,7 +198,7 @@ impl ProposalHarnessBuilder {
         .build();
         let services = AiToolServices {
             definitions: workflows.clone(),
-            instances: Arc::new(NoWorkflowData),
+            instances: workflows.clone(),
             catalog: workflows.clone(),
             proposals: Arc::new(service.clone()),
         };
@@ -333,8 +227,9 @@ pub struct ProposalHarness {
     pub service: ProposalService,
     /// Where proposals are stored.
     pub store: Arc<dyn AiProposalStore>,
-    /// The workflow backend: definitions, catalog and (through `writer`) writes.
-    pub workflows: Arc<TestWorkflows>,
+    /// The workflow backend: definitions, instances, the catalog of [`TEST_TENANT`] (the
+    /// built-in one) and, through `writer`, the service's writes.
+    pub workflows: Arc<InMemoryWorkflowBackend>,
     /// The service's writer, counting writes into `workflows`.
     pub writer: Arc<CountingWriter>,
     /// Every audit record of the service and the chat harness.
@@ -372,7 +267,7 @@ impl ProposalHarness {
     pub fn services(&self) -> AiToolServices {
         AiToolServices {
             definitions: self.workflows.clone(),
-            instances: Arc::new(NoWorkflowData),
+            instances: self.workflows.clone(),
             catalog: self.workflows.clone(),
             proposals: Arc::new(self.service.clone()),
         }
