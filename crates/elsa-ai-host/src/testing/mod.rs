@@ -3,5 +3,6 @@
 //! per area.
 
 pub mod chat;
+pub mod data;
 pub mod governance;
 pub mod proposals;
