@@ -65,6 +65,7 @@ async fn an_administrator_enables_a_proposal_tool_and_the_change_is_audited_with
         (AuditAction::TOOL_ENABLEMENT_CHANGED, AuditOutcome::Success)
     );
     assert_eq!(record.actor_id, "root");
+    assert_eq!(record.tenant_id.as_str(), TEST_TENANT);
     assert_eq!(record.tool_name.as_deref(), Some("demo.propose"));
     assert_eq!(record.details["before"]["enabled"], false);
     assert_eq!(record.details["after"]["enabled"], true);

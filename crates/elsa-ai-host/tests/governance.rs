@@ -4,10 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use async_trait::async_trait;
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiCaller, AiError, AiToolOutcome, AiToolResult, AuditAction, AuditBehavior,
-    AuditOutcome, DangerLevel, Permission, TenantBehavior, ToolMutability,
+    AiAuditEvent, AiCaller, AiError, AiTool, AiToolDefinition, AiToolExecutionContext,
+    AiToolOutcome, AiToolResult, AuditAction, AuditBehavior, AuditOutcome, DangerLevel, Permission,
+    TenantBehavior, ToolMutability,
 };
+use elsa_ai_host::testing::data::RecordingWorkflowData;
 use elsa_ai_host::testing::governance::{
     FailingAuditSink, GovernanceHarness, TEST_AGENT, TEST_TENANT, TestTool, all_permissions,
     invocation, proposal_tool, read_tool,
@@ -15,6 +18,7 @@ use elsa_ai_host::testing::governance::{
 use elsa_ai_host::{
     GovernanceStep, REDACTED, Redactor, ToolCallScope, ToolEvent, ToolPolicy, json_size,
 };
+use elsa_workflows::{InMemoryWorkflowBackend, VersionOptions, samples};
 use serde_json::{Value, json};
 
 use GovernanceStep::*;
@@ -44,12 +48,49 @@ fn assert_denial_audited(harness: &GovernanceHarness, step: GovernanceStep) {
     assert_eq!(denial.details["step"], step.as_str());
 }
 
+/// A read-only tool that reads the definition its arguments name through the Elsa
+/// services, as the built-in read tools do: its reads show up in the data probe.
+struct ReadingTool(AiToolDefinition);
+
+#[async_trait]
+impl AiTool for ReadingTool {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.0
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let id = context.arguments["id"].as_str().unwrap_or_default();
+        let found = context
+            .services
+            .definitions
+            .find(&context.caller.tenant_id, id, VersionOptions::Latest)
+            .await?;
+        Ok(json!({"found": found.is_some()}))
+    }
+}
+
+/// Elsa data for the harness tenant (the crate samples), behind a probe recording reads.
+fn probed_data() -> Arc<RecordingWorkflowData> {
+    let backend = Arc::new(InMemoryWorkflowBackend::new());
+    samples::seed(&backend, &TEST_TENANT.into());
+    RecordingWorkflowData::new(backend)
+}
+
+fn a_sample_definition_id() -> String {
+    samples::definitions()[0].definition_id().to_owned()
+}
+
 #[tokio::test]
 async fn a_denial_at_step_4_stops_before_step_6_data_access_and_execution() {
-    let tool = Arc::new(TestTool::echo(proposal_tool("demo.propose")));
-    let harness = GovernanceHarness::builder().tool(tool.clone()).build();
+    let data = probed_data();
+    let tool = Arc::new(ReadingTool(proposal_tool("demo.propose")));
+    let harness = GovernanceHarness::builder()
+        .services(data.services())
+        .tool(tool.clone())
+        .build();
+    let id = a_sample_definition_id();
 
-    let result = harness.call("demo.propose", json!({"id": "wf-1"})).await;
+    let result = harness.call("demo.propose", json!({"id": id})).await;
 
     assert_denied(&result, 403, "tool_disabled");
     assert_eq!(
@@ -68,13 +109,148 @@ async fn a_denial_at_step_4_stops_before_step_6_data_access_and_execution() {
         harness.steps.outcomes()[3].1.as_deref(),
         Some("tool_disabled")
     );
+    assert_eq!(harness.enablement.reads(), 1, "step 4 did read enablement");
     assert_eq!(
         harness.conversations.finds(),
         0,
         "step 6's ownership lookup never happened"
     );
-    assert_eq!(tool.calls(), 0, "the tool never ran");
+    assert!(data.reads().is_empty(), "no workflow data was read");
     assert_denial_audited(&harness, CheckEnablement);
+
+    // The probes do see an allowed call: once enabled, step 6 looks the conversation up
+    // and the tool reads the definition.
+    harness.decide("demo.propose", None, true).await;
+    let result = harness.call("demo.propose", json!({"id": id})).await;
+    assert_eq!(result.content, json!({"found": true}), "{result:?}");
+    assert_eq!(harness.conversations.finds(), 1);
+    let reads = data.reads();
+    assert_eq!(reads.len(), 1);
+    assert_eq!(
+        (reads[0].tenant.as_str(), reads[0].operation),
+        (TEST_TENANT, "definitions.find")
+    );
+}
+
+/// A call that one check step refuses.
+struct Refused {
+    step: GovernanceStep,
+    code: &'static str,
+    tool: AiToolDefinition,
+    agent_tools: Option<&'static [&'static str]>,
+    caller: AiCaller,
+    arguments: Value,
+}
+
+fn refusals() -> Vec<Refused> {
+    let id = a_sample_definition_id();
+    let alice = AiCaller::new("alice", TEST_TENANT, all_permissions());
+    let refused = |step, code, change: &dyn Fn(&mut AiToolDefinition)| {
+        let mut tool = read_tool("demo.reader");
+        change(&mut tool);
+        Refused {
+            step,
+            code,
+            tool,
+            agent_tools: None,
+            caller: alice.clone(),
+            arguments: json!({"id": id}),
+        }
+    };
+    vec![
+        Refused {
+            caller: AiCaller::new(" ", TEST_TENANT, all_permissions()),
+            ..refused(ResolveActor, "unauthenticated", &|_| {})
+        },
+        Refused {
+            agent_tools: Some(&["demo.other"]),
+            ..refused(ResolveAgentScope, "tool_not_in_agent_scope", &|_| {})
+        },
+        refused(FindTool, "tool_not_in_agent_scope", &|t| {
+            t.allowed_agents = Some(vec!["instance-diagnostics".into()]);
+        }),
+        refused(CheckEnablement, "tool_disabled", &|t| {
+            *t = proposal_tool("demo.reader");
+        }),
+        Refused {
+            arguments: json!({"id": id, "tenantId": "globex"}),
+            ..refused(CheckTenantBehavior, "cross_tenant_denied", &|t| {
+                t.tenant_behavior = TenantBehavior::CrossTenantDenied;
+            })
+        },
+        Refused {
+            caller: AiCaller::new("alice", TEST_TENANT, [Permission::READ_WORKFLOW_INSTANCES]),
+            ..refused(CheckPermissions, "permission_denied", &|_| {})
+        },
+        refused(CheckMutabilityPolicy, "danger_level_exceeded", &|t| {
+            t.danger_level = DangerLevel::Critical;
+        }),
+    ]
+}
+
+#[tokio::test]
+async fn each_refusing_step_ends_the_call_there_and_is_audited_with_its_number() {
+    let cases = refusals();
+    assert_eq!(
+        cases.iter().map(|c| c.step).collect::<Vec<_>>(),
+        GovernanceStep::ALL[..7],
+        "one case per check step"
+    );
+    for case in cases {
+        let step = case.step;
+        let data = probed_data();
+        let mut builder = GovernanceHarness::builder()
+            .services(data.services())
+            .tool(Arc::new(ReadingTool(case.tool)));
+        if let Some(tools) = case.agent_tools {
+            builder = builder.agent_tools(tools);
+        }
+        let harness = builder.build();
+        let invoker = harness.governor.bind(harness.scope(case.caller));
+        let result = invoker
+            .invoke(invocation("demo.reader", case.arguments))
+            .await;
+
+        assert_eq!(
+            result.outcome,
+            AiToolOutcome::Denied,
+            "{step:?}: {result:?}"
+        );
+        assert_eq!(result.error.as_ref().unwrap().code, case.code, "{step:?}");
+        let mut expected = GovernanceStep::ALL[..step.number()].to_vec();
+        expected.extend([RedactResult, EmitEvents]);
+        assert_eq!(harness.steps.steps(), expected, "{step:?}");
+        assert_eq!(
+            harness.steps.outcomes()[step.number() - 1].1.as_deref(),
+            Some(case.code),
+            "{step:?} is the step that refused"
+        );
+        assert!(
+            data.reads().is_empty(),
+            "{step:?}: no workflow data was read"
+        );
+        assert_eq!(
+            harness.conversations.finds(),
+            usize::from(step > CheckPermissions),
+            "{step:?}: step 6's lookup runs only when the call got that far"
+        );
+        let records = audited(&harness);
+        assert_eq!(records.len(), 1, "{step:?}: exactly the denial is audited");
+        assert_eq!(records[0].action, AuditAction::TOOL_DENIED);
+        assert_eq!(records[0].details["stepNumber"], step.number());
+        let mut per_step = [0; 7];
+        per_step[step.number() - 1] = 1;
+        assert_eq!(
+            harness.governor.metrics().tools.snapshot().denied_by_step,
+            per_step,
+            "{step:?}"
+        );
+        assert_eq!(
+            harness.events.events().len(),
+            2,
+            "{step:?}: tool.started and tool.failed"
+        );
+    }
 }
 
 #[tokio::test]
@@ -313,6 +489,7 @@ async fn administrative_tools_are_denied_even_when_enabled_in_the_store() {
         "tool_disabled",
     );
     assert_eq!(tool.calls(), 0);
+    assert_denial_audited(&harness, CheckEnablement);
 }
 
 #[tokio::test]

@@ -334,6 +334,29 @@ async fn agents_narrow_and_unknown_agents_are_errors() {
 }
 
 #[tokio::test]
+async fn administrative_tools_stay_hidden_even_when_a_decision_says_on() {
+    let harness = catalogue();
+    // Written straight into the store: the enablement service itself refuses this.
+    harness.decide("admin.purge", None, true).await;
+    harness.decide("admin.purge", Some(TEST_AGENT), true).await;
+    for q in [
+        query(harness.caller()),
+        AiToolQuery::for_caller(harness.caller()),
+    ] {
+        let listed = harness.registry.list(&q).await.unwrap();
+        assert!(!names(&listed).contains(&"admin.purge"), "{q:?}");
+        assert!(
+            harness
+                .registry
+                .find("admin.purge", &q)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+}
+
+#[tokio::test]
 async fn find_applies_the_same_filters() {
     let harness = catalogue();
     let q = query(harness.caller());

@@ -492,6 +492,172 @@ mod tests {
     }
 
     #[test]
+    fn the_key_list_matches_whatever_the_case_and_separator() {
+        let r = redactor();
+        // The sensitive keys the issue names, each in the spellings hosts and Elsa use.
+        for key in [
+            "password",
+            "PASSWORD",
+            "Password",
+            "db_password",
+            "secret",
+            "Secret",
+            "client-secret",
+            "token",
+            "Token",
+            "access_token",
+            "x-auth-token",
+            "apiKey",
+            "ApiKey",
+            "api_key",
+            "API-KEY",
+            "api.key",
+            "api key",
+            "connectionString",
+            "ConnectionString",
+            "connection_string",
+            "CONNECTION-STRING",
+            "connection.string",
+            "authorization",
+            "Authorization",
+            "AUTHORIZATION",
+            "privateKey",
+            "PrivateKey",
+            "private_key",
+            "PRIVATE-KEY",
+            "private.key",
+        ] {
+            assert!(r.is_sensitive_key(key), "{key}");
+            let mut value = json!({ key: "s3cr3t-value", "id": 1 });
+            r.redact_value(&mut value);
+            assert_eq!(value, json!({ key: REDACTED, "id": 1 }), "{key}");
+        }
+    }
+
+    #[test]
+    fn every_credential_shape_is_replaced() {
+        let r = redactor();
+        let cases = [
+            // Bearer tokens, in headers and prose.
+            (
+                "curl -H 'Authorization: Bearer 0123456789abcdef'",
+                "curl -H 'Authorization: [REDACTED]'",
+            ),
+            ("use bearer ya29.a0AfH6SMBx_token", "use bearer [REDACTED]"),
+            // JWTs, also inside embedded JSON.
+            (
+                r#"{"id_token":"eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln"}"#,
+                r#"{"id_token":"[REDACTED]"}"#,
+            ),
+            (
+                "cookie eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJ4In0.c2ln; path=/",
+                "cookie [REDACTED]; path=/",
+            ),
+            // PEM private keys of every label.
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----",
+                "-----BEGIN RSA PRIVATE KEY-----[REDACTED]-----END RSA PRIVATE KEY-----",
+            ),
+            (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+                "-----BEGIN OPENSSH PRIVATE KEY-----[REDACTED]-----END OPENSSH PRIVATE KEY-----",
+            ),
+            (
+                "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIF\n-----END ENCRYPTED PRIVATE KEY-----",
+                "-----BEGIN ENCRYPTED PRIVATE KEY-----[REDACTED]-----END ENCRYPTED PRIVATE KEY-----",
+            ),
+            // Cloud access keys.
+            ("id AKIAIOSFODNN7EXAMPLE", "id [REDACTED]"),
+            ("id ASIAIOSFODNN7EXAMPLE", "id [REDACTED]"),
+            (
+                "google AIzaSyA-1234567890abcdefghijklmnopqrstu",
+                "google [REDACTED]",
+            ),
+            (
+                "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=bXlrZXk=;EndpointSuffix=core.windows.net",
+                "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=[REDACTED];EndpointSuffix=core.windows.net",
+            ),
+            (
+                "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=c2VjcmV0=",
+                "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=root;SharedAccessKey=[REDACTED]",
+            ),
+            // GitHub tokens of every kind.
+            ("t ghp_0123456789abcdefghijABCDEFGHIJ012345", "t [REDACTED]"),
+            ("t gho_0123456789abcdefghijABCDEFGHIJ012345", "t [REDACTED]"),
+            ("t ghu_0123456789abcdefghijABCDEFGHIJ012345", "t [REDACTED]"),
+            ("t ghs_0123456789abcdefghijABCDEFGHIJ012345", "t [REDACTED]"),
+            ("t ghr_0123456789abcdefghijABCDEFGHIJ012345", "t [REDACTED]"),
+            (
+                "t github_pat_11AAAAAAA0123456789_abcdefghijklmnopqrstuvwxyz",
+                "t [REDACTED]",
+            ),
+            // Other vendors' keys.
+            ("t glpat-0123456789abcdefghij", "t [REDACTED]"),
+            ("t xoxb-1234567890-abcdefghij", "t [REDACTED]"),
+            ("t npm_0123456789abcdefghijABCDEFGHIJ0123", "t [REDACTED]"),
+            ("t sk_live_0123456789abcdefgh", "t [REDACTED]"),
+            ("t sk-proj-0123456789abcdefghijkl", "t [REDACTED]"),
+            // Connection strings with a password.
+            (
+                "Server=db;Database=elsa;User Id=sa;Password=P@ss;w0rd",
+                "Server=db;Database=elsa;User Id=sa;Password=[REDACTED];w0rd",
+            ),
+            (
+                "Host=db;Username=elsa;Pwd=\"p w\";",
+                "Host=db;Username=elsa;Pwd=\"[REDACTED]\";",
+            ),
+            (
+                "mongodb+srv://elsa:pa55word@cluster0.example.net/db",
+                "mongodb+srv://elsa:[REDACTED]@cluster0.example.net/db",
+            ),
+            (
+                "amqp://guest:guest-pass@rabbit:5672/",
+                "amqp://guest:[REDACTED]@rabbit:5672/",
+            ),
+            // Host-registered secrets, anywhere in a word.
+            ("key=xhost-secret-value-42x", "key=x[REDACTED]x"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(r.redact_str(input), expected, "{input}");
+            let mut value = json!({"nested": [{"text": input}]});
+            r.redact_value(&mut value);
+            assert_eq!(value, json!({"nested": [{"text": expected}]}), "{input}");
+        }
+    }
+
+    #[test]
+    fn redaction_keeps_the_shape_of_a_real_workflow_document() {
+        fn shape(value: &Value) -> Value {
+            match value {
+                Value::Object(map) => {
+                    Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+                }
+                Value::Array(items) => Value::Array(items.iter().map(shape).collect()),
+                _ => Value::Null,
+            }
+        }
+        let r = redactor();
+        for definition in elsa_workflows::samples::definitions() {
+            let mut value = definition.to_value();
+            value["variables"] =
+                json!([{"name": "apiKey", "value": 42, "secret": {"a": [1, true]}}]);
+            value["description"] =
+                json!("calls https://svc with Authorization: Bearer abcdefgh12345678");
+            let before = shape(&value);
+            assert!(r.redact_value(&mut value));
+            assert_eq!(shape(&value), before, "same keys, same array lengths");
+            assert_eq!(
+                value["variables"][0]["secret"],
+                json!({"a": [REDACTED, REDACTED]})
+            );
+            assert_eq!(
+                value["variables"][0]["name"], "apiKey",
+                "a key's name is no secret"
+            );
+        }
+    }
+
+    #[test]
     fn ordinary_text_is_borrowed_untouched() {
         let r = redactor();
         for text in [
