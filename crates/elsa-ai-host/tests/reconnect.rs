@@ -55,6 +55,14 @@ async fn a_client_that_reconnects_inside_the_grace_window_gets_the_rest_exactly_
     drop(stream); // The client goes away mid-turn.
     tokio::time::sleep(Duration::from_secs(15)).await;
 
+    assert!(
+        harness
+            .journal
+            .events(&conversation)
+            .iter()
+            .all(|e| !e.event_type.is_terminal()),
+        "the turn went on without its client and is still running"
+    );
     let last = seen.last().unwrap().sequence;
     let resumed = collect(
         harness
@@ -111,7 +119,17 @@ async fn a_client_that_never_returns_cancels_the_turn_after_the_grace_window() {
         running.iter().all(|e| !e.event_type.is_terminal()),
         "still running inside the window"
     );
-    tokio::time::sleep(Duration::from_secs(91)).await;
+    // The window runs out at 30 s; the running tool sees the cancellation at once.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        harness
+            .journal
+            .events(&conversation)
+            .last()
+            .map(|e| e.event_type),
+        Some(T::ConversationFailed),
+        "cancelled as soon as the window ran out"
+    );
     let events = collect(
         harness
             .orchestrator
@@ -139,7 +157,7 @@ async fn a_client_that_never_returns_cancels_the_turn_after_the_grace_window() {
         sleeper.last_context().unwrap().cancellation.is_cancelled(),
         "the running tool saw the cancellation"
     );
-    assert!(before.elapsed() >= Duration::from_secs(120));
+    assert_eq!(before.elapsed(), Duration::from_secs(31));
     let audit = harness.audit.events(&TEST_TENANT.into());
     let turn_failed = audit
         .iter()

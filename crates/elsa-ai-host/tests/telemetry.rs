@@ -8,6 +8,7 @@ use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
 
 /// A span's name and its fields, rendered as strings.
 type SpanFields = (String, BTreeMap<String, String>);
@@ -28,10 +29,17 @@ impl Visit for Fields<'_> {
     }
 }
 
-impl<S: tracing::Subscriber> Layer<S> for Spans {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+impl<S> Layer<S> for Spans
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
         let mut fields = BTreeMap::new();
         attrs.record(&mut Fields(&mut fields));
+        // The enclosing span, under the pseudo-field `parent`.
+        if let Some(parent) = ctx.span(id).and_then(|span| span.parent()) {
+            fields.insert("parent".to_owned(), parent.name().to_owned());
+        }
         self.0
             .lock()
             .unwrap()
@@ -131,8 +139,15 @@ async fn each_chat_turn_has_a_chat_span_with_genai_attributes_and_its_outcome() 
     assert_eq!(chat["otel.name"], "chat scripted");
     assert_eq!(chat["weaver.turn.tool_calls"], "1");
     assert_eq!(chat["weaver.turn.outcome"], "completed");
-    assert!(
-        spans.iter().any(|(name, _)| name == "execute_tool"),
+    let tool = spans
+        .iter()
+        .find(|(name, _)| name == "execute_tool")
+        .map(|(_, f)| f)
+        .expect("the tool call is traced");
+    assert_eq!(
+        tool.get("parent").map(String::as_str),
+        Some("chat"),
         "tool calls are traced inside the turn"
     );
+    assert_eq!(tool["gen_ai.tool.name"], "demo.read");
 }
