@@ -1,23 +1,43 @@
 //! Overhead of governed tool execution: steps 1–11 around a no-op tool, with an in-memory
-//! audit sink and enablement store (target: under 10 µs per call).
+//! audit sink and enablement store, the turn's conversation checked for ownership (step 6)
+//! and the tool events handed to an event sink (step 11) (target: under 10 µs per call).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
-use elsa_ai_abstractions::{AiCaller, AiProviderToolInvocation, AiProviderToolInvoker, Permission};
+use elsa_ai_abstractions::{
+    AiCaller, AiConversation, AiConversationStore, AiError, AiProviderToolInvocation,
+    AiProviderToolInvoker, ConversationId, Permission,
+};
 use elsa_ai_host::testing::governance::{
     TestTool, empty_services, proposal_tool, read_tool, test_agent,
 };
 use elsa_ai_host::{
-    AgentRegistry, InMemoryAuditLog, InMemoryToolEnablementStore, ToolCallScope, ToolGovernor,
-    ToolRegistry,
+    AgentRegistry, InMemoryAuditLog, InMemoryConversationStore, InMemoryToolEnablementStore,
+    ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor, ToolRegistry,
 };
 use serde_json::json;
 
-/// A governor over fresh in-memory stores, bound to one turn; fresh per sample so the audit
-/// log does not grow without bound across the run.
-fn bound_invoker() -> Arc<dyn AiProviderToolInvoker> {
+/// Receives the tool events of the turn and only counts them: the cost measured is the
+/// governor's, not a journal's.
+#[derive(Default)]
+struct CountingEvents(AtomicU64);
+
+#[async_trait]
+impl ToolEventSink for CountingEvents {
+    async fn publish(&self, event: ToolEvent) -> Result<(), AiError> {
+        std::hint::black_box(event);
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// A governor over fresh in-memory stores, bound to one turn of a conversation the caller
+/// owns; fresh per sample so the audit log does not grow without bound across the run.
+async fn bound_invoker() -> Arc<dyn AiProviderToolInvoker> {
     let mut definition = read_tool("workflow.getDefinition");
     definition.input_schema = json!({
         "type": "object",
@@ -51,18 +71,39 @@ fn bound_invoker() -> Arc<dyn AiProviderToolInvoker> {
             Arc::new(agents),
             Arc::new(InMemoryToolEnablementStore::new()),
         );
+    let conversations = Arc::new(InMemoryConversationStore::new());
+    let conversation = ConversationId::new("bench-conversation");
+    let now = chrono::Utc::now();
+    conversations
+        .create(&AiConversation {
+            id: conversation.clone(),
+            tenant_id: "acme".into(),
+            owner_id: "alice".into(),
+            agent: "bench-agent".into(),
+            title: "bench".into(),
+            created_at: now,
+            updated_at: now,
+            messages: Vec::new(),
+        })
+        .await
+        .expect("stored");
     let governor = ToolGovernor::builder(
         Arc::new(registry),
         empty_services(),
         Arc::new(InMemoryAuditLog::new()),
     )
+    .conversations(conversations)
     .build();
     let caller = AiCaller::new(
         "alice",
         "acme",
         [Permission::READ_WORKFLOWS, Permission::PROPOSE_WORKFLOWS],
     );
-    governor.bind(ToolCallScope::new(caller, "bench-agent"))
+    governor.bind(
+        ToolCallScope::new(caller, "bench-agent")
+            .with_conversation(conversation)
+            .with_events(Arc::new(CountingEvents::default())),
+    )
 }
 
 fn invocation(tool: &str) -> AiProviderToolInvocation {
@@ -85,7 +126,7 @@ fn bench(c: &mut Criterion) {
     ] {
         group.bench_function(name, |b| {
             b.to_async(&runtime).iter_custom(|iterations| async move {
-                let invoker = bound_invoker();
+                let invoker = bound_invoker().await;
                 let start = Instant::now();
                 for _ in 0..iterations {
                     std::hint::black_box(invoker.invoke(invocation(tool)).await);

@@ -6,7 +6,9 @@ use elsa_ai_host::Redactor;
 use serde_json::{Value, json};
 
 /// Workflow-instance-like records until the document is about 1 MiB of compact JSON; every
-/// 25th record carries secrets of a different shape.
+/// 25th record carries a secret, cycling through nine kinds: a sensitive key, a bearer
+/// token, a connection string, a JWT, an AWS key id, a GitHub token, a PEM private key, URL
+/// credentials and a host-registered secret.
 fn document() -> Value {
     let mut records = Vec::new();
     let mut size = 2;
@@ -25,7 +27,7 @@ fn document() -> Value {
             "log": format!("step {i} completed in {} ms without incident; next step scheduled", i % 97),
         });
         if i.is_multiple_of(25) {
-            match (i / 25) % 5 {
+            match (i / 25) % 9 {
                 0 => record["variables"]["password"] = json!("hunter2-secret"),
                 1 => {
                     record["log"] =
@@ -39,7 +41,21 @@ fn document() -> Value {
                     record["variables"]["note"] =
                         json!("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJlLXZhbHVl")
                 }
-                _ => record["variables"]["aws"] = json!("key AKIAIOSFODNN7EXAMPLE in use"),
+                4 => record["variables"]["aws"] = json!("key AKIAIOSFODNN7EXAMPLE in use"),
+                5 => {
+                    record["log"] =
+                        json!("pushed with ghp_0123456789abcdefghijABCDEFGHIJ012345 by the bot")
+                }
+                6 => {
+                    record["variables"]["signing"] = json!(
+                        "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----"
+                    )
+                }
+                7 => {
+                    record["activities"][0]["url"] =
+                        json!("https://svc:s3cr3t-pass@shop.example.com/api/orders")
+                }
+                _ => record["log"] = json!("configured with host-registered-secret-value today"),
             }
         }
         size += serde_json::to_string(&record).map_or(0, |s| s.len()) + 1;
@@ -61,6 +77,20 @@ fn bench(c: &mut Criterion) {
         redactor.redact_value(&mut probe),
         "the document contains secrets"
     );
+    let redacted = serde_json::to_string(&probe).expect("serialisable");
+    for secret in [
+        "hunter2-secret",
+        "abcdef0123456789xyz",
+        "P@ssw0rd",
+        "c2lnbmF0dXJlLXZhbHVl",
+        "AKIAIOSFODNN7EXAMPLE",
+        "ghp_0123456789",
+        "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
+        "s3cr3t-pass",
+        "host-registered-secret-value",
+    ] {
+        assert!(!redacted.contains(secret), "{secret} survived redaction");
+    }
 
     let mut group = c.benchmark_group("redaction");
     group.throughput(Throughput::Bytes(bytes));
