@@ -55,13 +55,17 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     })
 }
 
-/// One turn's tool names, both ways.
+/// One turn's tool names, both ways: the tools the turn offers, plus the other names the
+/// agent's scope knows (so that a call the model makes to a tool it was not offered, for
+/// example one it remembers from an earlier turn, can still be named to the governor).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ToolNames {
-    /// Function name → Weaver name.
+    /// Function name → Weaver name, for the offered tools.
     to_weaver: HashMap<String, String>,
     /// Weaver names in the order given, with their function names.
     ordered: Vec<(String, String)>,
+    /// Function name → Weaver name, for names known but not offered.
+    known: HashMap<String, String>,
 }
 
 impl ToolNames {
@@ -89,9 +93,38 @@ impl ToolNames {
         Ok(table)
     }
 
+    /// Adds names that are known but not offered; a name whose function name is taken
+    /// (offered, or known already) is left out, so that lookups stay unambiguous.
+    pub(crate) fn with_known<'a>(mut self, names: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut ambiguous = Vec::new();
+        for name in names {
+            let wire = wire_name(name);
+            if self.to_weaver.contains_key(&wire) {
+                continue;
+            }
+            match self.known.get(&wire) {
+                Some(existing) if existing != name => ambiguous.push(wire),
+                Some(_) => {}
+                None => {
+                    self.known.insert(wire, name.to_owned());
+                }
+            }
+        }
+        for wire in ambiguous {
+            self.known.remove(&wire);
+        }
+        self
+    }
+
     /// The Weaver name behind a function name, if it is one of this turn's tools.
     pub(crate) fn weaver(&self, wire: &str) -> Option<&str> {
         self.to_weaver.get(wire).map(String::as_str)
+    }
+
+    /// The Weaver name behind a function name, offered or only known.
+    pub(crate) fn resolve(&self, wire: &str) -> Option<&str> {
+        self.weaver(wire)
+            .or_else(|| self.known.get(wire).map(String::as_str))
     }
 
     /// The function name of a Weaver tool of this turn.
@@ -149,6 +182,19 @@ mod tests {
         assert_eq!(wire_name(&a), wire_name(&a), "stable");
         let names = ToolNames::new([a.as_str(), b.as_str()]).unwrap();
         assert_eq!(names.weaver(&wire_name(&b)), Some(b.as_str()));
+    }
+
+    #[test]
+    fn known_names_resolve_but_are_not_offered() {
+        let names = ToolNames::new(["workflow.getDefinition"])
+            .unwrap()
+            .with_known(["instance.get", "workflow.getDefinition", "a.b_c", "a_b.c"]);
+        assert_eq!(names.resolve("instance_get"), Some("instance.get"));
+        assert!(!names.contains_wire("instance_get"), "known is not offered");
+        assert_eq!(names.weaver("instance_get"), None);
+        assert_eq!(names.resolve("workflow_getDefinition"), Some("workflow.getDefinition"));
+        assert_eq!(names.resolve("a_b_c"), None, "two known names sharing a function name");
+        assert_eq!(names.resolve("bash"), None);
     }
 
     #[test]

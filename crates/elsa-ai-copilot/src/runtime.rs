@@ -1,17 +1,17 @@
-//! The Copilot CLI process: started on first use, shared by every session, restarted when it
-//! died, stopped on shutdown.
+//! The Copilot CLI process: started on first use, shared by every session, restarted when
+//! it died, stopped on shutdown.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use elsa_ai_abstractions::AiError;
 use github_copilot_sdk::{
-    Client, ClientInfo, ClientMode, ClientOptions, CliProgram, Error as SdkError, ErrorKind,
-    SessionErrorKind, Transport,
+    CliProgram, Client, ClientInfo, ClientMode, ClientOptions, Error as SdkError, ErrorKind,
+    ProtocolErrorKind, SessionErrorKind, Transport,
 };
 use tokio::sync::Mutex;
 
-use crate::config::{ResolvedConfig, locate_cli};
+use crate::config::{ResolvedConfig, Secret, locate_cli};
 
 /// How long a liveness probe of a running CLI may take.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
@@ -20,36 +20,20 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Owns at most one CLI process at a time and the private directories every CLI process of
 /// this provider uses: `COPILOT_HOME` (session state, which survives a restart of the CLI)
-/// and an empty working directory (so no repository around the host leaks into a prompt).
+/// and an empty working directory (so that nothing around the host leaks into a prompt).
 pub(crate) struct CliRuntime {
-    settings: RuntimeSettings,
+    cli_path: Option<PathBuf>,
+    github_token: Option<Secret>,
+    /// Variables the CLI process must not inherit (the ones secrets were read from).
+    env_remove: Vec<String>,
     home: tempfile::TempDir,
     state: Mutex<State>,
-}
-
-/// What starting a CLI needs, read once from the configuration.
-#[derive(Clone, Debug)]
-pub(crate) struct RuntimeSettings {
-    pub cli_path: Option<PathBuf>,
-    /// A GitHub token for hosted models, handed to the CLI process only.
-    pub github_token: Option<String>,
-    /// Variables the CLI process must not inherit (the ones secrets were read from).
-    pub env_remove: Vec<String>,
-}
-
-impl RuntimeSettings {
-    pub(crate) fn from_config(config: &ResolvedConfig) -> Self {
-        Self {
-            cli_path: config.cli_path.clone(),
-            github_token: config.github_token.as_ref().map(|s| s.expose().to_owned()),
-            env_remove: config.secret_variables.clone(),
-        }
-    }
 }
 
 impl std::fmt::Debug for CliRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CliRuntime")
+            .field("cli_path", &self.cli_path)
             .field("home", &self.home.path())
             .finish_non_exhaustive()
     }
@@ -62,11 +46,16 @@ enum State {
 }
 
 impl CliRuntime {
-    pub(crate) fn new(settings: RuntimeSettings) -> std::io::Result<Self> {
-        let home = tempfile::Builder::new().prefix("weaver-copilot-").tempdir()?;
+    /// A runtime for `config`; nothing starts until a client is asked for.
+    pub(crate) fn new(config: &ResolvedConfig) -> std::io::Result<Self> {
+        let home = tempfile::Builder::new()
+            .prefix("weaver-copilot-")
+            .tempdir()?;
         std::fs::create_dir(home.path().join("workspace"))?;
         Ok(Self {
-            settings,
+            cli_path: config.cli_path.clone(),
+            github_token: config.github_token.clone(),
+            env_remove: config.secret_variables.clone(),
             home,
             state: Mutex::new(State::Idle),
         })
@@ -81,14 +70,10 @@ impl CliRuntime {
     pub(crate) async fn client(&self) -> Result<Client, AiError> {
         let mut state = self.state.lock().await;
         match &*state {
-            State::ShutDown => {
-                return Err(AiError::unavailable(
-                    "provider_shut_down",
-                    "the Copilot provider has been shut down",
-                ));
-            }
+            State::ShutDown => return Err(shut_down()),
             State::Running(client) => {
-                if matches!(tokio::time::timeout(PING_TIMEOUT, client.ping(None)).await, Ok(Ok(_))) {
+                let alive = tokio::time::timeout(PING_TIMEOUT, client.ping(None)).await;
+                if matches!(alive, Ok(Ok(_))) {
                     return Ok(client.clone());
                 }
                 tracing::warn!(pid = ?client.pid(), "the Copilot CLI stopped answering; restarting it");
@@ -102,9 +87,19 @@ impl CliRuntime {
         Ok(client)
     }
 
+    /// The running client, if there is one; never starts a CLI.
+    pub(crate) async fn running(&self) -> Option<Client> {
+        match &*self.state.lock().await {
+            State::Running(client) => Some(client.clone()),
+            State::Idle | State::ShutDown => None,
+        }
+    }
+
     async fn start(&self) -> Result<Client, AiError> {
-        let program = locate_cli(self.settings.cli_path.as_deref(), |name| std::env::var(name).ok())?;
-        let client = Client::start(self.options(&program)).await.map_err(|error| start_error(&program, &error))?;
+        let program = locate_cli(self.cli_path.as_deref(), |name| std::env::var(name).ok())?;
+        let client = Client::start(self.options(&program))
+            .await
+            .map_err(|error| start_error(&program, &error))?;
         tracing::info!(pid = ?client.pid(), program = %program.display(), "Copilot CLI started");
         Ok(client)
     }
@@ -118,24 +113,21 @@ impl CliRuntime {
             .with_cwd(self.workspace())
             .with_use_logged_in_user(false)
             .with_disable_client_telemetry(true)
-            .with_env_remove(&self.settings.env_remove)
+            .with_env_remove(&self.env_remove)
             .with_client_info(
                 ClientInfo::new()
                     .with_application_name("weaver")
                     .with_application_version(env!("CARGO_PKG_VERSION")),
             );
-        if let Some(token) = &self.settings.github_token {
-            options = options.with_github_token(token.clone());
+        if let Some(token) = &self.github_token {
+            options = options.with_github_token(token.expose().to_owned());
         }
         options
     }
 
     /// The process id of the running CLI, if one runs.
-    pub(crate) fn pid(&self) -> Option<u32> {
-        match &*self.state.try_lock().ok()? {
-            State::Running(client) => client.pid(),
-            State::Idle | State::ShutDown => None,
-        }
+    pub(crate) async fn pid(&self) -> Option<u32> {
+        self.running().await.and_then(|client| client.pid())
     }
 
     /// Stops the CLI (gracefully, else by killing it) and refuses to start another.
@@ -158,23 +150,41 @@ impl CliRuntime {
     }
 }
 
+fn shut_down() -> AiError {
+    AiError::unavailable(
+        "provider_shut_down",
+        "the Copilot provider has been shut down",
+    )
+}
+
+/// Why the CLI could not be started: a CLI speaking another protocol version is
+/// incompatible, anything else (missing, not executable, crashing) unavailable. Both 503.
 fn start_error(program: &Path, error: &SdkError) -> AiError {
     let code = match error.kind() {
-        ErrorKind::Protocol(_) => "copilot_cli_incompatible",
+        ErrorKind::Protocol(
+            ProtocolErrorKind::VersionMismatch { .. }
+            | ProtocolErrorKind::InvalidProtocolVersion { .. }
+            | ProtocolErrorKind::VersionChanged { .. },
+        ) => "copilot_cli_incompatible",
+        ErrorKind::InvalidConfig => "provider_misconfigured",
         _ => "copilot_cli_unavailable",
     };
     AiError::unavailable(
         code,
-        format!("the Copilot CLI at {} could not be started: {error}", program.display()),
+        format!(
+            "the Copilot CLI at {} could not be started: {error}",
+            program.display()
+        ),
     )
 }
 
-/// What an SDK failure during a turn means for the host.
+/// What an SDK failure during a session operation means for the host.
 pub(crate) fn sdk_error(context: &str, error: &SdkError) -> AiError {
     match error.kind() {
-        ErrorKind::Session(SessionErrorKind::NotFound(_)) => {
-            AiError::not_found(format!("Copilot session ({context})"))
-        }
+        ErrorKind::Session(SessionErrorKind::NotFound(_)) => AiError::NotFound {
+            code: "provider_session_not_found".into(),
+            message: format!("{context}: the Copilot session no longer exists"),
+        },
         ErrorKind::InvalidConfig => {
             AiError::unavailable("provider_misconfigured", format!("{context}: {error}"))
         }
@@ -183,5 +193,52 @@ pub(crate) fn sdk_error(context: &str, error: &SdkError) -> AiError {
             format!("{context}: the connection to the Copilot CLI was lost"),
         ),
         _ => AiError::unavailable("copilot_runtime_error", format!("{context}: {error}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sdk_errors_map_to_typed_errors() {
+        let missing = SdkError::from(ErrorKind::Session(SessionErrorKind::NotFound("s".into())));
+        let error = sdk_error("resuming", &missing);
+        assert_eq!((error.status(), error.code()), (404, "provider_session_not_found"));
+        let config = SdkError::from(ErrorKind::InvalidConfig);
+        assert_eq!(sdk_error("x", &config).code(), "provider_misconfigured");
+        let io = SdkError::from(ErrorKind::Io);
+        let lost = sdk_error("x", &io);
+        assert_eq!((lost.status(), lost.code()), (503, "copilot_runtime_lost"));
+        let rpc = SdkError::from(ErrorKind::Rpc { code: -32000 });
+        assert_eq!(sdk_error("x", &rpc).status(), 503);
+    }
+
+    #[test]
+    fn a_cli_of_another_protocol_version_is_incompatible() {
+        let mismatch = SdkError::from(ErrorKind::Protocol(ProtocolErrorKind::VersionMismatch {
+            server: 1,
+            min: 3,
+            max: 3,
+        }));
+        let error = start_error(Path::new("/opt/copilot"), &mismatch);
+        assert_eq!((error.status(), error.code()), (503, "copilot_cli_incompatible"));
+        assert!(error.message().contains("/opt/copilot"));
+        let crashed = SdkError::from(ErrorKind::Protocol(ProtocolErrorKind::CliStartupFailed));
+        assert_eq!(start_error(Path::new("c"), &crashed).code(), "copilot_cli_unavailable");
+    }
+
+    #[tokio::test]
+    async fn a_missing_cli_is_unavailable_and_a_shut_down_runtime_starts_nothing() {
+        let config = crate::config::CopilotProviderConfig {
+            cli_path: Some(PathBuf::from("/does/not/exist/copilot")),
+            ..crate::config::CopilotProviderConfig::openai_compatible("http://127.0.0.1:1/v1", "m")
+        };
+        let runtime = CliRuntime::new(&config.resolve(|_| None).unwrap()).unwrap();
+        let error = runtime.client().await.unwrap_err();
+        assert_eq!((error.status(), error.code()), (503, "copilot_cli_not_found"));
+        assert!(runtime.running().await.is_none());
+        runtime.shutdown().await;
+        assert_eq!(runtime.client().await.unwrap_err().code(), "provider_shut_down");
     }
 }

@@ -1,14 +1,24 @@
-//! The tools of one turn as Copilot SDK tools: every call goes through the host's invoker
-//! (the `ToolGovernor`), and the permission handler allows nothing else.
+//! The tools of one turn as Copilot SDK tools: every call the model makes goes through the
+//! host's invoker (the `ToolGovernor`), and nothing else runs.
+//!
+//! * An offered tool is an SDK [`Tool`] whose handler ([`GovernedTool`]) calls the invoker.
+//! * A call to a tool the turn does not offer never reaches a handler (the runtime answers
+//!   "does not exist"); the pre-tool-use hook ([`UnofferedToolGuard`]) sends it to the
+//!   invoker anyway, so that governance decides and audits it, and refuses it with the
+//!   governor's reason, which the model reads.
+//! * The permission handler ([`ToolPermissions`]) approves exactly the offered tools, and
+//!   refuses everything of the CLI's own (shell, file writes, URLs, MCP, memory).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
-    AiProviderToolInvocation, AiProviderToolInvoker, AiToolDefinition, AiToolResult,
+    AiError, AiProviderToolInvocation, AiProviderToolInvoker, AiToolDefinition, AiToolResult,
 };
 use github_copilot_sdk::handler::{PermissionHandler, PermissionResult};
+use github_copilot_sdk::hooks::{HookContext, PreToolUseInput, PreToolUseOutput, SessionHooks};
 use github_copilot_sdk::tool::{ToolHandler, try_tool_parameters};
 use github_copilot_sdk::{
     Error as SdkError, PermissionRequestData, PermissionRequestKind, RequestId, SessionId, Tool,
@@ -16,8 +26,12 @@ use github_copilot_sdk::{
 };
 use parking_lot::Mutex;
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 use crate::names::ToolNames;
+
+/// How long the guard waits for the start event that names an unoffered call.
+const CALL_ID_WAIT: Duration = Duration::from_secs(5);
 
 /// The results the invoker returned in this turn, with the Weaver tool name, by call id,
 /// until the event stream reports the call's completion.
@@ -31,6 +45,41 @@ impl ToolResults {
 
     pub(crate) fn take(&self, call_id: &str) -> Option<(String, AiToolResult)> {
         self.0.lock().remove(call_id)
+    }
+}
+
+/// The call ids of unoffered calls, announced by the turn's event loop (the runtime reports
+/// a call's start, with its id, before it asks the hook about it) and claimed by the guard.
+#[derive(Debug, Default)]
+pub(crate) struct UnofferedCalls {
+    queue: Mutex<VecDeque<(String, String)>>,
+    announced: Notify,
+}
+
+impl UnofferedCalls {
+    /// Records the call id of a started call to `wire`.
+    pub(crate) fn announce(&self, wire: String, call_id: String) {
+        self.queue.lock().push_back((wire, call_id));
+        self.announced.notify_waiters();
+    }
+
+    /// The oldest announced call id for `wire`, waiting up to `wait` for it.
+    async fn claim(&self, wire: &str, wait: Duration) -> Option<String> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let announced = self.announced.notified();
+            tokio::pin!(announced);
+            announced.as_mut().enable();
+            {
+                let mut queue = self.queue.lock();
+                if let Some(index) = queue.iter().position(|(name, _)| name == wire) {
+                    return queue.remove(index).map(|(_, call_id)| call_id);
+                }
+            }
+            if tokio::time::timeout_at(deadline, announced).await.is_err() {
+                return None;
+            }
+        }
     }
 }
 
@@ -104,6 +153,84 @@ fn parameters(schema: &Value) -> github_copilot_sdk::IndexMap<String, Value> {
         _ => json!({"type": "object"}),
     };
     try_tool_parameters(schema).unwrap_or_default()
+}
+
+/// Sends calls to tools the turn does not offer through the invoker and refuses them with
+/// the governor's answer. Offered tools pass (their handlers call the invoker).
+pub(crate) struct UnofferedToolGuard {
+    names: Arc<ToolNames>,
+    invoker: Arc<dyn AiProviderToolInvoker>,
+    results: Arc<ToolResults>,
+    calls: Arc<UnofferedCalls>,
+}
+
+impl UnofferedToolGuard {
+    pub(crate) fn new(
+        names: Arc<ToolNames>,
+        invoker: Arc<dyn AiProviderToolInvoker>,
+        results: Arc<ToolResults>,
+        calls: Arc<UnofferedCalls>,
+    ) -> Self {
+        Self {
+            names,
+            invoker,
+            results,
+            calls,
+        }
+    }
+
+    /// Governs an unoffered call and says why it is refused. The governor denies it (the
+    /// host lists exactly what it allows); should it allow it after all (the caller's
+    /// rights changed during the turn), its outcome is reported to the host while the
+    /// model is told the tool is not offered in this turn.
+    async fn refuse(&self, wire: &str, arguments: Value) -> String {
+        let tool_name = self.names.resolve(wire).unwrap_or(wire).to_owned();
+        let call_id = match self.calls.claim(wire, CALL_ID_WAIT).await {
+            Some(call_id) => call_id,
+            None => {
+                tracing::warn!(tool = %wire, "no start event named the unoffered call; using an id of its own");
+                format!("weaver-unoffered-{}", uuid::Uuid::new_v4())
+            }
+        };
+        let result = self
+            .invoker
+            .invoke(AiProviderToolInvocation {
+                call_id: call_id.clone(),
+                tool_name: tool_name.clone(),
+                arguments,
+            })
+            .await;
+        let reason = if result.is_success() {
+            AiToolResult::denied(&AiError::forbidden(
+                "tool_not_offered",
+                format!("tool '{tool_name}' is not offered in this turn"),
+            ))
+            .to_model_text()
+        } else {
+            result.to_model_text()
+        };
+        self.results.record(&call_id, &tool_name, result);
+        reason
+    }
+}
+
+#[async_trait]
+impl SessionHooks for UnofferedToolGuard {
+    async fn on_pre_tool_use(
+        &self,
+        input: PreToolUseInput,
+        _ctx: HookContext,
+    ) -> Option<PreToolUseOutput> {
+        if self.names.contains_wire(&input.tool_name) {
+            return None;
+        }
+        let reason = self.refuse(&input.tool_name, input.tool_args).await;
+        Some(PreToolUseOutput {
+            permission_decision: Some("deny".to_owned()),
+            permission_decision_reason: Some(reason),
+            ..PreToolUseOutput::default()
+        })
+    }
 }
 
 /// Approves exactly the turn's tools and refuses every other permission request
@@ -250,6 +377,80 @@ mod tests {
             managed_settings_enabled: false,
             extra,
         }
+    }
+
+    fn guard(result: AiToolResult) -> (UnofferedToolGuard, Arc<Recording>, Arc<ToolResults>, Arc<UnofferedCalls>) {
+        let names = ToolNames::new(["workflow.getDefinition"]).unwrap().with_known(["instance.get"]);
+        let invoker = Arc::new(Recording(Mutex::new(Vec::new()), result));
+        let results = Arc::new(ToolResults::default());
+        let calls = Arc::new(UnofferedCalls::default());
+        let guard = UnofferedToolGuard::new(Arc::new(names), invoker.clone(), results.clone(), calls.clone());
+        (guard, invoker, results, calls)
+    }
+
+    fn pre_tool_use(tool: &str) -> PreToolUseInput {
+        serde_json::from_value(json!({
+            "sessionId": "s1", "timestamp": 0.0, "cwd": "/", "toolName": tool, "toolArgs": {"id": "i-1"},
+        }))
+        .unwrap()
+    }
+
+    fn context() -> HookContext {
+        HookContext { session_id: SessionId::new("s1") }
+    }
+
+    #[tokio::test]
+    async fn offered_tools_pass_the_guard() {
+        let (guard, invoker, _, _) = guard(AiToolResult::success(Value::Null));
+        assert!(guard.on_pre_tool_use(pre_tool_use("workflow_getDefinition"), context()).await.is_none());
+        assert!(invoker.0.lock().is_empty(), "the handler, not the guard, invokes offered tools");
+    }
+
+    #[tokio::test]
+    async fn an_unoffered_call_is_governed_under_its_announced_id_and_refused() {
+        let denial = AiToolResult::denied(&AiError::forbidden("permission_denied", "needs read:workflow-instances"));
+        let (guard, invoker, results, calls) = guard(denial.clone());
+        let announcer = calls.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            announcer.announce("bash".into(), "other".into());
+            announcer.announce("instance_get".into(), "call-9".into());
+        });
+        let output = guard.on_pre_tool_use(pre_tool_use("instance_get"), context()).await.unwrap();
+        assert_eq!(output.permission_decision.as_deref(), Some("deny"));
+        assert_eq!(output.permission_decision_reason, Some(denial.to_model_text()));
+        let calls_made = invoker.0.lock().clone();
+        assert_eq!(calls_made.len(), 1);
+        assert_eq!(calls_made[0].call_id, "call-9");
+        assert_eq!(calls_made[0].tool_name, "instance.get", "the known Weaver name");
+        assert_eq!(calls_made[0].arguments, json!({"id": "i-1"}));
+        assert_eq!(results.take("call-9"), Some(("instance.get".to_owned(), denial)));
+    }
+
+    #[tokio::test]
+    async fn an_unknown_unoffered_call_is_governed_under_its_own_name() {
+        let denial = AiToolResult::denied(&AiError::not_found("tool 'bash'"));
+        let (guard, invoker, _, calls) = guard(denial);
+        calls.announce("bash".into(), "call-1".into());
+        guard.on_pre_tool_use(pre_tool_use("bash"), context()).await.unwrap();
+        assert_eq!(invoker.0.lock()[0].tool_name, "bash");
+    }
+
+    #[tokio::test]
+    async fn an_unoffered_call_the_governor_allows_is_still_refused_to_the_model() {
+        let (guard, _, results, calls) = guard(AiToolResult::success(json!({"id": "i-1"})));
+        calls.announce("instance_get".into(), "call-2".into());
+        let output = guard.on_pre_tool_use(pre_tool_use("instance_get"), context()).await.unwrap();
+        let reason: Value = serde_json::from_str(&output.permission_decision_reason.unwrap()).unwrap();
+        assert_eq!(reason["error"]["code"], "tool_not_offered");
+        assert!(results.take("call-2").unwrap().1.is_success(), "the host learns what really ran");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_unannounced_call_gets_an_id_of_its_own() {
+        let (guard, invoker, _, _) = guard(AiToolResult::denied(&AiError::not_found("x")));
+        guard.on_pre_tool_use(pre_tool_use("instance_get"), context()).await.unwrap();
+        assert!(invoker.0.lock()[0].call_id.starts_with("weaver-unoffered-"));
     }
 
     #[test]

@@ -31,6 +31,13 @@ pub enum ModelReply {
         /// Text before the quoted tool result.
         prefix: String,
     },
+    /// Fail the request with this HTTP status and an OpenAI-style error body.
+    Error {
+        /// The HTTP status, such as 401 or 500.
+        status: u16,
+        /// The error message.
+        message: String,
+    },
 }
 
 /// One request the server received, as it arrived.
@@ -226,6 +233,10 @@ async fn handle(
         Some(ModelReply::QuoteToolResult { prefix }) => {
             let quoted = request.tool_messages().pop().unwrap_or_default();
             Answer::Text(format!("{prefix}{quoted}"))
+        }
+        Some(ModelReply::Error { status, message }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            return error(status, "api_error", &message);
         }
         None => Answer::Text("(the scripted model has no more replies)".into()),
     };
