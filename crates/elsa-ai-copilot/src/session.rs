@@ -14,8 +14,8 @@ use elsa_ai_abstractions::{AiAgentDefinition, AiMessage, AiResolvedContext, Mess
 use github_copilot_sdk::handler::PermissionHandler;
 use github_copilot_sdk::hooks::SessionHooks;
 use github_copilot_sdk::{
-    CustomAgentConfig, ProviderConfig, ResumeSessionConfig, SessionConfig, SessionId,
-    SystemMessageConfig, Tool,
+    CustomAgentConfig, LargeToolOutputConfig, ProviderConfig, ResumeSessionConfig, SessionConfig,
+    SessionId, SystemMessageConfig, Tool,
 };
 
 use crate::config::{ByokEndpoint, ResolvedConfig};
@@ -65,6 +65,13 @@ impl SessionSettings {
         Some(provider)
     }
 
+    /// Tool results reach the model whole: the host already clamped them to its budget, and
+    /// the runtime would otherwise write large ones to a temporary file and show the model
+    /// a preview it can only page through with tools the session does not offer.
+    fn large_output() -> LargeToolOutputConfig {
+        LargeToolOutputConfig::new().with_enabled(false)
+    }
+
     fn system_message(agent: &AiAgentDefinition) -> SystemMessageConfig {
         SystemMessageConfig::new()
             .with_mode("replace")
@@ -89,6 +96,7 @@ impl SessionSettings {
         config.system_message = Some(Self::system_message(agent));
         config.available_tools = Some(Vec::new());
         config.working_directory = Some(self.workspace.clone());
+        config.large_output = Some(Self::large_output());
         config.enable_config_discovery = Some(false);
         config.enable_session_telemetry = Some(false);
         config.permission_handler = Some(permissions);
@@ -118,6 +126,7 @@ impl SessionSettings {
         config.custom_agents = Some(vec![scoped]);
         config.agent = Some(agent.name.clone());
         config.working_directory = Some(self.workspace.clone());
+        config.large_output = Some(Self::large_output());
         config.enable_config_discovery = Some(false);
         config.enable_session_telemetry = Some(false);
         config.permission_handler = Some(turn.permissions);
@@ -249,6 +258,7 @@ mod tests {
         assert_eq!(agents[0].infer, Some(false));
         assert_eq!(config.agent.as_deref(), Some("workflow-author"));
         assert!(config.hooks_handler.is_some() && config.permission_handler.is_some());
+        assert_eq!(config.large_output.and_then(|l| l.enabled), Some(false), "results reach the model whole");
         assert_eq!(config.provider.unwrap().api_key, None, "a local endpoint without a key");
     }
 
