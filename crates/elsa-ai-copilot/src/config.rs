@@ -264,7 +264,9 @@ pub(crate) fn locate_cli(
     configured: Option<&Path>,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<PathBuf, AiError> {
-    let from_env = env(CLI_PATH_ENV).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let from_env = env(CLI_PATH_ENV)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     let (candidate, source) = match (configured, from_env) {
         (Some(path), _) => (Some(path.to_path_buf()), "cli_path"),
         (None, Some(path)) => (Some(path), CLI_PATH_ENV),
@@ -279,7 +281,10 @@ pub(crate) fn locate_cli(
     if !candidate.is_file() {
         return Err(AiError::unavailable(
             "copilot_cli_not_found",
-            format!("the Copilot CLI from {source} does not exist: {}", candidate.display()),
+            format!(
+                "the Copilot CLI from {source} does not exist: {}",
+                candidate.display()
+            ),
         ));
     }
     Ok(native_binary(&candidate).unwrap_or(candidate))
@@ -317,11 +322,18 @@ pub(crate) fn native_binary(path: &Path) -> Option<PathBuf> {
         "aarch64" => "arm64",
         other => other,
     };
-    let binary = if cfg!(windows) { "copilot.exe" } else { "copilot" };
-    [format!("copilot-{os}-{arch}"), format!("copilot-{os}musl-{arch}")]
-        .into_iter()
-        .map(|name| scope.join(name).join(binary))
-        .find(|candidate| candidate.is_file())
+    let binary = if cfg!(windows) {
+        "copilot.exe"
+    } else {
+        "copilot"
+    };
+    [
+        format!("copilot-{os}-{arch}"),
+        format!("copilot-{os}musl-{arch}"),
+    ]
+    .into_iter()
+    .map(|name| scope.join(name).join(binary))
+    .find(|candidate| candidate.is_file())
 }
 
 #[cfg(test)]
@@ -331,8 +343,10 @@ mod tests {
     use super::*;
 
     fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
-        let vars: HashMap<String, String> =
-            vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
         move |name| vars.get(name).cloned()
     }
 
@@ -356,12 +370,20 @@ mod tests {
         let file: File = toml::from_str(ISSUE_EXAMPLE).unwrap();
         let config = file.provider;
         assert_eq!(config.kind.as_deref(), Some("copilot"));
-        assert_eq!(config.cli_path.as_deref(), Some(Path::new("node_modules/.bin/copilot")));
+        assert_eq!(
+            config.cli_path.as_deref(),
+            Some(Path::new("node_modules/.bin/copilot"))
+        );
         assert_eq!(config.byok_type, Some(ByokType::Openai));
-        let resolved = config.resolve(env(&[("OPENAI_API_KEY", "sk-local")])).unwrap();
+        let resolved = config
+            .resolve(env(&[("OPENAI_API_KEY", "sk-local")]))
+            .unwrap();
         let endpoint = resolved.endpoint.unwrap();
         assert_eq!(endpoint.base_url, "http://127.0.0.1:11434/v1");
-        assert_eq!(endpoint.api_key.as_ref().map(Secret::expose), Some("sk-local"));
+        assert_eq!(
+            endpoint.api_key.as_ref().map(Secret::expose),
+            Some("sk-local")
+        );
         assert_eq!(resolved.model.as_deref(), Some("gpt-4.1"));
         assert_eq!(resolved.secret_variables, ["OPENAI_API_KEY"]);
     }
@@ -372,7 +394,8 @@ mod tests {
         assert!(toml::from_str::<File>(typo).is_err());
         let bad_type = "[provider]\nbyok_type = \"gemini\"\n";
         assert!(toml::from_str::<File>(bad_type).is_err());
-        let wire = "[provider]\nwire_api = \"responses\"\nbase_url = \"http://x/v1\"\nmodel = \"m\"\n";
+        let wire =
+            "[provider]\nwire_api = \"responses\"\nbase_url = \"http://x/v1\"\nmodel = \"m\"\n";
         let config = toml::from_str::<File>(wire).unwrap().provider;
         assert_eq!(config.wire_api, Some(WireApi::Responses));
     }
@@ -383,7 +406,10 @@ mod tests {
             kind: Some("demo".into()),
             ..CopilotProviderConfig::default()
         };
-        assert_eq!(config.resolve(env(&[])), Err(CopilotConfigError::WrongKind("demo".into())));
+        assert_eq!(
+            config.resolve(env(&[])),
+            Err(CopilotConfigError::WrongKind("demo".into()))
+        );
     }
 
     #[test]
@@ -391,7 +417,10 @@ mod tests {
         let base = CopilotProviderConfig::openai_compatible("http://127.0.0.1:1/v1/", "llama3");
         let resolved = base.resolve(env(&[])).unwrap();
         let endpoint = resolved.endpoint.unwrap();
-        assert_eq!(endpoint.base_url, "http://127.0.0.1:1/v1", "trailing slash trimmed");
+        assert_eq!(
+            endpoint.base_url, "http://127.0.0.1:1/v1",
+            "trailing slash trimmed"
+        );
         assert_eq!(endpoint.api_key, None, "local endpoints need no key");
 
         let no_url = CopilotProviderConfig {
@@ -399,22 +428,35 @@ mod tests {
             model: Some("m".into()),
             ..CopilotProviderConfig::default()
         };
-        assert_eq!(no_url.resolve(env(&[])), Err(CopilotConfigError::MissingBaseUrl));
+        assert_eq!(
+            no_url.resolve(env(&[])),
+            Err(CopilotConfigError::MissingBaseUrl)
+        );
         for url in ["ftp://x", "127.0.0.1:11434", "http://", "http://a b"] {
             let config = CopilotProviderConfig::openai_compatible(url, "m");
-            assert_eq!(config.resolve(env(&[])), Err(CopilotConfigError::InvalidBaseUrl), "{url}");
+            assert_eq!(
+                config.resolve(env(&[])),
+                Err(CopilotConfigError::InvalidBaseUrl),
+                "{url}"
+            );
         }
         let no_model = CopilotProviderConfig {
             model: Some("  ".into()),
             ..base.clone()
         };
-        assert_eq!(no_model.resolve(env(&[])), Err(CopilotConfigError::MissingModel));
+        assert_eq!(
+            no_model.resolve(env(&[])),
+            Err(CopilotConfigError::MissingModel)
+        );
         let anthropic_wire = CopilotProviderConfig {
             byok_type: Some(ByokType::Anthropic),
             wire_api: Some(WireApi::Responses),
             ..base
         };
-        assert_eq!(anthropic_wire.resolve(env(&[])), Err(CopilotConfigError::WireApiNotSupported));
+        assert_eq!(
+            anthropic_wire.resolve(env(&[])),
+            Err(CopilotConfigError::WireApiNotSupported)
+        );
     }
 
     #[test]
@@ -430,7 +472,9 @@ mod tests {
         assert_eq!(ai.code(), "provider_misconfigured");
         assert!(ai.message().contains("WEAVER_TEST_KEY"));
 
-        let resolved = config.resolve(env(&[("WEAVER_TEST_KEY", "sk-very-secret")])).unwrap();
+        let resolved = config
+            .resolve(env(&[("WEAVER_TEST_KEY", "sk-very-secret")]))
+            .unwrap();
         let printed = format!("{resolved:?}");
         assert!(!printed.contains("sk-very-secret"), "{printed}");
         assert!(printed.contains("<redacted>"));
@@ -441,7 +485,9 @@ mod tests {
         };
         assert_eq!(
             bad_name.resolve(env(&[])),
-            Err(CopilotConfigError::InvalidVariableName { setting: "api_key_env" })
+            Err(CopilotConfigError::InvalidVariableName {
+                setting: "api_key_env"
+            })
         );
     }
 
@@ -451,14 +497,20 @@ mod tests {
             api_key_env: Some("OPENAI_API_KEY".into()),
             ..CopilotProviderConfig::default()
         };
-        assert_eq!(config.resolve(env(&[])), Err(CopilotConfigError::NotApplicable("api_key_env")));
+        assert_eq!(
+            config.resolve(env(&[])),
+            Err(CopilotConfigError::NotApplicable("api_key_env"))
+        );
         let hosted = CopilotProviderConfig {
             github_token_env: Some("GH_TOKEN".into()),
             ..CopilotProviderConfig::default()
         };
         let resolved = hosted.resolve(env(&[("GH_TOKEN", "ghp_x")])).unwrap();
         assert!(resolved.endpoint.is_none());
-        assert_eq!(resolved.github_token.as_ref().map(Secret::expose), Some("ghp_x"));
+        assert_eq!(
+            resolved.github_token.as_ref().map(Secret::expose),
+            Some("ghp_x")
+        );
     }
 
     #[test]
@@ -481,7 +533,10 @@ mod tests {
         assert_eq!(locate_cli(None, &vars).unwrap(), on_path, "then PATH");
 
         let missing = locate_cli(None, env(&[])).unwrap_err();
-        assert_eq!((missing.status(), missing.code()), (503, "copilot_cli_not_found"));
+        assert_eq!(
+            (missing.status(), missing.code()),
+            (503, "copilot_cli_not_found")
+        );
         let vars = env(&[(CLI_PATH_ENV, "/does/not/exist")]);
         let missing = locate_cli(None, &vars).unwrap_err();
         assert!(missing.message().contains("/does/not/exist"));
@@ -495,7 +550,11 @@ mod tests {
         std::fs::create_dir_all(&package).unwrap();
         let loader = package.join("npm-loader.js");
         std::fs::write(&loader, "").unwrap();
-        assert_eq!(native_binary(&loader), None, "no platform package installed");
+        assert_eq!(
+            native_binary(&loader),
+            None,
+            "no platform package installed"
+        );
 
         let os = match std::env::consts::OS {
             "macos" => "darwin",
@@ -509,10 +568,17 @@ mod tests {
         };
         let platform = scope.join(format!("copilot-{os}-{arch}"));
         std::fs::create_dir_all(&platform).unwrap();
-        let binary = platform.join(if cfg!(windows) { "copilot.exe" } else { "copilot" });
+        let binary = platform.join(if cfg!(windows) {
+            "copilot.exe"
+        } else {
+            "copilot"
+        });
         std::fs::write(&binary, "").unwrap();
         let found = native_binary(&loader).unwrap();
-        assert_eq!(found.canonicalize().unwrap(), binary.canonicalize().unwrap());
+        assert_eq!(
+            found.canonicalize().unwrap(),
+            binary.canonicalize().unwrap()
+        );
         assert_eq!(native_binary(&binary), None, "a binary is used as it is");
     }
 }

@@ -159,7 +159,9 @@ impl TurnEventMapper {
                     })
                 }),
             SessionEventType::ToolExecutionComplete => payload::<ToolExecutionCompleteData>(event)
-                .map_or_else(Mapped::default, |data| Mapped::one(self.tool_completed(data))),
+                .map_or_else(Mapped::default, |data| {
+                    Mapped::one(self.tool_completed(data))
+                }),
             SessionEventType::SessionIdle => {
                 let data = payload::<SessionIdleData>(event);
                 let idle = data.as_ref();
@@ -287,7 +289,10 @@ fn session_error(data: &SessionErrorData) -> AiError {
     } else {
         "model_unavailable"
     };
-    AiError::unavailable(code, format!("the model endpoint failed the turn: {}", data.message))
+    AiError::unavailable(
+        code,
+        format!("the model endpoint failed the turn: {}", data.message),
+    )
 }
 
 #[cfg(test)]
@@ -320,7 +325,10 @@ mod tests {
             .unwrap()
             .with_known(["instance.get"]);
         let results = Arc::new(ToolResults::default());
-        (TurnEventMapper::new(Arc::new(names), results.clone()), results)
+        (
+            TurnEventMapper::new(Arc::new(names), results.clone()),
+            results,
+        )
     }
 
     /// A mapper whose turn has begun.
@@ -346,9 +354,18 @@ mod tests {
     #[test]
     fn message_deltas_become_assistant_deltas() {
         let (mut mapper, _) = started();
-        let delta = event("assistant.message_delta", json!({"messageId": "a", "deltaContent": "Hel"}));
-        assert_eq!(only(mapper.map(&delta)), AiProviderEvent::AssistantDelta { text: "Hel".into() });
-        let empty = event("assistant.message_delta", json!({"messageId": "a", "deltaContent": ""}));
+        let delta = event(
+            "assistant.message_delta",
+            json!({"messageId": "a", "deltaContent": "Hel"}),
+        );
+        assert_eq!(
+            only(mapper.map(&delta)),
+            AiProviderEvent::AssistantDelta { text: "Hel".into() }
+        );
+        let empty = event(
+            "assistant.message_delta",
+            json!({"messageId": "a", "deltaContent": ""}),
+        );
         assert_eq!(mapper.map(&empty), Mapped::default());
     }
 
@@ -359,7 +376,12 @@ mod tests {
             "assistant.message",
             json!({"messageId": "a", "content": "Hello.", "originatingMessageId": MESSAGE}),
         );
-        assert_eq!(only(mapper.map(&message)), AiProviderEvent::AssistantMessage { text: "Hello.".into() });
+        assert_eq!(
+            only(mapper.map(&message)),
+            AiProviderEvent::AssistantMessage {
+                text: "Hello.".into()
+            }
+        );
         let tool_request = event(
             "assistant.message",
             json!({"messageId": "b", "content": "", "toolRequests": [{"toolCallId": "c", "name": "x"}]}),
@@ -369,7 +391,11 @@ mod tests {
             "assistant.message",
             json!({"messageId": "c", "content": "old", "originatingMessageId": "msg-0"}),
         );
-        assert_eq!(mapper.map(&other), Mapped::default(), "another message's reply");
+        assert_eq!(
+            mapper.map(&other),
+            Mapped::default(),
+            "another message's reply"
+        );
     }
 
     #[test]
@@ -393,7 +419,10 @@ mod tests {
         );
         assert_eq!(
             only(mapper.map(&progress)),
-            AiProviderEvent::ToolProgress { call_id: "call-1".into(), message: "reading".into() }
+            AiProviderEvent::ToolProgress {
+                call_id: "call-1".into(),
+                message: "reading".into()
+            }
         );
         let governed = AiToolResult::success(json!({"name": "Hello"}));
         results.record("call-1", "workflow.getDefinition", governed.clone());
@@ -423,7 +452,10 @@ mod tests {
         let AiProviderEvent::ToolStarted { tool_name, .. } = only(mapper.map(&start)) else {
             panic!("tool started")
         };
-        assert_eq!(tool_name, "instance.get", "a known name is reported by its Weaver name");
+        assert_eq!(
+            tool_name, "instance.get",
+            "a known name is reported by its Weaver name"
+        );
         let complete = event(
             "tool.execution_complete",
             json!({"toolCallId": "call-2", "success": false, "error": {"message": "Denied by preToolUse hook"}}),
@@ -437,10 +469,17 @@ mod tests {
     #[test]
     fn calls_that_never_reached_the_invoker_report_the_runtimes_outcome() {
         let (mut mapper, _) = started();
-        let start = event("tool.execution_start", json!({"toolCallId": "c3", "toolName": "bash"}));
+        let start = event(
+            "tool.execution_start",
+            json!({"toolCallId": "c3", "toolName": "bash"}),
+        );
         assert_eq!(
             only(mapper.map(&start)),
-            AiProviderEvent::ToolStarted { call_id: "c3".into(), tool_name: "bash".into(), arguments: json!({}) }
+            AiProviderEvent::ToolStarted {
+                call_id: "c3".into(),
+                tool_name: "bash".into(),
+                arguments: json!({})
+            }
         );
         let failed = event(
             "tool.execution_complete",
@@ -477,15 +516,26 @@ mod tests {
         let (mut mapper, _) = started();
         let idle = event("session.idle", json!({"mode": "interactive"}));
         assert_eq!(last(mapper.map(&idle)), AiProviderEvent::Completed);
-        let delta = event("assistant.message_delta", json!({"messageId": "a", "deltaContent": "late"}));
+        let delta = event(
+            "assistant.message_delta",
+            json!({"messageId": "a", "deltaContent": "late"}),
+        );
         assert_eq!(mapper.map(&delta), Mapped::default());
     }
 
     #[test]
     fn an_aborted_idle_fails_the_turn_as_cancelled() {
         let (mut mapper, _) = started();
-        let idle = event("session.idle", json!({"aborted": true, "mode": "interactive"}));
-        assert_eq!(last(mapper.map(&idle)), AiProviderEvent::Failed { error: turn_cancelled() });
+        let idle = event(
+            "session.idle",
+            json!({"aborted": true, "mode": "interactive"}),
+        );
+        assert_eq!(
+            last(mapper.map(&idle)),
+            AiProviderEvent::Failed {
+                error: turn_cancelled()
+            }
+        );
     }
 
     #[test]
@@ -502,7 +552,9 @@ mod tests {
             "session.error",
             json!({"errorType": "authentication", "message": "HTTP 401", "statusCode": 401, "originatingMessageId": MESSAGE}),
         );
-        let AiProviderEvent::Failed { error } = last(mapper.map(&auth)) else { panic!("failed") };
+        let AiProviderEvent::Failed { error } = last(mapper.map(&auth)) else {
+            panic!("failed")
+        };
         assert_eq!((error.status(), error.code()), (503, "model_auth_failed"));
         assert!(error.message().contains("HTTP 401"));
 
@@ -511,14 +563,19 @@ mod tests {
             "session.error",
             json!({"errorType": "query", "message": "Could not connect to local model provider"}),
         );
-        let AiProviderEvent::Failed { error } = last(mapper.map(&down)) else { panic!("failed") };
+        let AiProviderEvent::Failed { error } = last(mapper.map(&down)) else {
+            panic!("failed")
+        };
         assert_eq!((error.status(), error.code()), (503, "model_unavailable"));
     }
 
     #[test]
     fn transient_and_foreign_errors_do_not_end_the_turn() {
         let (mut mapper, _) = started();
-        let transient = event("session.error", json!({"errorType": "model_call", "message": "retrying"}));
+        let transient = event(
+            "session.error",
+            json!({"errorType": "model_call", "message": "retrying"}),
+        );
         assert_eq!(mapper.map(&transient), Mapped::default());
         let foreign = event(
             "session.error",
@@ -535,23 +592,40 @@ mod tests {
         for early in [
             event("session.resume", json!({"eventCount": 3})),
             user_message("msg-0"),
-            event("assistant.message_delta", json!({"messageId": "a", "deltaContent": "old"})),
+            event(
+                "assistant.message_delta",
+                json!({"messageId": "a", "deltaContent": "old"}),
+            ),
             event("session.idle", json!({})),
-            event("session.error", json!({"errorType": "query", "message": "unowned"})),
+            event(
+                "session.error",
+                json!({"errorType": "query", "message": "unowned"}),
+            ),
         ] {
-            assert_eq!(mapper.map(&early), Mapped::default(), "{}", early.event_type);
+            assert_eq!(
+                mapper.map(&early),
+                Mapped::default(),
+                "{}",
+                early.event_type
+            );
         }
         let failed = event(
             "session.error",
             json!({"errorType": "query", "message": "refused", "originatingMessageId": MESSAGE}),
         );
-        assert!(mapper.map(&failed).finished, "an error naming the message ends it even before it began");
+        assert!(
+            mapper.map(&failed).finished,
+            "an error naming the message ends it even before it began"
+        );
     }
 
     #[test]
     fn events_before_send_returned_are_mapped_once_the_id_is_known() {
         let (mut mapper, _) = mapper();
-        let delta = event("assistant.message_delta", json!({"messageId": "a", "deltaContent": "Hi"}));
+        let delta = event(
+            "assistant.message_delta",
+            json!({"messageId": "a", "deltaContent": "Hi"}),
+        );
         let idle = event("session.idle", json!({}));
         for early in [&user_message(MESSAGE), &delta, &idle] {
             assert_eq!(mapper.map(early), Mapped::default());
@@ -560,7 +634,10 @@ mod tests {
         assert!(mapped.finished);
         assert_eq!(
             mapped.events,
-            [AiProviderEvent::AssistantDelta { text: "Hi".into() }, AiProviderEvent::Completed]
+            [
+                AiProviderEvent::AssistantDelta { text: "Hi".into() },
+                AiProviderEvent::Completed
+            ]
         );
     }
 
@@ -568,8 +645,14 @@ mod tests {
     fn sub_agent_events_are_ignored() {
         let (mut mapper, _) = started();
         for nested in [
-            event("assistant.message_delta", json!({"messageId": "a", "deltaContent": "x"})),
-            event("tool.execution_start", json!({"toolCallId": "c", "toolName": "workflow_getDefinition"})),
+            event(
+                "assistant.message_delta",
+                json!({"messageId": "a", "deltaContent": "x"}),
+            ),
+            event(
+                "tool.execution_start",
+                json!({"toolCallId": "c", "toolName": "workflow_getDefinition"}),
+            ),
             event("session.idle", json!({})),
         ] {
             assert_eq!(mapper.map(&sub_agent(nested)), Mapped::default());
@@ -581,28 +664,52 @@ mod tests {
         let (mut mapper, _) = started();
         for ignored in [
             event("session.some_future_event", json!({"anything": [1, 2, 3]})),
-            event("assistant.reasoning_delta", json!({"deltaContent": "thinking"})),
+            event(
+                "assistant.reasoning_delta",
+                json!({"deltaContent": "thinking"}),
+            ),
             event("model.call_start", json!({})),
             event("permission.requested", json!({"requestId": "r"})),
             event("abort", json!({"reason": "user_initiated"})),
             event("assistant.message_delta", json!({"unexpected": true})),
             event("tool.execution_start", json!("not an object")),
         ] {
-            assert_eq!(mapper.map(&ignored), Mapped::default(), "{}", ignored.event_type);
+            assert_eq!(
+                mapper.map(&ignored),
+                Mapped::default(),
+                "{}",
+                ignored.event_type
+            );
         }
         let idle = event("session.idle", json!({}));
-        assert_eq!(last(mapper.map(&idle)), AiProviderEvent::Completed, "the turn still completes");
+        assert_eq!(
+            last(mapper.map(&idle)),
+            AiProviderEvent::Completed,
+            "the turn still completes"
+        );
     }
 
     #[test]
     fn unoffered_calls_are_recognised_from_their_start() {
         let names = ToolNames::new(["workflow.getDefinition"]).unwrap();
-        let offered = event("tool.execution_start", json!({"toolCallId": "c1", "toolName": "workflow_getDefinition"}));
+        let offered = event(
+            "tool.execution_start",
+            json!({"toolCallId": "c1", "toolName": "workflow_getDefinition"}),
+        );
         assert_eq!(unoffered_call(&offered, &names), None);
-        let unoffered = event("tool.execution_start", json!({"toolCallId": "c2", "toolName": "instance_get"}));
-        assert_eq!(unoffered_call(&unoffered, &names), Some(("c2".into(), "instance_get".into())));
+        let unoffered = event(
+            "tool.execution_start",
+            json!({"toolCallId": "c2", "toolName": "instance_get"}),
+        );
+        assert_eq!(
+            unoffered_call(&unoffered, &names),
+            Some(("c2".into(), "instance_get".into()))
+        );
         assert_eq!(unoffered_call(&sub_agent(unoffered), &names), None);
-        let other = event("tool.execution_complete", json!({"toolCallId": "c2", "success": false}));
+        let other = event(
+            "tool.execution_complete",
+            json!({"toolCallId": "c2", "success": false}),
+        );
         assert_eq!(unoffered_call(&other, &names), None);
     }
 }

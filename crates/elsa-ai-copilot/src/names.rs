@@ -39,13 +39,27 @@ impl From<ToolNameError> for AiError {
 pub(crate) fn wire_name(name: &str) -> String {
     let mapped: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect();
-    let mapped = if mapped.is_empty() { "_".to_owned() } else { mapped };
+    let mapped = if mapped.is_empty() {
+        "_".to_owned()
+    } else {
+        mapped
+    };
     if mapped.len() <= MAX_WIRE_NAME_LEN {
         return mapped;
     }
-    format!("{}_{:08x}", &mapped[..MAX_WIRE_NAME_LEN - 9], fnv1a(name.as_bytes()))
+    format!(
+        "{}_{:08x}",
+        &mapped[..MAX_WIRE_NAME_LEN - 9],
+        fnv1a(name.as_bytes())
+    )
 }
 
 /// FNV-1a, 32 bits: stable across builds and platforms, unlike `std`'s hasher.
@@ -153,20 +167,51 @@ mod tests {
 
     #[test]
     fn dotted_names_map_reversibly() {
-        let names = ToolNames::new(["workflow.getDefinition", "instance.get", "mcp.my-server.do_it"]).unwrap();
-        assert_eq!(names.wire("workflow.getDefinition"), Some("workflow_getDefinition"));
-        assert_eq!(names.weaver("workflow_getDefinition"), Some("workflow.getDefinition"));
-        assert_eq!(names.weaver("mcp_my-server_do_it"), Some("mcp.my-server.do_it"));
-        assert_eq!(names.weaver("bash"), None, "only this turn's tools map back");
+        let names = ToolNames::new([
+            "workflow.getDefinition",
+            "instance.get",
+            "mcp.my-server.do_it",
+        ])
+        .unwrap();
+        assert_eq!(
+            names.wire("workflow.getDefinition"),
+            Some("workflow_getDefinition")
+        );
+        assert_eq!(
+            names.weaver("workflow_getDefinition"),
+            Some("workflow.getDefinition")
+        );
+        assert_eq!(
+            names.weaver("mcp_my-server_do_it"),
+            Some("mcp.my-server.do_it")
+        );
+        assert_eq!(
+            names.weaver("bash"),
+            None,
+            "only this turn's tools map back"
+        );
         assert!(names.contains_wire("instance_get"));
         let wire: Vec<&str> = names.wire_names().collect();
-        assert_eq!(wire, ["workflow_getDefinition", "instance_get", "mcp_my-server_do_it"]);
+        assert_eq!(
+            wire,
+            [
+                "workflow_getDefinition",
+                "instance_get",
+                "mcp_my-server_do_it"
+            ]
+        );
     }
 
     #[test]
     fn every_wire_name_is_a_valid_function_name() {
         let long = format!("mcp.{}.{}", "s".repeat(60), "t".repeat(60));
-        for name in ["workflow.getDefinition", "a b/c:d", "", "ünïcode.tool", long.as_str()] {
+        for name in [
+            "workflow.getDefinition",
+            "a b/c:d",
+            "",
+            "ünïcode.tool",
+            long.as_str(),
+        ] {
             let wire = wire_name(name);
             assert!(is_valid_function_name(&wire), "{name:?} -> {wire:?}");
         }
@@ -192,8 +237,15 @@ mod tests {
         assert_eq!(names.resolve("instance_get"), Some("instance.get"));
         assert!(!names.contains_wire("instance_get"), "known is not offered");
         assert_eq!(names.weaver("instance_get"), None);
-        assert_eq!(names.resolve("workflow_getDefinition"), Some("workflow.getDefinition"));
-        assert_eq!(names.resolve("a_b_c"), None, "two known names sharing a function name");
+        assert_eq!(
+            names.resolve("workflow_getDefinition"),
+            Some("workflow.getDefinition")
+        );
+        assert_eq!(
+            names.resolve("a_b_c"),
+            None,
+            "two known names sharing a function name"
+        );
         assert_eq!(names.resolve("bash"), None);
     }
 
@@ -210,6 +262,9 @@ mod tests {
         );
         let ai: AiError = error.into();
         assert_eq!((ai.status(), ai.code()), (500, "tool_name_collision"));
-        assert!(ToolNames::new(["a.b", "a.b"]).is_ok(), "a repeated name is one tool");
+        assert!(
+            ToolNames::new(["a.b", "a.b"]).is_ok(),
+            "a repeated name is one tool"
+        );
     }
 }

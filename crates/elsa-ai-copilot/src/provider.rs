@@ -218,3 +218,105 @@ impl AiProvider for CopilotProvider {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use elsa_ai_abstractions::{AiAgentDefinition, AiCaller, ConversationId};
+    use serde_json::json;
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+
+    fn agent() -> AiAgentDefinition {
+        serde_json::from_value(json!({
+            "name": "a", "displayName": "A", "description": "d", "instructions": "i",
+            "allowedTools": [], "allowedContextProviders": [], "allowedMcpServers": [],
+            "permissions": [], "enabled": true,
+        }))
+        .unwrap()
+    }
+
+    fn provider(cli: &str) -> CopilotProvider {
+        let config = CopilotProviderConfig {
+            cli_path: Some(cli.into()),
+            ..CopilotProviderConfig::openai_compatible("http://127.0.0.1:1/v1", "m")
+        };
+        CopilotProvider::with_secrets(&config, |_| None).unwrap()
+    }
+
+    #[test]
+    fn a_configuration_that_cannot_work_is_refused_with_503() {
+        let config = CopilotProviderConfig {
+            api_key_env: Some("WEAVER_UNSET_KEY".into()),
+            ..CopilotProviderConfig::openai_compatible("http://127.0.0.1:1/v1", "m")
+        };
+        let error = CopilotProvider::with_secrets(&config, |_| None).unwrap_err();
+        assert_eq!(
+            (error.status(), error.code()),
+            (503, "provider_misconfigured")
+        );
+        assert!(error.message().contains("WEAVER_UNSET_KEY"));
+    }
+
+    #[tokio::test]
+    async fn a_missing_cli_refuses_sessions_with_503() {
+        let provider = provider("/does/not/exist/copilot");
+        assert_eq!(provider.name(), "copilot");
+        assert!(!provider.info().scripted);
+        assert_eq!(provider.info().model.as_deref(), Some("m"));
+        let error = provider
+            .create_session(CreateAiSessionRequest {
+                conversation_id: ConversationId::new("c-1"),
+                agent: agent(),
+                caller: AiCaller::new("alice", "acme", []),
+            })
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (error.status(), error.code()),
+            (503, "copilot_cli_not_found")
+        );
+        assert!(error.message().contains("/does/not/exist/copilot"));
+        assert_eq!(provider.cli_pid().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_turn_of_an_unknown_session_fails_with_404() {
+        struct NoTools;
+        #[async_trait]
+        impl AiProviderToolInvoker for NoTools {
+            async fn invoke(
+                &self,
+                _: elsa_ai_abstractions::AiProviderToolInvocation,
+            ) -> elsa_ai_abstractions::AiToolResult {
+                unreachable!("no tool runs")
+            }
+        }
+        let provider = provider("/does/not/exist/copilot");
+        let request = AiTurnRequest {
+            session: AiSessionHandle {
+                session_id: "weaver-unknown".into(),
+                provider: "copilot".into(),
+                conversation_id: ConversationId::new("c-1"),
+            },
+            agent: agent(),
+            caller: AiCaller::new("alice", "acme", []),
+            message: "hi".into(),
+            history: Vec::new(),
+            context: Vec::new(),
+            tools: Vec::new(),
+            cancellation: CancellationToken::new(),
+        };
+        let events: Vec<AiProviderEvent> = provider
+            .execute_turn(request, Arc::new(NoTools))
+            .collect()
+            .await;
+        let [AiProviderEvent::Failed { error }] = events.as_slice() else {
+            panic!("{events:?}")
+        };
+        assert_eq!(
+            (error.status(), error.code()),
+            (404, "provider_session_not_found")
+        );
+    }
+}

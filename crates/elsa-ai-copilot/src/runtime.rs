@@ -204,7 +204,10 @@ mod tests {
     fn sdk_errors_map_to_typed_errors() {
         let missing = SdkError::from(ErrorKind::Session(SessionErrorKind::NotFound("s".into())));
         let error = sdk_error("resuming", &missing);
-        assert_eq!((error.status(), error.code()), (404, "provider_session_not_found"));
+        assert_eq!(
+            (error.status(), error.code()),
+            (404, "provider_session_not_found")
+        );
         let config = SdkError::from(ErrorKind::InvalidConfig);
         assert_eq!(sdk_error("x", &config).code(), "provider_misconfigured");
         let io = SdkError::from(ErrorKind::Io);
@@ -222,10 +225,16 @@ mod tests {
             max: 3,
         }));
         let error = start_error(Path::new("/opt/copilot"), &mismatch);
-        assert_eq!((error.status(), error.code()), (503, "copilot_cli_incompatible"));
+        assert_eq!(
+            (error.status(), error.code()),
+            (503, "copilot_cli_incompatible")
+        );
         assert!(error.message().contains("/opt/copilot"));
         let crashed = SdkError::from(ErrorKind::Protocol(ProtocolErrorKind::CliStartupFailed));
-        assert_eq!(start_error(Path::new("c"), &crashed).code(), "copilot_cli_unavailable");
+        assert_eq!(
+            start_error(Path::new("c"), &crashed).code(),
+            "copilot_cli_unavailable"
+        );
     }
 
     #[tokio::test]
@@ -236,9 +245,15 @@ mod tests {
         };
         let runtime = CliRuntime::new(&config.resolve(|_| None).unwrap()).unwrap();
         let error = runtime.client().await.unwrap_err();
-        assert_eq!((error.status(), error.code()), (503, "copilot_cli_not_found"));
+        assert_eq!(
+            (error.status(), error.code()),
+            (503, "copilot_cli_not_found")
+        );
         assert!(runtime.running().await.is_none());
         runtime.shutdown().await;
-        assert_eq!(runtime.client().await.unwrap_err().code(), "provider_shut_down");
+        assert_eq!(
+            runtime.client().await.unwrap_err().code(),
+            "provider_shut_down"
+        );
     }
 }

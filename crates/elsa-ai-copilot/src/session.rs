@@ -221,9 +221,18 @@ mod tests {
 
     #[test]
     fn a_session_is_created_without_any_tool() {
-        let config = settings(Some("sk-1")).create("s-1", "weaver conversation c".into(), &agent(), Arc::new(DenyAllHandler));
+        let config = settings(Some("sk-1")).create(
+            "s-1",
+            "weaver conversation c".into(),
+            &agent(),
+            Arc::new(DenyAllHandler),
+        );
         assert_eq!(config.session_id.as_deref(), Some("s-1"));
-        assert_eq!(config.available_tools, Some(Vec::new()), "no CLI built-in tool");
+        assert_eq!(
+            config.available_tools,
+            Some(Vec::new()),
+            "no CLI built-in tool"
+        );
         assert!(config.tools.is_none());
         assert_eq!(config.model.as_deref(), Some("llama3"));
         assert_eq!(config.streaming, Some(true));
@@ -234,7 +243,10 @@ mod tests {
         assert_eq!(provider.provider_type.as_deref(), Some("openai"));
         assert_eq!(provider.base_url, "http://127.0.0.1:1/v1");
         assert_eq!(provider.api_key.as_deref(), Some("sk-1"));
-        assert_eq!(config.working_directory.as_deref(), Some(std::path::Path::new("/tmp/workspace")));
+        assert_eq!(
+            config.working_directory.as_deref(),
+            Some(std::path::Path::new("/tmp/workspace"))
+        );
         assert!(config.permission_handler.is_some());
     }
 
@@ -248,18 +260,35 @@ mod tests {
         };
         let config = settings(None).resume("s-1", &agent(), turn);
         assert_eq!(config.session_id, "s-1");
-        assert_eq!(config.available_tools, Some(vec!["workflow_getDefinition".to_owned()]));
+        assert_eq!(
+            config.available_tools,
+            Some(vec!["workflow_getDefinition".to_owned()])
+        );
         assert_eq!(config.tools.as_ref().map(Vec::len), Some(1));
         let agents = config.custom_agents.unwrap();
         assert_eq!(agents.len(), 1);
         assert_eq!(agents[0].name, "workflow-author");
-        assert_eq!(agents[0].tools, Some(vec!["workflow_getDefinition".to_owned()]));
-        assert_eq!(agents[0].prompt, "", "the instructions are the system message, once");
+        assert_eq!(
+            agents[0].tools,
+            Some(vec!["workflow_getDefinition".to_owned()])
+        );
+        assert_eq!(
+            agents[0].prompt, "",
+            "the instructions are the system message, once"
+        );
         assert_eq!(agents[0].infer, Some(false));
         assert_eq!(config.agent.as_deref(), Some("workflow-author"));
         assert!(config.hooks_handler.is_some() && config.permission_handler.is_some());
-        assert_eq!(config.large_output.and_then(|l| l.enabled), Some(false), "results reach the model whole");
-        assert_eq!(config.provider.unwrap().api_key, None, "a local endpoint without a key");
+        assert_eq!(
+            config.large_output.and_then(|l| l.enabled),
+            Some(false),
+            "results reach the model whole"
+        );
+        assert_eq!(
+            config.provider.unwrap().api_key,
+            None,
+            "a local endpoint without a key"
+        );
     }
 
     #[test]
@@ -267,8 +296,16 @@ mod tests {
         assert_eq!(turn_prompt("Hello", &[], &[]), "Hello");
         let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
         let history = [
-            AiMessage { role: MessageRole::User, content: "What is wf-1?".into(), timestamp: at },
-            AiMessage { role: MessageRole::Assistant, content: "A workflow.".into(), timestamp: at },
+            AiMessage {
+                role: MessageRole::User,
+                content: "What is wf-1?".into(),
+                timestamp: at,
+            },
+            AiMessage {
+                role: MessageRole::Assistant,
+                content: "A workflow.".into(),
+                timestamp: at,
+            },
         ];
         let context = [AiResolvedContext {
             kind: AttachmentKind::WorkflowDefinition,

@@ -40,7 +40,9 @@ pub(crate) struct ToolResults(Mutex<HashMap<String, (String, AiToolResult)>>);
 
 impl ToolResults {
     pub(crate) fn record(&self, call_id: &str, tool_name: &str, result: AiToolResult) {
-        self.0.lock().insert(call_id.to_owned(), (tool_name.to_owned(), result));
+        self.0
+            .lock()
+            .insert(call_id.to_owned(), (tool_name.to_owned(), result));
     }
 
     pub(crate) fn take(&self, call_id: &str) -> Option<(String, AiToolResult)> {
@@ -102,7 +104,8 @@ impl ToolHandler for GovernedTool {
             })
             .await;
         let reply = model_reply(&result);
-        self.results.record(&invocation.tool_call_id, &self.name, result);
+        self.results
+            .record(&invocation.tool_call_id, &self.name, result);
         Ok(ToolResult::Expanded(reply))
     }
 }
@@ -113,10 +116,10 @@ fn model_reply(result: &AiToolResult) -> ToolResultExpanded {
     if result.is_success() {
         ToolResultExpanded::new(text, "success")
     } else {
-        let message = result
-            .error
-            .as_ref()
-            .map_or_else(|| text.clone(), |error| format!("{}: {}", error.code, error.message));
+        let message = result.error.as_ref().map_or_else(
+            || text.clone(),
+            |error| format!("{}: {}", error.code, error.message),
+        );
         ToolResultExpanded::new(text, "failure").with_error(message)
     }
 }
@@ -265,7 +268,9 @@ impl PermissionHandler for ToolPermissions {
             PermissionResult::approve_once()
         } else {
             tracing::warn!(kind = ?data.kind, "refused a Copilot permission request outside the turn's tools");
-            PermissionResult::reject(Some("Only the tools Weaver offered in this turn may run.".to_owned()))
+            PermissionResult::reject(Some(
+                "Only the tools Weaver offered in this turn may run.".to_owned(),
+            ))
         }
     }
 }
@@ -310,13 +315,18 @@ mod tests {
     #[tokio::test]
     async fn a_call_goes_through_the_invoker_under_its_weaver_name() {
         let (tool, invoker, results) = handler(AiToolResult::success(json!({"name": "Hello"})));
-        let reply = tool.call(invocation("workflow_getDefinition", "call-1")).await.unwrap();
+        let reply = tool
+            .call(invocation("workflow_getDefinition", "call-1"))
+            .await
+            .unwrap();
         let calls = invoker.0.lock().clone();
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].tool_name, "workflow.getDefinition");
         assert_eq!(calls[0].call_id, "call-1");
         assert_eq!(calls[0].arguments, json!({"id": "wf-1"}));
-        let ToolResult::Expanded(reply) = reply else { panic!("expanded result") };
+        let ToolResult::Expanded(reply) = reply else {
+            panic!("expanded result")
+        };
         assert_eq!(reply.result_type, "success");
         assert_eq!(reply.text_result_for_llm, r#"{"name":"Hello"}"#);
         let (name, result) = results.take("call-1").unwrap();
@@ -327,14 +337,24 @@ mod tests {
 
     #[tokio::test]
     async fn a_denial_reaches_the_model_as_a_readable_error() {
-        let denied = AiToolResult::denied(&AiError::forbidden("permission_denied", "needs read:workflows"));
+        let denied = AiToolResult::denied(&AiError::forbidden(
+            "permission_denied",
+            "needs read:workflows",
+        ));
         let (tool, _, results) = handler(denied.clone());
-        let ToolResult::Expanded(reply) = tool.call(invocation("workflow_getDefinition", "c")).await.unwrap() else {
+        let ToolResult::Expanded(reply) = tool
+            .call(invocation("workflow_getDefinition", "c"))
+            .await
+            .unwrap()
+        else {
             panic!("expanded result")
         };
         assert_eq!(reply.result_type, "failure");
         assert_eq!(reply.text_result_for_llm, denied.to_model_text());
-        assert_eq!(reply.error.as_deref(), Some("permission_denied: needs read:workflows"));
+        assert_eq!(
+            reply.error.as_deref(),
+            Some("permission_denied: needs read:workflows")
+        );
         assert_eq!(results.take("c").unwrap().1.outcome, AiToolOutcome::Denied);
     }
 
@@ -352,24 +372,36 @@ mod tests {
     #[test]
     fn definitions_become_tools_under_their_function_names() {
         let definitions = [
-            definition("workflow.getDefinition", json!({"type": "object", "properties": {"id": {"type": "string"}}})),
+            definition(
+                "workflow.getDefinition",
+                json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+            ),
             definition("instance.get", Value::Null),
         ];
         let names = ToolNames::new(definitions.iter().map(|d| d.name.as_str())).unwrap();
-        let invoker: Arc<dyn AiProviderToolInvoker> =
-            Arc::new(Recording(Mutex::new(Vec::new()), AiToolResult::success(Value::Null)));
+        let invoker: Arc<dyn AiProviderToolInvoker> = Arc::new(Recording(
+            Mutex::new(Vec::new()),
+            AiToolResult::success(Value::Null),
+        ));
         let tools = sdk_tools(&definitions, &names, &invoker, &Arc::default());
         assert_eq!(tools.len(), 2);
         assert_eq!(tools[0].name, "workflow_getDefinition");
         assert_eq!(tools[0].description, "does workflow.getDefinition");
         assert_eq!(tools[0].parameters["properties"]["id"]["type"], "string");
         assert!(tools[0].handler().is_some(), "every tool is served");
-        assert_eq!(tools[1].parameters["type"], "object", "a missing schema is an empty object");
-        assert!(!tools[0].skip_permission, "each call asks the permission handler");
+        assert_eq!(
+            tools[1].parameters["type"], "object",
+            "a missing schema is an empty object"
+        );
+        assert!(
+            !tools[0].skip_permission,
+            "each call asks the permission handler"
+        );
     }
 
     fn permission(kind: &str, tool: &str) -> PermissionRequestData {
-        let extra = json!({"requestId": "r", "permissionRequest": {"kind": kind, "toolName": tool}});
+        let extra =
+            json!({"requestId": "r", "permissionRequest": {"kind": kind, "toolName": tool}});
         PermissionRequestData {
             kind: serde_json::from_value(json!(kind)).ok(),
             tool_call_id: None,
@@ -379,12 +411,26 @@ mod tests {
         }
     }
 
-    fn guard(result: AiToolResult) -> (UnofferedToolGuard, Arc<Recording>, Arc<ToolResults>, Arc<UnofferedCalls>) {
-        let names = ToolNames::new(["workflow.getDefinition"]).unwrap().with_known(["instance.get"]);
+    fn guard(
+        result: AiToolResult,
+    ) -> (
+        UnofferedToolGuard,
+        Arc<Recording>,
+        Arc<ToolResults>,
+        Arc<UnofferedCalls>,
+    ) {
+        let names = ToolNames::new(["workflow.getDefinition"])
+            .unwrap()
+            .with_known(["instance.get"]);
         let invoker = Arc::new(Recording(Mutex::new(Vec::new()), result));
         let results = Arc::new(ToolResults::default());
         let calls = Arc::new(UnofferedCalls::default());
-        let guard = UnofferedToolGuard::new(Arc::new(names), invoker.clone(), results.clone(), calls.clone());
+        let guard = UnofferedToolGuard::new(
+            Arc::new(names),
+            invoker.clone(),
+            results.clone(),
+            calls.clone(),
+        );
         (guard, invoker, results, calls)
     }
 
@@ -396,19 +442,32 @@ mod tests {
     }
 
     fn context() -> HookContext {
-        HookContext { session_id: SessionId::new("s1") }
+        HookContext {
+            session_id: SessionId::new("s1"),
+        }
     }
 
     #[tokio::test]
     async fn offered_tools_pass_the_guard() {
         let (guard, invoker, _, _) = guard(AiToolResult::success(Value::Null));
-        assert!(guard.on_pre_tool_use(pre_tool_use("workflow_getDefinition"), context()).await.is_none());
-        assert!(invoker.0.lock().is_empty(), "the handler, not the guard, invokes offered tools");
+        assert!(
+            guard
+                .on_pre_tool_use(pre_tool_use("workflow_getDefinition"), context())
+                .await
+                .is_none()
+        );
+        assert!(
+            invoker.0.lock().is_empty(),
+            "the handler, not the guard, invokes offered tools"
+        );
     }
 
     #[tokio::test]
     async fn an_unoffered_call_is_governed_under_its_announced_id_and_refused() {
-        let denial = AiToolResult::denied(&AiError::forbidden("permission_denied", "needs read:workflow-instances"));
+        let denial = AiToolResult::denied(&AiError::forbidden(
+            "permission_denied",
+            "needs read:workflow-instances",
+        ));
         let (guard, invoker, results, calls) = guard(denial.clone());
         let announcer = calls.clone();
         tokio::spawn(async move {
@@ -416,15 +475,27 @@ mod tests {
             announcer.announce("bash".into(), "other".into());
             announcer.announce("instance_get".into(), "call-9".into());
         });
-        let output = guard.on_pre_tool_use(pre_tool_use("instance_get"), context()).await.unwrap();
+        let output = guard
+            .on_pre_tool_use(pre_tool_use("instance_get"), context())
+            .await
+            .unwrap();
         assert_eq!(output.permission_decision.as_deref(), Some("deny"));
-        assert_eq!(output.permission_decision_reason, Some(denial.to_model_text()));
+        assert_eq!(
+            output.permission_decision_reason,
+            Some(denial.to_model_text())
+        );
         let calls_made = invoker.0.lock().clone();
         assert_eq!(calls_made.len(), 1);
         assert_eq!(calls_made[0].call_id, "call-9");
-        assert_eq!(calls_made[0].tool_name, "instance.get", "the known Weaver name");
+        assert_eq!(
+            calls_made[0].tool_name, "instance.get",
+            "the known Weaver name"
+        );
         assert_eq!(calls_made[0].arguments, json!({"id": "i-1"}));
-        assert_eq!(results.take("call-9"), Some(("instance.get".to_owned(), denial)));
+        assert_eq!(
+            results.take("call-9"),
+            Some(("instance.get".to_owned(), denial))
+        );
     }
 
     #[tokio::test]
@@ -432,7 +503,10 @@ mod tests {
         let denial = AiToolResult::denied(&AiError::not_found("tool 'bash'"));
         let (guard, invoker, _, calls) = guard(denial);
         calls.announce("bash".into(), "call-1".into());
-        guard.on_pre_tool_use(pre_tool_use("bash"), context()).await.unwrap();
+        guard
+            .on_pre_tool_use(pre_tool_use("bash"), context())
+            .await
+            .unwrap();
         assert_eq!(invoker.0.lock()[0].tool_name, "bash");
     }
 
@@ -440,16 +514,26 @@ mod tests {
     async fn an_unoffered_call_the_governor_allows_is_still_refused_to_the_model() {
         let (guard, _, results, calls) = guard(AiToolResult::success(json!({"id": "i-1"})));
         calls.announce("instance_get".into(), "call-2".into());
-        let output = guard.on_pre_tool_use(pre_tool_use("instance_get"), context()).await.unwrap();
-        let reason: Value = serde_json::from_str(&output.permission_decision_reason.unwrap()).unwrap();
+        let output = guard
+            .on_pre_tool_use(pre_tool_use("instance_get"), context())
+            .await
+            .unwrap();
+        let reason: Value =
+            serde_json::from_str(&output.permission_decision_reason.unwrap()).unwrap();
         assert_eq!(reason["error"]["code"], "tool_not_offered");
-        assert!(results.take("call-2").unwrap().1.is_success(), "the host learns what really ran");
+        assert!(
+            results.take("call-2").unwrap().1.is_success(),
+            "the host learns what really ran"
+        );
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_unannounced_call_gets_an_id_of_its_own() {
         let (guard, invoker, _, _) = guard(AiToolResult::denied(&AiError::not_found("x")));
-        guard.on_pre_tool_use(pre_tool_use("instance_get"), context()).await.unwrap();
+        guard
+            .on_pre_tool_use(pre_tool_use("instance_get"), context())
+            .await
+            .unwrap();
         assert!(invoker.0.lock()[0].call_id.starts_with("weaver-unoffered-"));
     }
 

@@ -174,7 +174,9 @@ async fn drive(
 async fn abort(session: &Session) {
     match tokio::time::timeout(RPC_TIMEOUT, session.abort()).await {
         Ok(Ok(())) => tracing::info!(session = %session.id(), "Copilot turn aborted"),
-        Ok(Err(error)) => tracing::warn!(session = %session.id(), %error, "aborting the Copilot turn failed"),
+        Ok(Err(error)) => {
+            tracing::warn!(session = %session.id(), %error, "aborting the Copilot turn failed")
+        }
         Err(_) => tracing::warn!(session = %session.id(), "aborting the Copilot turn timed out"),
     }
 }
@@ -183,7 +185,11 @@ async fn abort(session: &Session) {
 async fn disconnect(session: &Session) {
     match tokio::time::timeout(RPC_TIMEOUT, session.disconnect()).await {
         Ok(Ok(())) => {}
-        Ok(Err(error)) => tracing::warn!(session = %session.id(), %error, "disconnecting the Copilot session failed"),
-        Err(_) => tracing::warn!(session = %session.id(), "disconnecting the Copilot session timed out"),
+        Ok(Err(error)) => {
+            tracing::warn!(session = %session.id(), %error, "disconnecting the Copilot session failed")
+        }
+        Err(_) => {
+            tracing::warn!(session = %session.id(), "disconnecting the Copilot session timed out")
+        }
     }
 }

@@ -76,7 +76,9 @@ fn violations(roots: &[PathBuf]) -> Vec<String> {
 /// Every crate of the workspace except this one: `crates/*` and the other members.
 fn other_crates() -> Vec<PathBuf> {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let this = Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().unwrap();
+    let this = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .canonicalize()
+        .unwrap();
     let mut roots: Vec<PathBuf> = std::fs::read_dir(workspace.join("crates"))
         .expect("the workspace's crates folder")
         .flatten()
@@ -99,11 +101,17 @@ fn no_copilot_sdk_name_leaves_the_adapter_crate() {
     let roots = other_crates();
     assert!(
         roots.iter().any(|root| root.ends_with("elsa-ai-host"))
-            && roots.iter().any(|root| root.ends_with("elsa-ai-abstractions")),
+            && roots
+                .iter()
+                .any(|root| root.ends_with("elsa-ai-abstractions")),
         "the scan covers the other crates: {roots:?}"
     );
     let found = violations(&roots);
-    assert!(found.is_empty(), "Copilot SDK names outside elsa-ai-copilot:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "Copilot SDK names outside elsa-ai-copilot:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
@@ -111,13 +119,21 @@ fn the_scan_finds_a_leak() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("leaky/src");
     std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("lib.rs"), "use github_copilot_sdk::SessionEvent;\n").unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "use github_copilot_sdk::SessionEvent;\n",
+    )
+    .unwrap();
     std::fs::write(
         dir.path().join("leaky/Cargo.toml"),
         "[dependencies]\ngithub-copilot-sdk = \"1\"\n",
     )
     .unwrap();
-    std::fs::write(src.join("events.rs"), "match kind { \"session.idle\" => {} }\n").unwrap();
+    std::fs::write(
+        src.join("events.rs"),
+        "match kind { \"session.idle\" => {} }\n",
+    )
+    .unwrap();
     let target = dir.path().join("leaky/target");
     std::fs::create_dir_all(&target).unwrap();
     std::fs::write(target.join("ignored.rs"), "github_copilot_sdk").unwrap();
@@ -125,7 +141,15 @@ fn the_scan_finds_a_leak() {
     let mut found = violations(&[dir.path().join("leaky")]);
     found.sort();
     assert_eq!(found.len(), 3, "{found:?}");
-    assert!(found.iter().any(|f| f.ends_with("Cargo.toml: github-copilot-sdk")));
-    assert!(found.iter().any(|f| f.ends_with("lib.rs: github_copilot_sdk")));
+    assert!(
+        found
+            .iter()
+            .any(|f| f.ends_with("Cargo.toml: github-copilot-sdk"))
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| f.ends_with("lib.rs: github_copilot_sdk"))
+    );
     assert!(found.iter().any(|f| f.ends_with("events.rs: session.idle")));
 }

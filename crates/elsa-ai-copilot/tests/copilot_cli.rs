@@ -7,19 +7,19 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
-    AiAgentDefinition, AiError, AiProvider, AiProviderEvent, AiSessionHandle, AiStreamEvent,
-    AiStreamEventType, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolServices,
-    AiTurnRequest, AuditAction, AuditOutcome, ConversationId, CreateAiSessionRequest, Permission,
-    ToolMutability,
+    AiAgentDefinition, AiContextAttachment, AiError, AiMessage, AiProvider, AiProviderEvent,
+    AiSessionHandle, AiStreamEvent, AiStreamEventType, AiTool, AiToolDefinition,
+    AiToolExecutionContext, AiToolServices, AiTurnRequest, AttachmentKind, AuditAction,
+    AuditOutcome, ConversationId, CreateAiSessionRequest, MessageRole, Permission, ToolMutability,
 };
 use elsa_ai_copilot::testing::{ModelReply, ScriptedModelServer, pinned_cli};
 use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
+use elsa_ai_host::ToolGovernorBuilder;
 use elsa_ai_host::testing::chat::{ChatHarness, REGISTERED_SECRET, caller_with, of_type, types};
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, RefusingProposalIntake, TEST_AGENT, TEST_TENANT, TestTool, all_permissions,
     read_tool, test_agent,
 };
-use elsa_ai_host::ToolGovernorBuilder;
 use elsa_workflows::{InMemoryWorkflowBackend, TenantId, VersionOptions, WorkflowDefinition};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -31,8 +31,22 @@ const KEY: &str = "sk-weaver-e2e-endpoint-key-0123456789";
 
 /// Tools every Copilot CLI session would offer unless told otherwise.
 const CLI_BUILT_INS: &[&str] = &[
-    "bash", "create", "edit", "glob", "grep", "view", "web_fetch", "task", "sql", "read_bash",
-    "write_bash", "stop_bash", "list_bash", "report_intent", "update_todo", "fetch_copilot_cli_documentation",
+    "bash",
+    "create",
+    "edit",
+    "glob",
+    "grep",
+    "view",
+    "web_fetch",
+    "task",
+    "sql",
+    "read_bash",
+    "write_bash",
+    "stop_bash",
+    "list_bash",
+    "report_intent",
+    "update_todo",
+    "fetch_copilot_cli_documentation",
 ];
 
 fn provider(server: &ScriptedModelServer, model: &str) -> CopilotProvider {
@@ -42,8 +56,10 @@ fn provider(server: &ScriptedModelServer, model: &str) -> CopilotProvider {
         api_key_env: Some(KEY_VARIABLE.into()),
         ..CopilotProviderConfig::openai_compatible(server.base_url(), model)
     };
-    CopilotProvider::with_secrets(&config, |name| (name == KEY_VARIABLE).then(|| KEY.to_owned()))
-        .expect("the configuration is valid")
+    CopilotProvider::with_secrets(&config, |name| {
+        (name == KEY_VARIABLE).then(|| KEY.to_owned())
+    })
+    .expect("the configuration is valid")
 }
 
 /// `workflow.getDefinition` for these tests: the latest version of a definition of the
@@ -72,7 +88,9 @@ impl AiTool for GetDefinition {
     }
 
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
-        let id = context.arguments["definitionId"].as_str().unwrap_or_default();
+        let id = context.arguments["definitionId"]
+            .as_str()
+            .unwrap_or_default();
         context
             .services
             .definitions
@@ -93,9 +111,15 @@ fn workflow_data() -> (AiToolServices, String) {
         .into_iter()
         .filter_map(|path| WorkflowDefinition::from_slice(&std::fs::read(path).ok()?).ok())
         .filter(|definition| !definition.definition_id().is_empty());
-    let mut value = definitions.next().expect("a valid fixture definition").to_value();
+    let mut value = definitions
+        .next()
+        .expect("a valid fixture definition")
+        .to_value();
     value["definitionId"] = json!("weaver-e2e-definition");
-    value["description"] = json!(format!("Reads {REGISTERED_SECRET}. {}", "A long note. ".repeat(4000)));
+    value["description"] = json!(format!(
+        "Reads {REGISTERED_SECRET}. {}",
+        "A long note. ".repeat(4000)
+    ));
     value["customProperties"] = json!({"apiKey": "do-not-show-this", "owner": "ops"});
     let seeded = WorkflowDefinition::from_value(value).expect("still a definition");
     backend.insert_definition(&tenant, seeded).expect("stored");
@@ -123,12 +147,22 @@ fn assert_no_built_ins(server: &ScriptedModelServer, offered: &[&str]) {
     let requests = server.chat_requests();
     assert!(!requests.is_empty(), "the model was called");
     for request in &requests {
-        assert_eq!(request.tool_names(), offered, "exactly the authorized tools are offered");
+        assert_eq!(
+            request.tool_names(),
+            offered,
+            "exactly the authorized tools are offered"
+        );
         assert!(
-            !request.tool_names().iter().any(|name| CLI_BUILT_INS.contains(&name.as_str())),
+            !request
+                .tool_names()
+                .iter()
+                .any(|name| CLI_BUILT_INS.contains(&name.as_str())),
             "no CLI built-in tool"
         );
-        assert_eq!(request.authorization.as_deref(), Some(format!("Bearer {KEY}").as_str()));
+        assert_eq!(
+            request.authorization.as_deref(),
+            Some(format!("Bearer {KEY}").as_str())
+        );
     }
 }
 
@@ -139,21 +173,30 @@ async fn a_governed_turn_runs_end_to_end_through_the_real_cli() {
             name: "workflow_getDefinition".into(),
             arguments: json!({"definitionId": "weaver-e2e-definition"}),
         },
-        ModelReply::QuoteToolResult { prefix: "The definition reads: ".into() },
+        ModelReply::QuoteToolResult {
+            prefix: "The definition reads: ".into(),
+        },
         ModelReply::ToolCall {
             name: "workflow_getDefinition".into(),
             arguments: json!({"definitionId": "no-such-definition"}),
         },
-        ModelReply::QuoteToolResult { prefix: "The tool answered: ".into() },
+        ModelReply::QuoteToolResult {
+            prefix: "The tool answered: ".into(),
+        },
     ])
     .await
     .unwrap();
     let provider = provider(&server, "gpt-4.1");
-    assert!(!format!("{provider:?}").contains(KEY), "the key is never printed");
+    assert!(
+        !format!("{provider:?}").contains(KEY),
+        "the key is never printed"
+    );
     let (services, definition_id) = workflow_data();
     let harness = chat_harness(provider.clone(), services);
 
-    let events = harness.run(harness.request("What does the workflow do?")).await;
+    let events = harness
+        .run(harness.request("What does the workflow do?"))
+        .await;
     let kinds = types(&events);
     for expected in [
         AiStreamEventType::ConversationStarted,
@@ -163,17 +206,26 @@ async fn a_governed_turn_runs_end_to_end_through_the_real_cli() {
         AiStreamEventType::AssistantCompleted,
         AiStreamEventType::ConversationCompleted,
     ] {
-        assert!(kinds.contains(&expected), "{expected:?} missing from {kinds:?}");
+        assert!(
+            kinds.contains(&expected),
+            "{expected:?} missing from {kinds:?}"
+        );
     }
     let started = of_type(&events, AiStreamEventType::ToolStarted);
-    assert_eq!(started[0].data["toolName"], "workflow.getDefinition", "reported by its Weaver name");
+    assert_eq!(
+        started[0].data["toolName"], "workflow.getDefinition",
+        "reported by its Weaver name"
+    );
     assert_eq!(started[0].data["arguments"]["definitionId"], definition_id);
 
     // The governed tool ran, and the audit log says so.
     let audit = harness.audit.events(&TenantId::from(TEST_TENANT));
     let invoked: Vec<_> = audit
         .iter()
-        .filter(|e| e.action == AuditAction::TOOL_INVOKED && e.tool_name.as_deref() == Some("workflow.getDefinition"))
+        .filter(|e| {
+            e.action == AuditAction::TOOL_INVOKED
+                && e.tool_name.as_deref() == Some("workflow.getDefinition")
+        })
         .collect();
     assert_eq!(invoked.len(), 1, "{audit:#?}");
     assert_eq!(invoked[0].outcome, AuditOutcome::Success);
@@ -187,14 +239,32 @@ async fn a_governed_turn_runs_end_to_end_through_the_real_cli() {
         [test_agent(TEST_AGENT, &[], &[]).instructions],
         "the agent's instructions are the whole system message"
     );
-    let tool_result = requests[1].tool_messages().pop().expect("the tool result reached the model");
+    let tool_result = requests[1]
+        .tool_messages()
+        .pop()
+        .expect("the tool result reached the model");
     assert!(tool_result.contains(&definition_id), "{tool_result}");
     assert!(!tool_result.contains(REGISTERED_SECRET) && !tool_result.contains("do-not-show-this"));
     assert!(tool_result.contains("[REDACTED]"), "redacted");
-    assert!(tool_result.contains("_truncated"), "clamped: {} {}", tool_result.len(), &tool_result[..tool_result.len().min(1500)]);
-    assert!(tool_result.len() <= ToolGovernorBuilder::DEFAULT_RESULT_LIMIT + 1024, "{}", tool_result.len());
+    assert!(
+        tool_result.contains("_truncated"),
+        "clamped: {} {}",
+        tool_result.len(),
+        &tool_result[..tool_result.len().min(1500)]
+    );
+    assert!(
+        tool_result.len() <= ToolGovernorBuilder::DEFAULT_RESULT_LIMIT + 1024,
+        "{}",
+        tool_result.len()
+    );
     let reply = &of_type(&events, AiStreamEventType::AssistantCompleted)[0].data["text"];
-    assert!(reply.as_str().unwrap().starts_with("The definition reads: "), "{reply}");
+    assert!(
+        reply
+            .as_str()
+            .unwrap()
+            .starts_with("The definition reads: "),
+        "{reply}"
+    );
 
     // The next turn resumes the same Copilot session: the model sees the first turn once,
     // and a failing call reaches it as an error it can read.
@@ -202,16 +272,34 @@ async fn a_governed_turn_runs_end_to_end_through_the_real_cli() {
     let mut next = harness.request("And the one that does not exist?");
     next.conversation_id = Some(conversation);
     let events = harness.run(next).await;
-    assert!(types(&events).contains(&AiStreamEventType::ToolFailed), "{:?}", types(&events));
-    assert_eq!(types(&events).last(), Some(&AiStreamEventType::ConversationCompleted));
+    assert!(
+        types(&events).contains(&AiStreamEventType::ToolFailed),
+        "{:?}",
+        types(&events)
+    );
+    assert_eq!(
+        types(&events).last(),
+        Some(&AiStreamEventType::ConversationCompleted)
+    );
     let requests = server.chat_requests();
     assert_eq!(requests.len(), 4);
     let users = requests[2].messages_with_role("user");
-    assert_eq!(users.len(), 2, "the first turn's message once, then this one: {users:?}");
-    assert!(users[0].ends_with("What does the workflow do?") && users[1].ends_with("And the one that does not exist?"));
+    assert_eq!(
+        users.len(),
+        2,
+        "the first turn's message once, then this one: {users:?}"
+    );
+    assert!(
+        users[0].ends_with("What does the workflow do?")
+            && users[1].ends_with("And the one that does not exist?")
+    );
     let failure = requests[3].tool_messages().pop().unwrap();
     assert!(failure.contains("not_found"), "{failure}");
-    assert_eq!(harness.provider.sessions().len(), 1, "one Copilot session per conversation");
+    assert_eq!(
+        harness.provider.sessions().len(),
+        1,
+        "one Copilot session per conversation"
+    );
     assert_no_built_ins(&server, &["workflow_getDefinition"]);
 
     provider.shutdown().await;
@@ -226,7 +314,9 @@ async fn a_tool_the_caller_may_not_use_is_denied_audited_and_explained_to_the_mo
             name: "workflow_getDefinition".into(),
             arguments: json!({"definitionId": "weaver-e2e-definition"}),
         },
-        ModelReply::QuoteToolResult { prefix: "Refused: ".into() },
+        ModelReply::QuoteToolResult {
+            prefix: "Refused: ".into(),
+        },
     ])
     .await
     .unwrap();
@@ -234,18 +324,29 @@ async fn a_tool_the_caller_may_not_use_is_denied_audited_and_explained_to_the_mo
     let (services, _) = workflow_data();
     let harness = chat_harness(provider.clone(), services);
     let caller = caller_with("bob", TEST_TENANT, &[Permission::READ_ACTIVITIES]);
-    let events = harness.run(harness.request_with(caller, TEST_AGENT, Vec::new())).await;
+    let events = harness
+        .run(harness.request_with(caller, TEST_AGENT, Vec::new()))
+        .await;
 
-    assert_eq!(types(&events).last(), Some(&AiStreamEventType::ConversationCompleted));
+    assert_eq!(
+        types(&events).last(),
+        Some(&AiStreamEventType::ConversationCompleted)
+    );
     let failed = of_type(&events, AiStreamEventType::ToolFailed);
     assert_eq!(failed.len(), 1, "{:?}", types(&events));
     assert_eq!(failed[0].data["toolName"], "workflow.getDefinition");
 
     let audit = harness.audit.events(&TenantId::from(TEST_TENANT));
-    let denied: Vec<_> = audit.iter().filter(|e| e.action == AuditAction::TOOL_DENIED).collect();
+    let denied: Vec<_> = audit
+        .iter()
+        .filter(|e| e.action == AuditAction::TOOL_DENIED)
+        .collect();
     assert_eq!(denied.len(), 1, "{audit:#?}");
     assert_eq!(denied[0].outcome, AuditOutcome::Denied);
-    assert_eq!(denied[0].tool_name.as_deref(), Some("workflow.getDefinition"));
+    assert_eq!(
+        denied[0].tool_name.as_deref(),
+        Some("workflow.getDefinition")
+    );
     assert_eq!(denied[0].details["error"]["code"], "permission_denied");
     assert_eq!(denied[0].actor_id, "bob");
 
@@ -253,18 +354,25 @@ async fn a_tool_the_caller_may_not_use_is_denied_audited_and_explained_to_the_mo
     let requests = server.chat_requests();
     assert_eq!(requests.len(), 2);
     let refusal = requests[1].tool_messages().pop().unwrap();
-    assert!(refusal.contains("permission_denied") && refusal.contains("read:workflows"), "{refusal}");
+    assert!(
+        refusal.contains("permission_denied") && refusal.contains("read:workflows"),
+        "{refusal}"
+    );
     let reply = &of_type(&events, AiStreamEventType::AssistantCompleted)[0].data["text"];
-    assert!(reply.as_str().unwrap().contains("permission_denied"), "{reply}");
+    assert!(
+        reply.as_str().unwrap().contains("permission_denied"),
+        "{reply}"
+    );
 
     provider.shutdown().await;
 }
 
 #[tokio::test]
 async fn a_model_endpoint_that_refuses_the_key_fails_the_turn_with_503() {
-    let server = ScriptedModelServer::start(
-        (0..8).map(|_| ModelReply::Error { status: 401, message: "invalid api key".into() }),
-    )
+    let server = ScriptedModelServer::start((0..8).map(|_| ModelReply::Error {
+        status: 401,
+        message: "invalid api key".into(),
+    }))
     .await
     .unwrap();
     let provider = provider(&server, "gpt-4.1");
@@ -274,8 +382,12 @@ async fn a_model_endpoint_that_refuses_the_key_fails_the_turn_with_503() {
     assert_eq!(failed.len(), 1, "{:?}", types(&events));
     assert_eq!(failed[0].data["error"]["status"], 503);
     assert_eq!(failed[0].data["error"]["code"], "model_auth_failed");
-    let everything = serde_json::to_string(&events.iter().map(|e| &e.data).collect::<Vec<_>>()).unwrap();
-    assert!(!everything.contains(KEY), "the key never reaches the stream");
+    let everything =
+        serde_json::to_string(&events.iter().map(|e| &e.data).collect::<Vec<_>>()).unwrap();
+    assert!(
+        !everything.contains(KEY),
+        "the key never reaches the stream"
+    );
     provider.shutdown().await;
 }
 
@@ -292,7 +404,18 @@ fn turn(
         agent: agent.clone(),
         caller: weaver_testkit::full_caller("alice", TEST_TENANT),
         message: message.to_owned(),
-        history: Vec::new(),
+        history: vec![
+            AiMessage {
+                role: MessageRole::User,
+                content: "An earlier question.".into(),
+                timestamp: chrono::Utc::now(),
+            },
+            AiMessage {
+                role: MessageRole::Assistant,
+                content: "An earlier answer.".into(),
+                timestamp: chrono::Utc::now(),
+            },
+        ],
         context: Vec::new(),
         tools,
         cancellation,
@@ -325,7 +448,10 @@ async fn run_turn(
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
         .ok()
-        .and_then(|stat| stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().to_owned()))
+        .and_then(|stat| {
+            stat.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_owned())
+        })
         .is_some_and(|state| !state.starts_with('Z') && !state.starts_with('X'))
 }
 
@@ -349,18 +475,39 @@ async fn the_cli_starts_lazily_restarts_after_being_killed_and_leaves_no_process
     .await
     .unwrap();
     let provider = provider(&server, "weaver-local-model");
-    assert_eq!(provider.cli_pid().await, None, "nothing runs before the first session");
+    assert_eq!(
+        provider.cli_pid().await,
+        None,
+        "nothing runs before the first session"
+    );
     let harness = GovernanceHarness::builder().build();
     let agent = test_agent(TEST_AGENT, &[], &all_permissions());
 
     let session = open(&provider, &agent).await;
-    let first_pid = provider.cli_pid().await.expect("the first session started the CLI");
+    let first_pid = provider
+        .cli_pid()
+        .await
+        .expect("the first session started the CLI");
     assert!(running(first_pid));
-    let events = run_turn(&provider, turn(&session, &agent, "one", vec![], CancellationToken::new()), &harness).await;
-    assert_eq!(events.last(), Some(&AiProviderEvent::Completed), "{events:?}");
-    assert!(events.contains(&AiProviderEvent::AssistantMessage { text: "First answer.".into() }));
+    let events = run_turn(
+        &provider,
+        turn(&session, &agent, "one", vec![], CancellationToken::new()),
+        &harness,
+    )
+    .await;
+    assert_eq!(
+        events.last(),
+        Some(&AiProviderEvent::Completed),
+        "{events:?}"
+    );
+    assert!(events.contains(&AiProviderEvent::AssistantMessage {
+        text: "First answer.".into()
+    }));
 
-    let killed = std::process::Command::new("kill").args(["-9", &first_pid.to_string()]).status().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first_pid.to_string()])
+        .status()
+        .unwrap();
     assert!(killed.success());
     for _ in 0..100 {
         if !running(first_pid) {
@@ -371,15 +518,42 @@ async fn the_cli_starts_lazily_restarts_after_being_killed_and_leaves_no_process
     assert!(!running(first_pid), "the CLI was killed");
 
     // The next turn finds the CLI dead, starts another and resumes the session from disk.
-    let events = run_turn(&provider, turn(&session, &agent, "two", vec![], CancellationToken::new()), &harness).await;
-    assert_eq!(events.last(), Some(&AiProviderEvent::Completed), "{events:?}");
-    assert!(events.contains(&AiProviderEvent::AssistantMessage { text: "Second answer.".into() }));
+    let events = run_turn(
+        &provider,
+        turn(&session, &agent, "two", vec![], CancellationToken::new()),
+        &harness,
+    )
+    .await;
+    assert_eq!(
+        events.last(),
+        Some(&AiProviderEvent::Completed),
+        "{events:?}"
+    );
+    assert!(events.contains(&AiProviderEvent::AssistantMessage {
+        text: "Second answer.".into()
+    }));
     let second_pid = provider.cli_pid().await.expect("restarted");
     assert_ne!(second_pid, first_pid);
     let users = server.chat_requests()[1].messages_with_role("user");
-    assert_eq!(users.len(), 2, "the restarted CLI resumed the conversation: {users:?}");
+    assert_eq!(
+        users.len(),
+        2,
+        "the restarted CLI resumed the conversation: {users:?}"
+    );
+    // A session opened for a conversation with history gets it once, on its first turn.
+    assert!(users[0].contains(
+        "<conversation_history>\nuser: An earlier question.\nassistant: An earlier answer.\n"
+    ));
+    assert!(users[0].ends_with("one"));
+    assert!(
+        users[1].ends_with("two") && !users[1].contains("<conversation_history>"),
+        "{users:?}"
+    );
 
-    provider.close_session(&session).await.expect("the session is deleted");
+    provider
+        .close_session(&session)
+        .await
+        .expect("the session is deleted");
     provider.shutdown().await;
     assert!(gone(second_pid).await, "the CLI stopped with the provider");
     assert!(gone(first_pid).await, "the killed CLI was reaped");
@@ -392,13 +566,19 @@ async fn the_cli_starts_lazily_restarts_after_being_killed_and_leaves_no_process
         })
         .await
         .unwrap_err();
-    assert_eq!((refused.status(), refused.code()), (503, "provider_shut_down"));
+    assert_eq!(
+        (refused.status(), refused.code()),
+        (503, "provider_shut_down")
+    );
 }
 
 #[tokio::test]
 async fn a_cancelled_turn_aborts_the_copilot_turn_and_frees_the_session() {
     let server = ScriptedModelServer::start([
-        ModelReply::ToolCall { name: "demo_slow".into(), arguments: json!({}) },
+        ModelReply::ToolCall {
+            name: "demo_slow".into(),
+            arguments: json!({}),
+        },
         ModelReply::Text("never sent".into()),
     ])
     .await
@@ -407,17 +587,28 @@ async fn a_cancelled_turn_aborts_the_copilot_turn_and_frees_the_session() {
     let slow = read_tool("demo.slow");
     assert_eq!(slow.mutability, ToolMutability::ReadOnly);
     let harness = GovernanceHarness::builder()
-        .tool(Arc::new(TestTool::sleeping(slow.clone(), Duration::from_secs(60))))
+        .tool(Arc::new(TestTool::sleeping(
+            slow.clone(),
+            Duration::from_secs(60),
+        )))
         .build();
     let agent = test_agent(TEST_AGENT, &["demo.slow"], &all_permissions());
     let session = open(&provider, &agent).await;
 
     let cancellation = CancellationToken::new();
-    let invoker = harness
-        .governor
-        .bind(harness.scope(harness.caller()).with_cancellation(cancellation.clone()));
+    let invoker = harness.governor.bind(
+        harness
+            .scope(harness.caller())
+            .with_cancellation(cancellation.clone()),
+    );
     let mut stream = provider.execute_turn(
-        turn(&session, &agent, "slow please", vec![slow.clone()], cancellation.clone()),
+        turn(
+            &session,
+            &agent,
+            "slow please",
+            vec![slow.clone()],
+            cancellation.clone(),
+        ),
         invoker,
     );
     let mut seen = Vec::new();
@@ -436,29 +627,60 @@ async fn a_cancelled_turn_aborts_the_copilot_turn_and_frees_the_session() {
         matches!(seen.last(), Some(AiProviderEvent::Failed { error }) if error.code() == "turn_cancelled"),
         "{seen:?}"
     );
-    assert_eq!(server.chat_requests().len(), 1, "the model was not asked to continue");
+    assert_eq!(
+        server.chat_requests().len(),
+        1,
+        "the model was not asked to continue"
+    );
 
     // The session was disconnected cleanly: the next turn resumes it.
     server.push_replies([ModelReply::Text("Back again.".into())]);
     let events = run_turn(
         &provider,
-        turn(&session, &agent, "still there?", vec![slow], CancellationToken::new()),
+        turn(
+            &session,
+            &agent,
+            "still there?",
+            vec![slow],
+            CancellationToken::new(),
+        ),
         &harness,
     )
     .await;
-    assert_eq!(events.last(), Some(&AiProviderEvent::Completed), "{events:?}");
+    assert_eq!(
+        events.last(),
+        Some(&AiProviderEvent::Completed),
+        "{events:?}"
+    );
+    let requests = server.chat_requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "one request per turn, no continuation of the aborted one"
+    );
+    let interrupted = requests[1].tool_messages();
+    assert_eq!(
+        interrupted.len(),
+        1,
+        "the aborted call is part of the session's history"
+    );
+    assert!(interrupted[0].contains("interrupted"), "{interrupted:?}");
     provider.shutdown().await;
 }
 
 #[tokio::test]
-async fn every_stream_event_of_a_turn_is_one_the_host_knows() {
-    // A plain text turn through the orchestrator: deltas, the final message, completion.
+async fn a_text_turn_streams_deltas_and_the_model_reads_the_attached_context() {
     let server = ScriptedModelServer::start([ModelReply::Text("Just words, no tools.".into())])
         .await
         .unwrap();
     let provider = provider(&server, "gpt-4.1");
-    let harness = chat_harness(provider.clone(), workflow_data().0);
-    let events: Vec<AiStreamEvent> = harness.run(harness.request("Say something.")).await;
+    let (services, definition_id) = workflow_data();
+    let harness = chat_harness(provider.clone(), services);
+    let attachment =
+        AiContextAttachment::new(AttachmentKind::WorkflowDefinition, definition_id.clone());
+    let mut request = harness.request_with(harness.caller(), TEST_AGENT, vec![attachment]);
+    request.message = "Say something about it.".into();
+    let events: Vec<AiStreamEvent> = harness.run(request).await;
     let deltas: String = of_type(&events, AiStreamEventType::AssistantDelta)
         .iter()
         .map(|e| e.data["text"].as_str().unwrap().to_owned())
@@ -468,6 +690,24 @@ async fn every_stream_event_of_a_turn_is_one_the_host_knows() {
         of_type(&events, AiStreamEventType::AssistantCompleted)[0].data["text"],
         "Just words, no tools."
     );
-    assert_eq!(types(&events).last(), Some(&AiStreamEventType::ConversationCompleted));
+    assert_eq!(
+        types(&events).last(),
+        Some(&AiStreamEventType::ConversationCompleted)
+    );
+
+    // The resolved attachment (redacted by the host) reached the model with the message.
+    let user = server.chat_requests()[0]
+        .messages_with_role("user")
+        .pop()
+        .unwrap();
+    assert!(
+        user.contains(&format!(
+            "<context kind=\"WorkflowDefinition\" reference=\"{definition_id}\""
+        )),
+        "{}",
+        &user[..user.len().min(600)]
+    );
+    assert!(user.ends_with("Say something about it."));
+    assert!(!user.contains(REGISTERED_SECRET) && !user.contains("do-not-show-this"));
     provider.shutdown().await;
 }
