@@ -579,7 +579,7 @@ async fn a_cancelled_turn_aborts_the_copilot_turn_and_frees_the_session() {
             name: "demo_slow".into(),
             arguments: json!({}),
         },
-        ModelReply::Text("never sent".into()),
+        ModelReply::Text("Back again.".into()),
     ])
     .await
     .unwrap();
@@ -634,7 +634,11 @@ async fn a_cancelled_turn_aborts_the_copilot_turn_and_frees_the_session() {
     );
 
     // The session was disconnected cleanly: the next turn resumes it.
-    server.push_replies([ModelReply::Text("Back again.".into())]);
+    assert_eq!(
+        server.remaining_replies(),
+        1,
+        "the aborted turn asked the model nothing more"
+    );
     let events = run_turn(
         &provider,
         turn(

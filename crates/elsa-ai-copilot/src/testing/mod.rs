@@ -25,7 +25,8 @@ pub fn pinned_cli() -> PathBuf {
         let path = PathBuf::from(path);
         assert!(
             path.is_file(),
-            "{CLI_PATH_ENV} names {}, which does not exist",
+            "{CLI_PATH_ENV} names {}, which does not exist (unset it to use the pinned CLI \
+             that `{INSTALL_CLI}` installs)",
             path.display()
         );
         return path;

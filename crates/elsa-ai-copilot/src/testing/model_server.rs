@@ -164,11 +164,6 @@ impl ScriptedModelServer {
             .collect()
     }
 
-    /// Appends replies to the script.
-    pub fn push_replies(&self, replies: impl IntoIterator<Item = ModelReply>) {
-        self.state.script.lock().extend(replies);
-    }
-
     /// How many scripted replies are still unplayed.
     pub fn remaining_replies(&self) -> usize {
         self.state.script.lock().len()
@@ -385,6 +380,103 @@ mod tests {
         assert!(!is_valid_function_name("workflow.getDefinition"));
         assert!(!is_valid_function_name(""));
         assert!(!is_valid_function_name(&"x".repeat(65)));
+    }
+
+    fn state(script: Vec<ModelReply>) -> Arc<ServerState> {
+        Arc::new(ServerState {
+            script: Mutex::new(script.into()),
+            requests: Mutex::new(Vec::new()),
+        })
+    }
+
+    async fn post(state: &Arc<ServerState>, body: Value) -> Response {
+        handle(
+            State(state.clone()),
+            Method::POST,
+            Uri::from_static("/v1/chat/completions"),
+            HeaderMap::new(),
+            Bytes::from(body.to_string()),
+        )
+        .await
+    }
+
+    #[tokio::test]
+    async fn invalid_function_names_are_rejected_like_the_real_apis_do() {
+        let state = state(vec![ModelReply::Text("unused".into())]);
+        let dotted = json!({"model": "m", "tools": [{"type": "function", "function": {"name": "workflow.getDefinition"}}]});
+        let response = post(&state, dotted).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+            .await
+            .unwrap();
+        assert!(String::from_utf8_lossy(&body).contains("workflow.getDefinition"));
+        assert_eq!(
+            state.script.lock().len(),
+            1,
+            "a rejected request plays no reply"
+        );
+        assert_eq!(state.requests.lock().len(), 1, "but is recorded");
+    }
+
+    #[tokio::test]
+    async fn replies_are_played_in_order_and_tool_results_quoted() {
+        let state = state(vec![
+            ModelReply::ToolCall {
+                name: "workflow_getDefinition".into(),
+                arguments: json!({"definitionId": "wf-1"}),
+            },
+            ModelReply::QuoteToolResult {
+                prefix: "Got: ".into(),
+            },
+            ModelReply::Error {
+                status: 401,
+                message: "bad key".into(),
+            },
+        ]);
+        let offered = json!({"model": "m", "tools": [{"type": "function", "function": {"name": "workflow_getDefinition"}}]});
+        let call = post(&state, offered.clone()).await;
+        assert_eq!(call.status(), StatusCode::OK);
+        let call: Value = serde_json::from_slice(
+            &axum::body::to_bytes(call.into_body(), usize::MAX)
+                .await
+                .unwrap(),
+        )
+        .unwrap();
+        let function = &call["choices"][0]["message"]["tool_calls"][0]["function"];
+        assert_eq!(function["name"], "workflow_getDefinition");
+        assert_eq!(function["arguments"], r#"{"definitionId":"wf-1"}"#);
+
+        let mut with_result = offered;
+        with_result["messages"] =
+            json!([{"role": "tool", "tool_call_id": "c", "content": "{\"name\":\"Hello\"}"}]);
+        with_result["stream"] = json!(true);
+        let quoted = post(&state, with_result).await;
+        let text = String::from_utf8(
+            axum::body::to_bytes(quoted.into_body(), usize::MAX)
+                .await
+                .unwrap()
+                .to_vec(),
+        )
+        .unwrap();
+        assert!(
+            text.starts_with("data: ") && text.ends_with("data: [DONE]\n\n"),
+            "{text}"
+        );
+        let content: String = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter_map(|chunk| serde_json::from_str::<Value>(chunk).ok())
+            .filter_map(|chunk| {
+                chunk["choices"][0]["delta"]["content"]
+                    .as_str()
+                    .map(str::to_owned)
+            })
+            .collect();
+        assert_eq!(content, r#"Got: {"name":"Hello"}"#);
+
+        let refused = post(&state, json!({"model": "m"})).await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(state.requests.lock().len(), 3);
     }
 
     #[test]
