@@ -389,6 +389,30 @@ mod tests {
     }
 
     #[test]
+    fn the_section_works_as_one_variant_of_a_hosts_provider_choice() {
+        // A host choosing the provider by `kind` can deserialise the whole section into
+        // this type: `kind` is one of its keys, whether or not the host consumed it.
+        #[derive(Deserialize)]
+        #[serde(tag = "kind", rename_all = "snake_case")]
+        enum Provider {
+            Copilot(CopilotProviderConfig),
+            Scripted {},
+        }
+        #[derive(Deserialize)]
+        struct HostFile {
+            provider: Provider,
+        }
+        let file: HostFile = toml::from_str(ISSUE_EXAMPLE).unwrap();
+        let Provider::Copilot(config) = file.provider else {
+            panic!("copilot chosen")
+        };
+        assert_eq!(config.model.as_deref(), Some("gpt-4.1"));
+        assert_eq!(config.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        let scripted: HostFile = toml::from_str("[provider]\nkind = \"scripted\"\n").unwrap();
+        assert!(matches!(scripted.provider, Provider::Scripted {}));
+    }
+
+    #[test]
     fn unknown_keys_and_types_are_refused() {
         let typo = "[provider]\nmodle = \"gpt-4.1\"\n";
         assert!(toml::from_str::<File>(typo).is_err());
