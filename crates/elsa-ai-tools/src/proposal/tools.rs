@@ -10,8 +10,11 @@ use elsa_ai_abstractions::{
     AuditBehavior, BaselineRef, DangerLevel, Permission, ProposalDraft, ProposalKind,
     ToolMutability,
 };
+use elsa_workflows::diff::{
+    ActivityChange, ActivitySummary, ChangeKind, ConnectionSummary, DiffCounts,
+};
 use elsa_workflows::validate::validate;
-use elsa_workflows::{Diagnostic, VersionOptions, WorkflowDefinition};
+use elsa_workflows::{Diagnostic, GraphDiff, VersionOptions, WorkflowDefinition};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,7 +43,7 @@ pub(crate) struct ProposalSummary {
     validation: ValidationSummary,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<String>,
-    graph_diff: Value,
+    graph_diff: DiffSummary,
     preview: Preview,
     next_step: &'static str,
 }
@@ -55,10 +58,145 @@ impl ProposalSummary {
             baseline: proposal.baseline.clone(),
             validation: ValidationSummary::of(&proposal.diagnostics),
             warnings: proposal.warnings.iter().map(|w| clip(w, 300)).collect(),
-            graph_diff: serde_json::to_value(&proposal.graph_diff).unwrap_or(Value::Null),
+            // A creation's diff adds everything: the preview already shows it.
+            graph_diff: DiffSummary::of(
+                &proposal.graph_diff,
+                proposal.kind == ProposalKind::Update,
+            ),
             preview: Preview::of(&proposal.payload.definition),
             next_step: "The proposal changes nothing yet: a person reviews it, and only an \
                         approved proposal is applied. Tell the user its id.",
+        }
+    }
+}
+
+/// How many items each list of a diff summary shows.
+const MAX_DIFF_ITEMS: usize = 20;
+
+/// A graph diff for a model: the counts, and the first items of each list in one line each.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct DiffSummary {
+    counts: DiffCounts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    changes: Option<DiffItems>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DiffItems {
+    header: Vec<String>,
+    activities_added: Listing<String>,
+    activities_removed: Listing<String>,
+    activities_changed: Listing<String>,
+    connections_added: Listing<String>,
+    connections_removed: Listing<String>,
+    variables_added: Listing<String>,
+    variables_removed: Listing<String>,
+    variables_changed: Listing<String>,
+}
+
+fn activity_line(activity: &ActivitySummary) -> String {
+    format!(
+        "{} ({})",
+        activity.id.as_deref().unwrap_or(&activity.path),
+        activity.type_name
+    )
+}
+
+fn connection_line(connection: &ConnectionSummary) -> String {
+    format!(
+        "{}:{} -> {}:{}",
+        connection.source.activity,
+        connection.source.port,
+        connection.target.activity,
+        connection.target.port
+    )
+}
+
+fn change_line(change: &ActivityChange) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for (what, changed) in [
+        ("type", change.type_change.is_some()),
+        ("version", change.version_change.is_some()),
+        ("name", change.name_change.is_some()),
+        ("display text", change.display_text_change.is_some()),
+        ("container", change.parent_change.is_some()),
+        ("trigger flag", change.can_start_workflow_change.is_some()),
+        ("start", change.start_change.is_some()),
+    ] {
+        if changed {
+            parts.push(what.to_owned());
+        }
+    }
+    parts.extend(change.inputs.iter().map(|input| {
+        let kind = match input.kind {
+            ChangeKind::Added => "set",
+            ChangeKind::Removed => "removed",
+            ChangeKind::Modified => "changed",
+        };
+        format!("input {} {kind}", input.name)
+    }));
+    clip(
+        &format!(
+            "{} ({}): {}",
+            change.id.as_deref().unwrap_or(&change.path),
+            change.type_name,
+            parts.join(", ")
+        ),
+        300,
+    )
+}
+
+impl DiffSummary {
+    pub(crate) fn of(diff: &GraphDiff, with_items: bool) -> Self {
+        let list = |items: Vec<String>| Listing::first(items, MAX_DIFF_ITEMS);
+        Self {
+            counts: diff.counts(),
+            changes: with_items.then(|| DiffItems {
+                header: diff
+                    .header
+                    .iter()
+                    .map(|h| {
+                        clip(
+                            &format!("{}: {:?} -> {:?}", h.field, h.before, h.after),
+                            300,
+                        )
+                    })
+                    .collect(),
+                activities_added: list(diff.activities_added.iter().map(activity_line).collect()),
+                activities_removed: list(
+                    diff.activities_removed.iter().map(activity_line).collect(),
+                ),
+                activities_changed: list(diff.activities_changed.iter().map(change_line).collect()),
+                connections_added: list(
+                    diff.connections_added.iter().map(connection_line).collect(),
+                ),
+                connections_removed: list(
+                    diff.connections_removed
+                        .iter()
+                        .map(connection_line)
+                        .collect(),
+                ),
+                variables_added: list(
+                    diff.variables_added
+                        .iter()
+                        .map(|v| v.name.clone())
+                        .collect(),
+                ),
+                variables_removed: list(
+                    diff.variables_removed
+                        .iter()
+                        .map(|v| v.name.clone())
+                        .collect(),
+                ),
+                variables_changed: list(
+                    diff.variables_changed
+                        .iter()
+                        .map(|v| format!("{} ({})", v.name, v.fields.join(", ")))
+                        .collect(),
+                ),
+            }),
         }
     }
 }

@@ -8,11 +8,12 @@
 use std::sync::{Arc, Mutex};
 
 use elsa_ai_abstractions::{
-    AiCaller, AiContextAttachment, AiProposalIntake, AiToolOutcome, AiToolResult, Permission,
+    AiCaller, AiContextAttachment, AiToolOutcome, AiToolResult, AiToolServices, Permission,
 };
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, RefusingProposalIntake, TEST_TENANT, all_permissions, backend_services,
 };
+use elsa_ai_host::{InMemoryAuditLog, InMemoryProposalStore, ProposalService};
 use elsa_ai_tools as _;
 use elsa_workflows::{
     InMemoryWorkflowBackend, InstanceQuery, Page, TenantId, WorkflowDefinition, WorkflowError,
@@ -36,37 +37,55 @@ pub struct World {
     pub backend: Arc<InMemoryWorkflowBackend>,
 }
 
-/// A world whose proposal tools reach no proposal service.
-pub fn world() -> World {
-    world_with(Arc::new(RefusingProposalIntake))
-}
-
-/// A world whose proposal tools submit to `proposals`.
-pub fn world_with(proposals: Arc<dyn AiProposalIntake>) -> World {
+/// The fixture backend for [`TEST_TENANT`], plus [`GLOBEX`]'s own objects.
+fn seeded_backend() -> Arc<InMemoryWorkflowBackend> {
     let backend = Arc::new(fixture_backend(&[TEST_TENANT]));
     seed_globex(&backend);
+    backend
+}
+
+/// Every linked tool behind a governor handing `services` to tools.
+fn governed(backend: Arc<InMemoryWorkflowBackend>, services: AiToolServices) -> World {
     let harness = GovernanceHarness::builder()
         .linked_tools()
-        .services(backend_services(backend.clone(), proposals))
+        .services(services)
         .build();
     World { harness, backend }
 }
 
+/// A world whose proposal tools reach no proposal service.
+pub fn world() -> World {
+    let backend = seeded_backend();
+    let services = backend_services(backend.clone(), Arc::new(RefusingProposalIntake));
+    governed(backend, services)
+}
+
+/// A world whose proposal tools submit to the host's real [`ProposalService`] over the same
+/// backend (which it validates against and would apply to).
+pub fn proposal_world() -> (World, ProposalService) {
+    let backend = seeded_backend();
+    let service = ProposalService::builder(
+        Arc::new(InMemoryProposalStore::new()),
+        backend.clone(),
+        backend.clone(),
+        backend.clone(),
+        Arc::new(InMemoryAuditLog::new()),
+    )
+    .build();
+    let services = backend_services(backend.clone(), Arc::new(service.clone()));
+    (governed(backend, services), service)
+}
+
 /// A world whose tools read instances through a [`RecordingInstances`].
 pub fn recording_world() -> (World, Arc<RecordingInstances>) {
-    let backend = Arc::new(fixture_backend(&[TEST_TENANT]));
-    seed_globex(&backend);
+    let backend = seeded_backend();
     let recording = Arc::new(RecordingInstances {
         inner: backend.clone(),
         reads: Mutex::new(Vec::new()),
     });
     let mut services = backend_services(backend.clone(), Arc::new(RefusingProposalIntake));
     services.instances = recording.clone();
-    let harness = GovernanceHarness::builder()
-        .linked_tools()
-        .services(services)
-        .build();
-    (World { harness, backend }, recording)
+    (governed(backend, services), recording)
 }
 
 /// One read of the instance store.
