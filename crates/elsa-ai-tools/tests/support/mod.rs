@@ -76,6 +76,137 @@ pub fn proposal_world() -> (World, ProposalService) {
     (governed(backend, services), service)
 }
 
+/// The host's real proposal service over `backend`, with its own audit log.
+pub fn proposal_service(backend: &Arc<InMemoryWorkflowBackend>) -> ProposalService {
+    ProposalService::builder(
+        Arc::new(InMemoryProposalStore::new()),
+        backend.clone(),
+        backend.clone(),
+        backend.clone(),
+        Arc::new(InMemoryAuditLog::new()),
+    )
+    .build()
+}
+
+/// The text every object of the marked tenant carries (see [`two_tenant_backend`]).
+pub const MARK: &str = "GLOBEX-SECRET";
+/// A definition only the marked tenant has (its id carries no mark; its content does).
+pub const B_ONLY_DEFINITION: &str = "b-only-definition";
+/// A faulted run only the marked tenant has.
+pub const B_ONLY_RUN: &str = "b-only-run";
+
+/// Prefixes every `name`, `displayName`, `description`, `message` and `correlationId` string
+/// of a document with [`MARK`].
+fn mark(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, item) in map.iter_mut() {
+                match item {
+                    Value::String(text)
+                        if matches!(
+                            key.as_str(),
+                            "name" | "displayName" | "description" | "message" | "correlationId"
+                        ) =>
+                    {
+                        *text = format!("{MARK} {text}");
+                    }
+                    other => mark(other),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mark),
+        _ => {}
+    }
+}
+
+/// The fixture data for [`TEST_TENANT`], and for [`GLOBEX`] the same objects under the same
+/// ids with [`MARK`] in every name, description and message (plus a marked correlation id
+/// and catalog entry), and objects only [`GLOBEX`] has: [`B_ONLY_DEFINITION`],
+/// [`B_ONLY_RUN`] and faulted runs of every fixture instance's definition. Anything of
+/// [`GLOBEX`] that reaches [`TEST_TENANT`] shows the mark.
+pub fn two_tenant_backend() -> Arc<InMemoryWorkflowBackend> {
+    let backend = Arc::new(fixture_backend(&[TEST_TENANT]));
+    let globex = TenantId::new(GLOBEX);
+    let read = |path: &std::path::Path| -> Option<Value> {
+        let text = std::fs::read_to_string(path).ok()?;
+        serde_json::from_str(text.trim_start_matches('\u{feff}')).ok()
+    };
+    let mut definition_ids = Vec::new();
+    for path in weaver_testkit::fixture_files("definitions") {
+        let Some(mut value) = read(&path) else {
+            continue;
+        };
+        mark(&mut value);
+        if value.get("name").is_none() {
+            value["name"] = json!(MARK);
+        }
+        let Ok(mut definition) = WorkflowDefinition::from_value(value) else {
+            continue;
+        };
+        if definition.definition_id().is_empty() {
+            let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+            definition.set_definition_id(stem.into_owned());
+        }
+        definition.set_description(Some(MARK));
+        definition_ids.push(definition.definition_id().to_owned());
+        backend
+            .insert_definition(&globex, definition)
+            .expect("marked definition");
+    }
+    for path in weaver_testkit::fixture_files("instances") {
+        let Some(mut value) = read(&path) else {
+            continue;
+        };
+        mark(&mut value);
+        if value.get("workflowState").is_some_and(Value::is_object) {
+            value["workflowState"]["correlationId"] = json!(MARK);
+        } else {
+            value["correlationId"] = json!(MARK);
+        }
+        let instance = WorkflowInstance::from_value(value).expect("marked instance");
+        definition_ids.extend(instance.definition_id().map(str::to_owned));
+        backend.insert_instance(&globex, instance);
+    }
+    for path in weaver_testkit::fixture_files("activities") {
+        let text = std::fs::read_to_string(&path).expect("catalog");
+        let mut descriptors =
+            elsa_workflows::ActivityDescriptor::catalog_from_json_str(&text).expect("catalog");
+        for descriptor in &mut descriptors {
+            descriptor.display_name = Some(format!("{MARK} descriptor"));
+        }
+        let mut secret = elsa_workflows::ActivityDescriptor::new("Globex.SecretStep");
+        secret.description = Some(MARK.to_owned());
+        descriptors.push(secret);
+        backend.set_catalog(&globex, descriptors);
+    }
+    let mut own = WorkflowDefinition::new_flowchart(B_ONLY_DEFINITION, MARK);
+    own.set_description(Some(MARK));
+    backend.insert_definition(&globex, own).expect("b-only");
+    definition_ids.push(B_ONLY_DEFINITION.to_owned());
+    for (i, definition_id) in definition_ids.iter().enumerate() {
+        let id = if i == 0 {
+            B_ONLY_RUN.to_owned()
+        } else {
+            format!("{B_ONLY_RUN}-{i}")
+        };
+        let mut run = faulted_run(
+            &id,
+            definition_id,
+            "2024-04-18T12:30:00Z",
+            "SecretStep",
+            "Globex.SecretStep",
+            "Globex.SecretException",
+        )
+        .to_value();
+        mark(&mut run);
+        backend.insert_instance(
+            &globex,
+            WorkflowInstance::from_value(run).expect("b-only run"),
+        );
+    }
+    backend
+}
+
 /// A world whose tools read instances through a [`RecordingInstances`].
 pub fn recording_world() -> (World, Arc<RecordingInstances>) {
     let backend = seeded_backend();
