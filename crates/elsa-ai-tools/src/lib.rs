@@ -42,23 +42,60 @@
 //! ```
 //! use std::sync::Arc;
 //!
-//! use elsa_ai_abstractions::{AiToolRegistry, AiToolQuery, ToolMutability};
-//! use elsa_ai_host::testing::governance::all_permissions;
-//! use elsa_ai_host::{AgentRegistry, InMemoryToolEnablementStore, ToolRegistry};
-//! use elsa_ai_tools as _; // linking the crate registers its tools
+//! use elsa_ai_abstractions::*;
+//! use elsa_ai_host::*;
+//! use elsa_ai_tools::names;
+//! use elsa_workflows::{InMemoryWorkflowBackend, samples};
+//! use serde_json::json;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
-//! let registry = ToolRegistry::builder().linked_tools()?.build(
+//! // An Elsa backend with the crate's sample workflows, and the host's proposal service.
+//! let backend = Arc::new(InMemoryWorkflowBackend::new());
+//! samples::seed(&backend, &"acme".into());
+//! let audit = Arc::new(InMemoryAuditLog::new());
+//! let proposals = ProposalService::builder(
+//!     Arc::new(InMemoryProposalStore::new()),
+//!     backend.clone(),
+//!     backend.clone(),
+//!     backend.clone(),
+//!     audit.clone(),
+//! )
+//! .build();
+//! let services = AiToolServices {
+//!     definitions: backend.clone(),
+//!     instances: backend.clone(),
+//!     catalog: backend.clone(),
+//!     proposals: Arc::new(proposals),
+//! };
+//!
+//! // Linking the crate registered the tools: the registry finds them without being told.
+//! let registry = Arc::new(ToolRegistry::builder().linked_tools()?.build(
 //!     Arc::new(AgentRegistry::builtin()),
 //!     Arc::new(InMemoryToolEnablementStore::new()),
+//! ));
+//! let governor = ToolGovernor::builder(registry.clone(), services, audit).build();
+//! let caller = AiCaller::new(
+//!     "alice",
+//!     "acme",
+//!     [Permission::READ_WORKFLOWS, Permission::READ_WORKFLOW_INSTANCES],
 //! );
-//! let get = registry.registered(elsa_ai_tools::names::GET_DEFINITION).expect("linked");
-//! assert_eq!(get.definition().mutability, ToolMutability::ReadOnly);
-//! assert_eq!(get.definition().input_schema["required"][0], "definitionId");
+//! let invoker = governor.bind(ToolCallScope::new(caller, INSTANCE_DIAGNOSTICS));
+//! let call = |tool: &str, arguments| AiProviderToolInvocation {
+//!     call_id: "call-1".into(),
+//!     tool_name: tool.into(),
+//!     arguments,
+//! };
 //!
-//! let caller = elsa_ai_abstractions::AiCaller::new("alice", "acme", all_permissions());
-//! let listed = registry.list(&AiToolQuery::for_caller(caller)).await?;
-//! assert!(listed.iter().any(|t| t.name == "workflow.listDefinitions"));
+//! let found = invoker.invoke(call(names::LIST_DEFINITIONS, json!({"text": "order"}))).await;
+//! assert_eq!(found.content["items"][0]["definitionId"], "sample-order-approval");
+//! let graph = invoker
+//!     .invoke(call(names::GET_DEFINITION, json!({"definitionId": "sample-order-approval"})))
+//!     .await;
+//! assert!(graph.content["activities"]["total"].as_u64() > Some(3));
+//!
+//! // Another tenant's id, or one that never existed: the same 404 the model can read.
+//! let missing = invoker.invoke(call(names::INSTANCE_GET, json!({"instanceId": "nope"}))).await;
+//! assert_eq!(missing.error.map(|e| e.status), Some(404));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```
