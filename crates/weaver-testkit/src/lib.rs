@@ -4,6 +4,8 @@
 //! next to the checkout. Tests find it through [`fixtures_dir`] and list its folders;
 //! they never name fixture files. Nothing here is used at runtime.
 
+pub mod conformance;
+
 use std::path::{Path, PathBuf};
 
 use elsa_ai_abstractions::{AiCaller, Permission};

@@ -1,0 +1,284 @@
+//! [`AiConversationStore`]: creation, tenant scope, messages, the owner's list and retention
+//! (which also purges the [`AiStreamJournal`] of every purged conversation).
+
+use chrono::{DateTime, Duration, Utc};
+use elsa_ai_abstractions::{
+    AiConversation, AiConversationStore, AiMessage, AiStreamEvent, AiStreamEventType,
+    AiStreamJournal, ConversationId, MessageRole,
+};
+use elsa_workflows::{PageRequest, TenantId};
+use serde_json::json;
+
+use super::{assert_status, case, unique};
+
+/// Every case, in order. `journal` must be the journal the store purges.
+pub async fn run<S, J>(store: &S, journal: &J)
+where
+    S: AiConversationStore + ?Sized,
+    J: AiStreamJournal + ?Sized,
+{
+    create_then_find_round_trips_in_the_tenant(store).await;
+    append_message_keeps_order_and_bumps_updated_at(store).await;
+    list_is_the_owners_newest_first_without_messages(store).await;
+    purge_before_drops_expired_conversations_and_their_journals(store, journal).await;
+}
+
+fn tenant() -> TenantId {
+    TenantId::new(unique("tenant"))
+}
+
+/// A conversation of `owner` in `tenant`, last updated at `at`.
+pub fn conversation(tenant: &TenantId, owner: &str, at: DateTime<Utc>) -> AiConversation {
+    AiConversation {
+        id: ConversationId::generate(),
+        tenant_id: tenant.clone(),
+        owner_id: owner.into(),
+        agent: "workflow-author".into(),
+        title: "Why did the export fail?".into(),
+        created_at: at,
+        updated_at: at,
+        messages: Vec::new(),
+    }
+}
+
+fn message(role: MessageRole, content: &str, at: DateTime<Utc>) -> AiMessage {
+    AiMessage {
+        role,
+        content: content.into(),
+        timestamp: at,
+    }
+}
+
+/// A conversation (with messages) is found exactly, only in its tenant; its id is unique.
+pub async fn create_then_find_round_trips_in_the_tenant<S: AiConversationStore + ?Sized>(
+    store: &S,
+) {
+    case("conversations: create then find round-trips in the tenant");
+    let tenant = tenant();
+    let now = Utc::now();
+    let mut created = conversation(&tenant, "alice", now);
+    created.messages = vec![
+        message(MessageRole::User, "Why did it fail? ✓", now),
+        message(MessageRole::Assistant, "The HTTP call timed out.", now),
+    ];
+    store.create(&created).await.expect("create succeeds");
+    let twice = assert_status(
+        store.create(&created).await,
+        409,
+        "creating the same id twice",
+    );
+    assert_eq!(twice.code(), "conversation_exists");
+    assert_eq!(
+        store.find(&created.id, &tenant).await.unwrap(),
+        Some(created.clone())
+    );
+    assert_eq!(
+        store
+            .find(&created.id, &TenantId::new(unique("other")))
+            .await
+            .unwrap(),
+        None,
+        "another tenant does not see the conversation"
+    );
+    assert_eq!(
+        store
+            .find(&ConversationId::generate(), &tenant)
+            .await
+            .unwrap(),
+        None
+    );
+}
+
+/// Messages are kept in the order appended; `updated_at` moves to the newest message and
+/// never back; appending in another tenant or to an unknown conversation is a 404.
+pub async fn append_message_keeps_order_and_bumps_updated_at<S: AiConversationStore + ?Sized>(
+    store: &S,
+) {
+    case("conversations: append message keeps order and bumps updated_at");
+    let tenant = tenant();
+    let start = Utc::now();
+    let created = conversation(&tenant, "alice", start);
+    store.create(&created).await.unwrap();
+    let later = message(MessageRole::User, "hello", start + Duration::seconds(5));
+    let earlier = message(MessageRole::Assistant, "hi", start + Duration::seconds(1));
+    store
+        .append_message(&created.id, &tenant, &later)
+        .await
+        .unwrap();
+    store
+        .append_message(&created.id, &tenant, &earlier)
+        .await
+        .unwrap();
+    let found = store.find(&created.id, &tenant).await.unwrap().unwrap();
+    assert_eq!(found.messages, [later.clone(), earlier.clone()]);
+    assert_eq!(
+        found.updated_at, later.timestamp,
+        "updated_at never moves back"
+    );
+    assert_eq!(found.created_at, start);
+
+    let other = TenantId::new(unique("other"));
+    let cross = store.append_message(&created.id, &other, &later).await;
+    assert_eq!(
+        assert_status(cross, 404, "appending from another tenant").code(),
+        "conversation_not_found"
+    );
+    assert_status(
+        store
+            .append_message(&ConversationId::generate(), &tenant, &later)
+            .await,
+        404,
+        "appending to an unknown conversation",
+    );
+    assert_eq!(
+        store
+            .find(&created.id, &tenant)
+            .await
+            .unwrap()
+            .unwrap()
+            .messages
+            .len(),
+        2
+    );
+}
+
+/// The owner's conversations in the tenant, most recently updated first (ties by id),
+/// without messages, paged with the total.
+pub async fn list_is_the_owners_newest_first_without_messages<S: AiConversationStore + ?Sized>(
+    store: &S,
+) {
+    case("conversations: list is the owner's, newest first, without messages");
+    let tenant = tenant();
+    let now = Utc::now();
+    let old = conversation(&tenant, "alice", now - Duration::hours(1));
+    let mut new = conversation(&tenant, "alice", now);
+    new.messages.push(message(MessageRole::User, "hi", now));
+    let mut tie_a = conversation(&tenant, "alice", now - Duration::minutes(30));
+    let mut tie_b = tie_a.clone();
+    tie_a.id = ConversationId::new(format!("a-{}", unique("c")));
+    tie_b.id = ConversationId::new(format!("b-{}", unique("c")));
+    for c in [&old, &new, &tie_b, &tie_a] {
+        store.create(c).await.unwrap();
+    }
+    store
+        .create(&conversation(&tenant, "bob", now))
+        .await
+        .unwrap();
+    store
+        .create(&conversation(&TenantId::new(unique("other")), "alice", now))
+        .await
+        .unwrap();
+
+    let page = store
+        .list(&tenant, "alice", PageRequest::default())
+        .await
+        .unwrap();
+    let ids: Vec<&ConversationId> = page.items.iter().map(|c| &c.id).collect();
+    assert_eq!(ids, [&new.id, &tie_a.id, &tie_b.id, &old.id]);
+    assert_eq!(page.total, 4);
+    assert!(
+        page.items.iter().all(|c| c.messages.is_empty()),
+        "lists carry no messages"
+    );
+    assert_eq!(
+        page.items[0],
+        AiConversation {
+            messages: Vec::new(),
+            ..new.clone()
+        }
+    );
+    let second = store
+        .list(&tenant, "alice", PageRequest::new(3, 2))
+        .await
+        .unwrap();
+    assert_eq!((second.items.len(), second.total), (1, 4));
+    assert_eq!(second.items[0].id, old.id);
+    assert_eq!(
+        store
+            .list(&tenant, "carol", PageRequest::default())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+}
+
+fn started(conversation: &ConversationId) -> AiStreamEvent {
+    AiStreamEvent {
+        event_type: AiStreamEventType::ConversationStarted,
+        conversation_id: conversation.clone(),
+        sequence: 1,
+        timestamp: Utc::now(),
+        data: json!({"conversationId": conversation}),
+    }
+}
+
+/// Conversations last updated before the cutoff go, with their messages and journals; newer
+/// ones and journals without a conversation stay.
+pub async fn purge_before_drops_expired_conversations_and_their_journals<S, J>(
+    store: &S,
+    journal: &J,
+) where
+    S: AiConversationStore + ?Sized,
+    J: AiStreamJournal + ?Sized,
+{
+    case("conversations: purge before drops expired conversations and their journals");
+    let tenant = tenant();
+    let now = Utc::now();
+    let mut expired = conversation(&tenant, "alice", now - Duration::days(40));
+    expired
+        .messages
+        .push(message(MessageRole::User, "old", expired.created_at));
+    let mut recent = conversation(&tenant, "alice", now - Duration::days(40));
+    store.create(&expired).await.unwrap();
+    store.create(&recent).await.unwrap();
+    // A message today keeps a conversation that started long ago.
+    let today = message(MessageRole::User, "still here", now);
+    store
+        .append_message(&recent.id, &tenant, &today)
+        .await
+        .unwrap();
+    recent.messages.push(today);
+    recent.updated_at = now;
+    let orphan = ConversationId::generate();
+    for id in [&expired.id, &recent.id, &orphan] {
+        journal.append(&started(id)).await.unwrap();
+    }
+
+    let purged = store.purge_before(now - Duration::days(30)).await.unwrap();
+    assert_eq!(purged, 1, "exactly the expired conversation is purged");
+    assert_eq!(store.find(&expired.id, &tenant).await.unwrap(), None);
+    assert_eq!(
+        journal.last_sequence(&expired.id).await.unwrap(),
+        0,
+        "its journal went with it"
+    );
+    assert!(
+        journal
+            .read_after(&expired.id, 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store.find(&recent.id, &tenant).await.unwrap(),
+        Some(recent.clone())
+    );
+    assert_eq!(journal.last_sequence(&recent.id).await.unwrap(), 1);
+    assert_eq!(journal.last_sequence(&orphan).await.unwrap(), 1);
+    assert_eq!(
+        store.purge_before(now - Duration::days(30)).await.unwrap(),
+        0
+    );
+
+    // A purged id is free again.
+    let reborn = AiConversation {
+        messages: Vec::new(),
+        ..expired.clone()
+    };
+    store.create(&reborn).await.unwrap();
+    assert_eq!(
+        store.find(&expired.id, &tenant).await.unwrap(),
+        Some(reborn)
+    );
+}
