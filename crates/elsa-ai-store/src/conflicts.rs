@@ -1,0 +1,60 @@
+//! The refusals both backends report, worded once.
+
+use elsa_ai_abstractions::{AiError, AiStreamEvent, ConversationId, ProposalId};
+
+/// `save` of a proposal whose id exists (in any tenant).
+pub(crate) fn proposal_exists(id: &ProposalId) -> AiError {
+    AiError::conflict("proposal_exists", format!("proposal '{id}' already exists"))
+}
+
+/// A conditional `update` that matched nothing: 404 when the proposal does not exist in the
+/// tenant, otherwise 409 naming the state and revision it is in now.
+pub(crate) fn proposal_update_refused(
+    id: &ProposalId,
+    expected_revision: u64,
+    current: Option<(String, i64)>,
+) -> AiError {
+    match current {
+        None => AiError::NotFound {
+            code: "proposal_not_found".into(),
+            message: format!("proposal '{id}' not found"),
+        },
+        Some((status, revision)) => AiError::Conflict {
+            code: "revision_conflict".into(),
+            message: format!(
+                "proposal '{id}' changed concurrently: it is at revision {revision} ({status}), \
+                 not {expected_revision}"
+            ),
+            current_state: Some(status),
+        },
+    }
+}
+
+/// `create` of a conversation whose id exists.
+pub(crate) fn conversation_exists(id: &ConversationId) -> AiError {
+    AiError::conflict(
+        "conversation_exists",
+        format!("conversation '{id}' already exists"),
+    )
+}
+
+/// A conversation that does not exist in the tenant (worded like the host's ownership check).
+pub(crate) fn conversation_not_found(id: &ConversationId) -> AiError {
+    AiError::NotFound {
+        code: "conversation_not_found".into(),
+        message: format!("conversation '{id}' not found"),
+    }
+}
+
+/// A journal append whose sequence is not exactly one after `last`.
+pub(crate) fn sequence(event: &AiStreamEvent, last: u64) -> AiError {
+    AiError::conflict(
+        "sequence_conflict",
+        format!(
+            "conversation '{}' expects stream sequence {}, got {}",
+            event.conversation_id,
+            last.saturating_add(1),
+            event.sequence
+        ),
+    )
+}

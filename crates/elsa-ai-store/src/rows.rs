@@ -1,0 +1,317 @@
+//! The row shapes both backends write and read: every domain object as the columns the
+//! queries filter on plus, where the object is rich, its JSON document.
+//!
+//! Encoding happens in the caller's task (so that the audit writer only writes), and every
+//! conversion that can fail returns a typed [`AiError`] instead of writing something partial.
+
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiConversation, AiError, AiMessage, AiProposal, AiStreamEvent, AuditOutcome,
+    ConversationId, MessageRole, ToolEnablement,
+};
+use elsa_workflows::TenantId;
+
+use crate::error::corrupt;
+
+/// Nanoseconds since the Unix epoch: the exact on-disk form of every timestamp.
+pub(crate) fn to_nanos(at: DateTime<Utc>, what: &str) -> Result<i64, AiError> {
+    at.timestamp_nanos_opt().ok_or_else(|| {
+        AiError::bad_request(
+            "timestamp_out_of_range",
+            format!("the {what} timestamp {at} is outside the storable range (1677 to 2262)"),
+        )
+    })
+}
+
+/// A query bound in nanoseconds, clamped to the storable range (a bound beyond it still
+/// includes or excludes everything stored, as it would unclamped).
+pub(crate) fn clamp_nanos(at: DateTime<Utc>) -> i64 {
+    at.timestamp_nanos_opt().unwrap_or(if at.timestamp() < 0 {
+        i64::MIN
+    } else {
+        i64::MAX
+    })
+}
+
+/// The timestamp stored as `nanos`.
+pub(crate) fn from_nanos(nanos: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_nanos(nanos)
+}
+
+/// A count, offset or limit as the signed integer SQL wants (saturating: no store holds
+/// `i64::MAX` rows).
+pub(crate) fn to_sql_count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+/// A count read back from SQL.
+pub(crate) fn from_sql_count(n: i64) -> usize {
+    usize::try_from(n).unwrap_or(0)
+}
+
+/// A revision or sequence as stored; one beyond `i64::MAX` is refused, never wrapped.
+pub(crate) fn to_sql_counter(n: u64, what: &str) -> Result<i64, AiError> {
+    i64::try_from(n).map_err(|_| {
+        AiError::bad_request(
+            "counter_out_of_range",
+            format!("the {what} {n} is beyond the storable range"),
+        )
+    })
+}
+
+/// The serialised name of an outcome, as the `outcome` column holds it.
+pub(crate) fn outcome_name(outcome: AuditOutcome) -> &'static str {
+    match outcome {
+        AuditOutcome::Success => "Success",
+        AuditOutcome::Failure => "Failure",
+        AuditOutcome::Denied => "Denied",
+    }
+}
+
+/// The serialised name of a message role.
+pub(crate) fn role_name(role: MessageRole) -> &'static str {
+    match role {
+        MessageRole::User => "User",
+        MessageRole::Assistant => "Assistant",
+    }
+}
+
+/// The message role stored as `name`.
+pub(crate) fn parse_role(name: &str) -> Result<MessageRole, AiError> {
+    match name {
+        "User" => Ok(MessageRole::User),
+        "Assistant" => Ok(MessageRole::Assistant),
+        other => Err(corrupt("message", format!("unknown role '{other}'"))),
+    }
+}
+
+/// The key of an enablement decision's scope: `''` for all agents, `agent:<name>` for one,
+/// so that the two never collide (not even for an agent named `''`).
+pub(crate) fn agent_key(agent: Option<&str>) -> String {
+    agent.map_or_else(String::new, |agent| format!("agent:{agent}"))
+}
+
+fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String, AiError> {
+    serde_json::to_string(value).map_err(|error| {
+        AiError::bad_request(
+            "unserialisable_document",
+            format!("the {what} cannot be serialised: {error}"),
+        )
+    })
+}
+
+/// A proposal as the `proposals` table stores it.
+#[derive(Debug)]
+pub(crate) struct ProposalRow {
+    pub id: String,
+    pub tenant_id: String,
+    pub conversation_id: Option<String>,
+    pub definition_id: String,
+    pub status: &'static str,
+    pub created_by: String,
+    pub created_at_ns: i64,
+    pub revision: i64,
+    pub body: String,
+}
+
+impl ProposalRow {
+    /// The row of a new proposal, at the revision it carries.
+    pub fn new(proposal: &AiProposal) -> Result<Self, AiError> {
+        Self::at_revision(proposal, proposal.revision)
+    }
+
+    /// The row that replaces the proposal stored at `expected_revision`: the store, not the
+    /// caller, advances the revision, so that a caller who forgets cannot defeat the check.
+    pub fn successor(proposal: &AiProposal, expected_revision: u64) -> Result<Self, AiError> {
+        let next = expected_revision.checked_add(1).ok_or_else(|| {
+            AiError::bad_request("counter_out_of_range", "the proposal revision overflowed")
+        })?;
+        Self::at_revision(proposal, next)
+    }
+
+    fn at_revision(proposal: &AiProposal, revision: u64) -> Result<Self, AiError> {
+        let body = if proposal.revision == revision {
+            to_json(proposal, "proposal")?
+        } else {
+            to_json(
+                &AiProposal {
+                    revision,
+                    ..proposal.clone()
+                },
+                "proposal",
+            )?
+        };
+        Ok(Self {
+            id: proposal.id.as_str().to_owned(),
+            tenant_id: proposal.tenant_id.as_str().to_owned(),
+            conversation_id: proposal
+                .conversation_id
+                .as_ref()
+                .map(|c| c.as_str().to_owned()),
+            definition_id: proposal.definition_id().to_owned(),
+            status: proposal.status.as_str(),
+            created_by: proposal.created_by.clone(),
+            created_at_ns: to_nanos(proposal.created_at, "proposal creation")?,
+            revision: to_sql_counter(revision, "proposal revision")?,
+            body,
+        })
+    }
+}
+
+/// A stored proposal; the `revision` column is authoritative.
+pub(crate) fn decode_proposal(revision: i64, body: &str) -> Result<AiProposal, AiError> {
+    let mut proposal: AiProposal =
+        serde_json::from_str(body).map_err(|error| corrupt("proposal", error))?;
+    proposal.revision =
+        u64::try_from(revision).map_err(|_| corrupt("proposal", "negative revision"))?;
+    Ok(proposal)
+}
+
+/// An audit record as the `audit_events` table stores it.
+#[derive(Debug)]
+pub(crate) struct AuditRow {
+    pub id: String,
+    pub tenant_id: String,
+    pub occurred_at_ns: i64,
+    pub actor_id: String,
+    pub action: String,
+    pub outcome: &'static str,
+    pub conversation_id: Option<String>,
+    pub proposal_id: Option<String>,
+    pub tool_name: Option<String>,
+    pub body: String,
+}
+
+impl AuditRow {
+    /// The row of `event`.
+    pub fn new(event: &AiAuditEvent) -> Result<Self, AiError> {
+        Ok(Self {
+            id: event.id.as_str().to_owned(),
+            tenant_id: event.tenant_id.as_str().to_owned(),
+            occurred_at_ns: to_nanos(event.timestamp, "audit event")?,
+            actor_id: event.actor_id.clone(),
+            action: event.action.as_str().to_owned(),
+            outcome: outcome_name(event.outcome),
+            conversation_id: event
+                .conversation_id
+                .as_ref()
+                .map(|c| c.as_str().to_owned()),
+            proposal_id: event.proposal_id.as_ref().map(|p| p.as_str().to_owned()),
+            tool_name: event.tool_name.clone(),
+            body: to_json(event, "audit event")?,
+        })
+    }
+}
+
+/// A stored audit record.
+pub(crate) fn decode_audit_event(body: &str) -> Result<AiAuditEvent, AiError> {
+    serde_json::from_str(body).map_err(|error| corrupt("audit event", error))
+}
+
+/// A stream event as the `stream_events` table stores it.
+#[derive(Debug)]
+pub(crate) struct StreamRow {
+    pub conversation_id: String,
+    pub sequence: i64,
+    pub event_type: &'static str,
+    pub occurred_at_ns: i64,
+    pub body: String,
+}
+
+impl StreamRow {
+    /// The row of `event`.
+    pub fn new(event: &AiStreamEvent) -> Result<Self, AiError> {
+        Ok(Self {
+            conversation_id: event.conversation_id.as_str().to_owned(),
+            sequence: to_sql_counter(event.sequence, "stream sequence")?,
+            event_type: event.event_type.as_str(),
+            occurred_at_ns: to_nanos(event.timestamp, "stream event")?,
+            body: to_json(event, "stream event")?,
+        })
+    }
+}
+
+/// A stored stream event.
+pub(crate) fn decode_stream_event(body: &str) -> Result<AiStreamEvent, AiError> {
+    serde_json::from_str(body).map_err(|error| corrupt("stream event", error))
+}
+
+/// A `conversations` row: id, tenant, owner, agent, title, created and updated (ns).
+pub(crate) type ConversationRow = (String, String, String, String, String, i64, i64);
+
+/// The conversation stored as `row`, with `messages`.
+pub(crate) fn conversation_from_row(
+    row: ConversationRow,
+    messages: Vec<AiMessage>,
+) -> AiConversation {
+    let (id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns) = row;
+    AiConversation {
+        id: ConversationId::new(id),
+        tenant_id: TenantId::new(tenant_id),
+        owner_id,
+        agent,
+        title,
+        created_at: from_nanos(created_at_ns),
+        updated_at: from_nanos(updated_at_ns),
+        messages,
+    }
+}
+
+/// A `tool_enablements` row: tenant, tool, agent, enabled, changed by and at (ns).
+pub(crate) type EnablementRow = (String, String, Option<String>, bool, String, i64);
+
+/// The decision stored as `row`.
+pub(crate) fn enablement_from_row(row: EnablementRow) -> ToolEnablement {
+    let (tenant_id, tool_name, agent, enabled, changed_by, changed_at_ns) = row;
+    ToolEnablement {
+        tenant_id: TenantId::new(tenant_id),
+        tool_name,
+        agent,
+        enabled,
+        changed_by,
+        changed_at: from_nanos(changed_at_ns),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn nanosecond_timestamps_round_trip_exactly() {
+        let at = Utc.timestamp_opt(1_700_000_000, 123_456_789).unwrap();
+        assert_eq!(from_nanos(to_nanos(at, "x").unwrap()), at);
+    }
+
+    #[test]
+    fn timestamps_beyond_the_range_are_refused_on_write_and_clamped_in_queries() {
+        let far = Utc.with_ymd_and_hms(2500, 1, 1, 0, 0, 0).unwrap();
+        let error = to_nanos(far, "audit event").unwrap_err();
+        assert_eq!(
+            (error.status(), error.code()),
+            (400, "timestamp_out_of_range")
+        );
+        assert_eq!(clamp_nanos(far), i64::MAX);
+        let early = Utc.with_ymd_and_hms(1500, 1, 1, 0, 0, 0).unwrap();
+        assert_eq!(clamp_nanos(early), i64::MIN);
+    }
+
+    #[test]
+    fn agent_keys_never_collide() {
+        assert_ne!(agent_key(None), agent_key(Some("")));
+        assert_eq!(agent_key(Some("workflow-author")), "agent:workflow-author");
+    }
+
+    #[test]
+    fn counters_beyond_i64_are_refused() {
+        assert_eq!(to_sql_counter(7, "x").unwrap(), 7);
+        assert_eq!(
+            to_sql_counter(u64::MAX, "stream sequence")
+                .unwrap_err()
+                .code(),
+            "counter_out_of_range"
+        );
+    }
+}

@@ -1,0 +1,616 @@
+//! The embedded backend: one SQLite file in WAL mode.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
+    AiProposal, AiProposalStore, AiStreamEvent, AiStreamJournal, AiToolEnablementStore, AuditQuery,
+    ConversationId, ProposalId, ProposalQuery, ToolEnablement,
+};
+use elsa_workflows::{Page, PageRequest, TenantId};
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+use sqlx::{QueryBuilder, Sqlite};
+
+use crate::audit_writer::{AuditBatchInsert, AuditBatching, AuditWriter};
+use crate::error::{StoreError, failed, is_unique_violation};
+use crate::rows::{
+    AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
+    conversation_from_row, decode_audit_event, decode_proposal, decode_stream_event,
+    enablement_from_row, from_nanos, from_sql_count, parse_role, role_name, to_nanos, to_sql_count,
+    to_sql_counter,
+};
+use crate::{conflicts, filters};
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// Where and how to open a [`SqliteStore`].
+#[derive(Clone, Debug)]
+pub struct SqliteStoreOptions {
+    path: PathBuf,
+    busy_timeout: Duration,
+    max_connections: u32,
+    audit: AuditBatching,
+}
+
+impl SqliteStoreOptions {
+    /// The database file at `path` (created when missing), with the defaults: a 5 s busy
+    /// timeout, 8 connections and [`AuditBatching::default`].
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            busy_timeout: Duration::from_secs(5),
+            max_connections: 8,
+            audit: AuditBatching::default(),
+        }
+    }
+
+    /// How long a write waits for another connection or process to release the database
+    /// before it fails.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// The most connections the pool opens (readers run in parallel; writers take turns).
+    pub fn max_connections(mut self, connections: u32) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How audit records are grouped into transactions.
+    pub fn audit_batching(mut self, batching: AuditBatching) -> Self {
+        self.audit = batching;
+        self
+    }
+}
+
+/// Every Weaver store in one SQLite file: proposals, the audit trail, conversations and their
+/// messages, the stream journal and tool enablement.
+///
+/// The file is opened in WAL mode with `synchronous = FULL`, so a write that returned is on
+/// disk; migrations run on open. Several processes may open the same file: writes take turns
+/// through SQLite's lock (waiting up to the busy timeout) and every compare-and-set is one
+/// conditional statement. Clones share the pool and the audit writer.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+    audit: Arc<AuditWriter>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database file at `path` with the default options.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(SqliteStoreOptions::new(path.as_ref())).await
+    }
+
+    /// Opens (or creates) the database `options` name and brings its schema up to date.
+    pub async fn open_with(options: SqliteStoreOptions) -> Result<Self, StoreError> {
+        let connect = SqliteConnectOptions::new()
+            .filename(&options.path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(options.busy_timeout);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .connect_with(connect)
+            .await
+            .map_err(StoreError::Connect)?;
+        MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+        let audit = AuditWriter::spawn(BatchInsert(pool.clone()), options.audit);
+        Ok(Self {
+            pool,
+            audit: Arc::new(audit),
+        })
+    }
+
+    /// Returns once every audit record accepted so far is committed.
+    pub async fn flush(&self) -> Result<(), AiError> {
+        self.audit.flush().await
+    }
+
+    /// Writes every accepted audit record, then closes the database. Later calls on this
+    /// store (and its clones) fail.
+    pub async fn close(&self) {
+        self.audit.close().await;
+        self.pool.close().await;
+    }
+}
+
+struct BatchInsert(SqlitePool);
+
+#[async_trait]
+impl AuditBatchInsert for BatchInsert {
+    async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+        let mut tx = self.0.begin().await?;
+        for row in rows {
+            sqlx::query(
+                "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, \
+                 outcome, conversation_id, proposal_id, tool_name, body) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(row.id.as_str())
+            .bind(row.tenant_id.as_str())
+            .bind(row.occurred_at_ns)
+            .bind(row.actor_id.as_str())
+            .bind(row.action.as_str())
+            .bind(row.outcome)
+            .bind(row.conversation_id.as_deref())
+            .bind(row.proposal_id.as_deref())
+            .bind(row.tool_name.as_deref())
+            .bind(row.body.as_str())
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await
+    }
+}
+
+#[async_trait]
+impl AiProposalStore for SqliteStore {
+    async fn find(
+        &self,
+        id: &ProposalId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiProposal>, AiError> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT revision, body FROM proposals WHERE id = ? AND tenant_id = ?")
+                .bind(id.as_str())
+                .bind(tenant_id.as_str())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| failed("reading a proposal", e))?;
+        row.map(|(revision, body)| decode_proposal(revision, &body))
+            .transpose()
+    }
+
+    async fn save(&self, proposal: &AiProposal) -> Result<(), AiError> {
+        let row = ProposalRow::new(proposal)?;
+        sqlx::query(
+            "INSERT INTO proposals (id, tenant_id, conversation_id, definition_id, status, \
+             created_by, created_at_ns, revision, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(row.id)
+        .bind(row.tenant_id)
+        .bind(row.conversation_id)
+        .bind(row.definition_id)
+        .bind(row.status)
+        .bind(row.created_by)
+        .bind(row.created_at_ns)
+        .bind(row.revision)
+        .bind(row.body)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                conflicts::proposal_exists(&proposal.id)
+            } else {
+                failed("saving a proposal", e)
+            }
+        })?;
+        Ok(())
+    }
+
+    async fn update(&self, proposal: &AiProposal, expected_revision: u64) -> Result<(), AiError> {
+        let row = ProposalRow::successor(proposal, expected_revision)?;
+        let expected = to_sql_counter(expected_revision, "proposal revision")?;
+        // One conditional statement: SQLite runs it under the database's write lock, so of
+        // several writers (threads or processes) holding the same revision exactly one wins.
+        let updated = sqlx::query(
+            "UPDATE proposals SET conversation_id = ?, definition_id = ?, status = ?, \
+             created_by = ?, created_at_ns = ?, revision = ?, body = ? \
+             WHERE id = ? AND tenant_id = ? AND revision = ?",
+        )
+        .bind(row.conversation_id)
+        .bind(row.definition_id)
+        .bind(row.status)
+        .bind(row.created_by)
+        .bind(row.created_at_ns)
+        .bind(row.revision)
+        .bind(row.body)
+        .bind(row.id.as_str())
+        .bind(row.tenant_id.as_str())
+        .bind(expected)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed("updating a proposal", e))?
+        .rows_affected();
+        if updated == 1 {
+            return Ok(());
+        }
+        let current: Option<(String, i64)> =
+            sqlx::query_as("SELECT status, revision FROM proposals WHERE id = ? AND tenant_id = ?")
+                .bind(row.id)
+                .bind(row.tenant_id)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| failed("reading a proposal", e))?;
+        Err(conflicts::proposal_update_refused(
+            &proposal.id,
+            expected_revision,
+            current,
+        ))
+    }
+
+    async fn list(
+        &self,
+        tenant_id: &TenantId,
+        query: &ProposalQuery,
+    ) -> Result<Page<AiProposal>, AiError> {
+        let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM proposals");
+        filters::proposals(&mut count, tenant_id, query);
+        let total: i64 = count
+            .build_query_scalar()
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| failed("counting proposals", e))?;
+        let mut select = QueryBuilder::<Sqlite>::new("SELECT revision, body FROM proposals");
+        filters::proposals(&mut select, tenant_id, query);
+        select.push(" ORDER BY created_at_ns DESC, id DESC");
+        filters::page(&mut select, query.page);
+        let rows: Vec<(i64, String)> = select
+            .build_query_as()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| failed("listing proposals", e))?;
+        let items = rows
+            .into_iter()
+            .map(|(revision, body)| decode_proposal(revision, &body))
+            .collect::<Result<_, _>>()?;
+        Ok(Page {
+            items,
+            total: from_sql_count(total),
+            offset: query.page.offset,
+            limit: query.page.limit,
+        })
+    }
+}
+
+#[async_trait]
+impl AiAuditSink for SqliteStore {
+    async fn record(&self, event: AiAuditEvent) -> Result<(), AiError> {
+        self.audit.record(AuditRow::new(&event)?).await
+    }
+}
+
+#[async_trait]
+impl AiAuditLog for SqliteStore {
+    async fn query(
+        &self,
+        tenant_id: &TenantId,
+        query: &AuditQuery,
+    ) -> Result<Page<AiAuditEvent>, AiError> {
+        let mut count = QueryBuilder::<Sqlite>::new("SELECT COUNT(*) FROM audit_events");
+        filters::audit_events(&mut count, tenant_id, query);
+        let total: i64 = count
+            .build_query_scalar()
+            .fetch_one(&self.pool)
+            .await
+            .map_err(|e| failed("counting audit events", e))?;
+        let mut select = QueryBuilder::<Sqlite>::new("SELECT body FROM audit_events");
+        filters::audit_events(&mut select, tenant_id, query);
+        select.push(" ORDER BY occurred_at_ns DESC, seq DESC");
+        filters::page(&mut select, query.page);
+        let bodies: Vec<String> = select
+            .build_query_scalar()
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| failed("reading audit events", e))?;
+        let items = bodies
+            .iter()
+            .map(|body| decode_audit_event(body))
+            .collect::<Result<_, _>>()?;
+        Ok(Page {
+            items,
+            total: from_sql_count(total),
+            offset: query.page.offset,
+            limit: query.page.limit,
+        })
+    }
+}
+
+#[async_trait]
+impl AiConversationStore for SqliteStore {
+    async fn create(&self, conversation: &AiConversation) -> Result<(), AiError> {
+        let created_at = to_nanos(conversation.created_at, "conversation creation")?;
+        let updated_at = to_nanos(conversation.updated_at, "conversation update")?;
+        let messages = conversation
+            .messages
+            .iter()
+            .map(|m| Ok((m, to_nanos(m.timestamp, "message")?)))
+            .collect::<Result<Vec<_>, AiError>>()?;
+        let doing = "creating a conversation";
+        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        sqlx::query(
+            "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, created_at_ns, \
+             updated_at_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(conversation.id.as_str())
+        .bind(conversation.tenant_id.as_str())
+        .bind(conversation.owner_id.as_str())
+        .bind(conversation.agent.as_str())
+        .bind(conversation.title.as_str())
+        .bind(created_at)
+        .bind(updated_at)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| {
+            if is_unique_violation(&e) {
+                conflicts::conversation_exists(&conversation.id)
+            } else {
+                failed(doing, e)
+            }
+        })?;
+        for (message, at) in messages {
+            sqlx::query(
+                "INSERT INTO conversation_messages (conversation_id, role, content, \
+                 created_at_ns) VALUES (?, ?, ?, ?)",
+            )
+            .bind(conversation.id.as_str())
+            .bind(role_name(message.role))
+            .bind(message.content.as_str())
+            .bind(at)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| failed(doing, e))?;
+        }
+        tx.commit().await.map_err(|e| failed(doing, e))
+    }
+
+    async fn find(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiConversation>, AiError> {
+        let doing = "reading a conversation";
+        // One read transaction: the conversation and its messages come from one snapshot.
+        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        let row: Option<ConversationRow> = sqlx::query_as(
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
+             FROM conversations WHERE id = ? AND tenant_id = ?",
+        )
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let messages: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT role, content, created_at_ns FROM conversation_messages \
+             WHERE conversation_id = ? ORDER BY seq",
+        )
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        tx.commit().await.map_err(|e| failed(doing, e))?;
+        let messages = messages
+            .into_iter()
+            .map(|(role, content, at)| {
+                Ok(AiMessage {
+                    role: parse_role(&role)?,
+                    content,
+                    timestamp: from_nanos(at),
+                })
+            })
+            .collect::<Result<_, AiError>>()?;
+        Ok(Some(conversation_from_row(row, messages)))
+    }
+
+    async fn append_message(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        message: &AiMessage,
+    ) -> Result<(), AiError> {
+        let at = to_nanos(message.timestamp, "message")?;
+        let doing = "appending a message";
+        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        let touched = sqlx::query(
+            "UPDATE conversations SET updated_at_ns = MAX(updated_at_ns, ?) \
+             WHERE id = ? AND tenant_id = ?",
+        )
+        .bind(at)
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?
+        .rows_affected();
+        if touched == 0 {
+            return Err(conflicts::conversation_not_found(id));
+        }
+        sqlx::query(
+            "INSERT INTO conversation_messages (conversation_id, role, content, created_at_ns) \
+             VALUES (?, ?, ?, ?)",
+        )
+        .bind(id.as_str())
+        .bind(role_name(message.role))
+        .bind(message.content.as_str())
+        .bind(at)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        tx.commit().await.map_err(|e| failed(doing, e))
+    }
+
+    async fn list(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<AiConversation>, AiError> {
+        let doing = "listing conversations";
+        let total: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM conversations WHERE tenant_id = ? AND owner_id = ?",
+        )
+        .bind(tenant_id.as_str())
+        .bind(owner_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        let rows: Vec<ConversationRow> = sqlx::query_as(
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
+             FROM conversations WHERE tenant_id = ? AND owner_id = ? \
+             ORDER BY updated_at_ns DESC, id LIMIT ? OFFSET ?",
+        )
+        .bind(tenant_id.as_str())
+        .bind(owner_id)
+        .bind(to_sql_count(page.limit))
+        .bind(to_sql_count(page.offset))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        Ok(Page {
+            items: rows
+                .into_iter()
+                .map(|row| conversation_from_row(row, Vec::new()))
+                .collect(),
+            total: from_sql_count(total),
+            offset: page.offset,
+            limit: page.limit,
+        })
+    }
+
+    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
+        let cutoff = clamp_nanos(cutoff);
+        let doing = "purging conversations";
+        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        sqlx::query(
+            "DELETE FROM stream_events WHERE conversation_id IN \
+             (SELECT id FROM conversations WHERE updated_at_ns < ?)",
+        )
+        .bind(cutoff)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        // Messages go with their conversation (ON DELETE CASCADE).
+        let purged = sqlx::query("DELETE FROM conversations WHERE updated_at_ns < ?")
+            .bind(cutoff)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| failed(doing, e))?
+            .rows_affected();
+        tx.commit().await.map_err(|e| failed(doing, e))?;
+        Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+    }
+}
+
+#[async_trait]
+impl AiStreamJournal for SqliteStore {
+    async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError> {
+        let Ok(row) = StreamRow::new(event) else {
+            // A sequence beyond i64 can never be the next one.
+            return Err(self.sequence_conflict(event).await);
+        };
+        // Inserted only when it is exactly the next sequence; the primary key refuses a
+        // duplicate that races past the check.
+        let inserted = sqlx::query(
+            "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
+             body) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 = (SELECT COALESCE(MAX(sequence), 0) + 1 \
+             FROM stream_events WHERE conversation_id = ?1)",
+        )
+        .bind(row.conversation_id)
+        .bind(row.sequence)
+        .bind(row.event_type)
+        .bind(row.occurred_at_ns)
+        .bind(row.body)
+        .execute(&self.pool)
+        .await;
+        match inserted {
+            Ok(done) if done.rows_affected() == 1 => Ok(()),
+            Ok(_) => Err(self.sequence_conflict(event).await),
+            Err(e) if is_unique_violation(&e) => Err(self.sequence_conflict(event).await),
+            Err(e) => Err(failed("appending to the stream journal", e)),
+        }
+    }
+
+    async fn read_after(
+        &self,
+        conversation_id: &ConversationId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<AiStreamEvent>, AiError> {
+        let bodies: Vec<String> = sqlx::query_scalar(
+            "SELECT body FROM stream_events WHERE conversation_id = ? AND sequence > ? \
+             ORDER BY sequence LIMIT ?",
+        )
+        .bind(conversation_id.as_str())
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(to_sql_count(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed("reading the stream journal", e))?;
+        bodies
+            .iter()
+            .map(|body| decode_stream_event(body))
+            .collect()
+    }
+
+    async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError> {
+        let last: i64 = sqlx::query_scalar(
+            "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?",
+        )
+        .bind(conversation_id.as_str())
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| failed("reading the stream journal", e))?;
+        Ok(u64::try_from(last).unwrap_or(0))
+    }
+}
+
+impl SqliteStore {
+    async fn sequence_conflict(&self, event: &AiStreamEvent) -> AiError {
+        match self.last_sequence(&event.conversation_id).await {
+            Ok(last) => conflicts::sequence(event, last),
+            Err(error) => error,
+        }
+    }
+}
+
+#[async_trait]
+impl AiToolEnablementStore for SqliteStore {
+    async fn list(&self, tenant_id: &TenantId) -> Result<Vec<ToolEnablement>, AiError> {
+        let rows: Vec<EnablementRow> = sqlx::query_as(
+            "SELECT tenant_id, tool_name, agent, enabled, changed_by, changed_at_ns \
+             FROM tool_enablements WHERE tenant_id = ? ORDER BY tool_name, agent_key",
+        )
+        .bind(tenant_id.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed("reading tool enablement", e))?;
+        Ok(rows.into_iter().map(enablement_from_row).collect())
+    }
+
+    async fn set(&self, enablement: &ToolEnablement) -> Result<(), AiError> {
+        let changed_at = to_nanos(enablement.changed_at, "enablement change")?;
+        sqlx::query(
+            "INSERT INTO tool_enablements (tenant_id, tool_name, agent_key, agent, enabled, \
+             changed_by, changed_at_ns) VALUES (?, ?, ?, ?, ?, ?, ?) \
+             ON CONFLICT (tenant_id, tool_name, agent_key) DO UPDATE SET \
+             agent = excluded.agent, enabled = excluded.enabled, \
+             changed_by = excluded.changed_by, changed_at_ns = excluded.changed_at_ns",
+        )
+        .bind(enablement.tenant_id.as_str())
+        .bind(enablement.tool_name.as_str())
+        .bind(agent_key(enablement.agent.as_deref()))
+        .bind(enablement.agent.as_deref())
+        .bind(enablement.enabled)
+        .bind(enablement.changed_by.as_str())
+        .bind(changed_at)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed("recording tool enablement", e))?;
+        Ok(())
+    }
+}

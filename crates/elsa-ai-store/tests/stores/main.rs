@@ -1,0 +1,10 @@
+//! The durable stores' integration tests. Every test runs on both backends: SQLite in a
+//! temporary file and PostgreSQL in a fresh database of a real server (see
+//! `elsa_ai_store::testing::postgres`).
+
+mod support;
+
+mod conformance;
+mod crash;
+mod durability;
+mod failures;
