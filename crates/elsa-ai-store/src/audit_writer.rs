@@ -9,6 +9,8 @@
 //! that only the duplicate fails. [`AuditWriter::close`] stops intake, writes everything that
 //! was accepted and then ends the task: nothing accepted is lost.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use async_trait::async_trait;
 use elsa_ai_abstractions::AiError;
 use tokio::sync::{Mutex, mpsc, oneshot};
@@ -57,6 +59,8 @@ enum Command {
 #[derive(Debug)]
 pub(crate) struct AuditWriter {
     commands: mpsc::Sender<Command>,
+    /// Set by `close` before the writer even sees the command, so that intake stops at once.
+    closing: AtomicBool,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -84,12 +88,16 @@ impl AuditWriter {
         let task = tokio::spawn(run(backend, queue, batching.max_batch.max(1)));
         Self {
             commands,
+            closing: AtomicBool::new(false),
             task: Mutex::new(Some(task)),
         }
     }
 
     /// Writes `row` and returns once it is committed, or with the reason it is not.
     pub async fn record(&self, row: AuditRow) -> Result<(), AiError> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(closed());
+        }
         let (ack, acknowledged) = oneshot::channel();
         self.commands
             .send(Command::Record(row, ack))
@@ -112,6 +120,7 @@ impl AuditWriter {
     /// Stops intake, writes every accepted record and waits for the writer to end.
     /// Later `record` calls fail with `audit_store_closed`. Idempotent.
     pub async fn close(&self) {
+        self.closing.store(true, Ordering::Release);
         let (ack, done) = oneshot::channel();
         if self.commands.send(Command::Close(ack)).await.is_ok() {
             let _ = done.await;
@@ -195,5 +204,186 @@ fn insert_failed(row: &AuditRow, error: sqlx::Error) -> AiError {
         )
     } else {
         failed("writing an audit event", error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use elsa_ai_abstractions::{AiAuditEvent, AuditAction, AuditOutcome};
+    use tokio::sync::Semaphore;
+
+    use super::*;
+
+    /// A backend that commits a batch only when the test hands it a permit.
+    #[derive(Clone)]
+    struct Gated {
+        permits: Arc<Semaphore>,
+        batches: Arc<std::sync::Mutex<Vec<Vec<String>>>>,
+        failing: bool,
+    }
+
+    impl Default for Gated {
+        fn default() -> Self {
+            Self {
+                permits: Arc::new(Semaphore::new(0)),
+                batches: Arc::default(),
+                failing: false,
+            }
+        }
+    }
+
+    impl Gated {
+        fn batch_sizes(&self) -> Vec<usize> {
+            self.batches.lock().unwrap().iter().map(Vec::len).collect()
+        }
+    }
+
+    #[async_trait]
+    impl AuditBatchInsert for Gated {
+        async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+            self.permits.acquire().await.unwrap().forget();
+            if self.failing {
+                return Err(sqlx::Error::PoolClosed);
+            }
+            let ids = rows.iter().map(|r| r.id.clone()).collect();
+            self.batches.lock().unwrap().push(ids);
+            Ok(())
+        }
+    }
+
+    fn row(n: usize) -> AuditRow {
+        let event = AiAuditEvent::new(
+            "acme".into(),
+            "alice",
+            AuditAction::TOOL_INVOKED,
+            AuditOutcome::Success,
+            format!("call {n}"),
+        );
+        AuditRow::new(&event).unwrap()
+    }
+
+    fn spawn_records(writer: &Arc<AuditWriter>, n: usize) -> Vec<JoinHandle<Result<(), AiError>>> {
+        (0..n)
+            .map(|i| {
+                let writer = writer.clone();
+                tokio::spawn(async move { writer.record(row(i)).await })
+            })
+            .collect()
+    }
+
+    /// Lets spawned tasks run until they are all waiting.
+    async fn settle() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    #[tokio::test]
+    async fn a_record_is_acknowledged_only_after_its_batch_commits() {
+        let backend = Gated::default();
+        let writer = Arc::new(AuditWriter::spawn(
+            backend.clone(),
+            AuditBatching::default(),
+        ));
+        let record = spawn_records(&writer, 1).remove(0);
+        settle().await;
+        assert!(
+            !record.is_finished(),
+            "no acknowledgement before the commit"
+        );
+        backend.permits.add_permits(1);
+        record.await.unwrap().unwrap();
+        assert_eq!(backend.batch_sizes(), [1]);
+    }
+
+    #[tokio::test]
+    async fn records_queued_during_a_commit_share_the_next_transaction_up_to_max_batch() {
+        let backend = Gated::default();
+        let batching = AuditBatching {
+            max_batch: 4,
+            queue_capacity: 100,
+        };
+        let writer = Arc::new(AuditWriter::spawn(backend.clone(), batching));
+        let first = spawn_records(&writer, 1);
+        settle().await;
+        let rest = spawn_records(&writer, 9);
+        settle().await;
+        backend.permits.add_permits(10);
+        for record in first.into_iter().chain(rest) {
+            record.await.unwrap().unwrap();
+        }
+        assert_eq!(backend.batch_sizes(), [1, 4, 4, 1]);
+    }
+
+    #[tokio::test]
+    async fn a_failed_batch_fails_every_caller_in_it() {
+        let backend = Gated {
+            failing: true,
+            ..Gated::default()
+        };
+        let writer = Arc::new(AuditWriter::spawn(
+            backend.clone(),
+            AuditBatching::default(),
+        ));
+        let records = spawn_records(&writer, 5);
+        settle().await;
+        backend.permits.add_permits(5);
+        for record in records {
+            let error = record.await.unwrap().unwrap_err();
+            assert_eq!((error.status(), error.code()), (500, "store_failed"));
+        }
+    }
+
+    #[tokio::test]
+    async fn flush_returns_after_earlier_records_are_committed() {
+        let backend = Gated::default();
+        let writer = Arc::new(AuditWriter::spawn(
+            backend.clone(),
+            AuditBatching::default(),
+        ));
+        let records = spawn_records(&writer, 3);
+        settle().await;
+        let flush = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.flush().await }
+        });
+        settle().await;
+        assert!(!flush.is_finished());
+        backend.permits.add_permits(3);
+        flush.await.unwrap().unwrap();
+        assert_eq!(backend.batch_sizes().iter().sum::<usize>(), 3);
+        for record in records {
+            assert!(record.is_finished());
+        }
+    }
+
+    #[tokio::test]
+    async fn close_writes_what_was_accepted_and_refuses_what_comes_after() {
+        let backend = Gated::default();
+        let writer = Arc::new(AuditWriter::spawn(
+            backend.clone(),
+            AuditBatching::default(),
+        ));
+        let accepted = spawn_records(&writer, 6);
+        settle().await;
+        let close = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.close().await }
+        });
+        settle().await;
+        let late = writer.record(row(99)).await.unwrap_err();
+        assert_eq!(late.code(), "audit_store_closed");
+        backend.permits.add_permits(6);
+        close.await.unwrap();
+        for record in accepted {
+            record.await.unwrap().unwrap();
+        }
+        assert_eq!(backend.batch_sizes().iter().sum::<usize>(), 6);
+        assert_eq!(
+            writer.flush().await.unwrap_err().code(),
+            "audit_store_closed"
+        );
+        writer.close().await;
     }
 }
