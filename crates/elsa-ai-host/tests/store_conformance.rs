@@ -4,9 +4,16 @@
 use std::sync::Arc;
 
 use elsa_ai_host::{
-    InMemoryAuditLog, InMemoryConversationStore, InMemoryStreamJournal, InMemoryToolEnablementStore,
+    InMemoryAuditLog, InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
+    InMemoryToolEnablementStore,
 };
 use weaver_testkit::conformance;
+
+#[tokio::test]
+async fn in_memory_proposal_store_conforms() {
+    let store = InMemoryProposalStore::new();
+    conformance::proposals::run(&store, &store).await;
+}
 
 #[tokio::test]
 async fn in_memory_audit_log_conforms() {

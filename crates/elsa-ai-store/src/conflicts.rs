@@ -20,10 +20,10 @@ pub(crate) fn proposal_update_refused(
             message: format!("proposal '{id}' not found"),
         },
         Some((status, revision)) => AiError::Conflict {
-            code: "revision_conflict".into(),
+            code: "proposal_revision_conflict".into(),
             message: format!(
-                "proposal '{id}' changed concurrently: it is at revision {revision} ({status}), \
-                 not {expected_revision}"
+                "proposal '{id}' changed concurrently (revision {revision} is not \
+                 {expected_revision})"
             ),
             current_state: Some(status),
         },

@@ -115,32 +115,8 @@ pub(crate) struct ProposalRow {
 }
 
 impl ProposalRow {
-    /// The row of a new proposal, at the revision it carries.
+    /// The row of a proposal, at the revision it carries.
     pub fn new(proposal: &AiProposal) -> Result<Self, AiError> {
-        Self::at_revision(proposal, proposal.revision)
-    }
-
-    /// The row that replaces the proposal stored at `expected_revision`: the store, not the
-    /// caller, advances the revision, so that a caller who forgets cannot defeat the check.
-    pub fn successor(proposal: &AiProposal, expected_revision: u64) -> Result<Self, AiError> {
-        let next = expected_revision.checked_add(1).ok_or_else(|| {
-            AiError::bad_request("counter_out_of_range", "the proposal revision overflowed")
-        })?;
-        Self::at_revision(proposal, next)
-    }
-
-    fn at_revision(proposal: &AiProposal, revision: u64) -> Result<Self, AiError> {
-        let body = if proposal.revision == revision {
-            to_json(proposal, "proposal")?
-        } else {
-            to_json(
-                &AiProposal {
-                    revision,
-                    ..proposal.clone()
-                },
-                "proposal",
-            )?
-        };
         Ok(Self {
             id: proposal.id.as_str().to_owned(),
             tenant_id: proposal.tenant_id.as_str().to_owned(),
@@ -152,9 +128,26 @@ impl ProposalRow {
             status: proposal.status.as_str(),
             created_by: proposal.created_by.clone(),
             created_at_ns: to_nanos(proposal.created_at, "proposal creation")?,
-            revision: to_sql_counter(revision, "proposal revision")?,
-            body,
+            revision: to_sql_counter(proposal.revision, "proposal revision")?,
+            body: to_json(proposal, "proposal")?,
         })
+    }
+
+    /// The row that replaces the proposal stored at `expected_revision`. The caller hands
+    /// over the next revision (`expected_revision + 1`); anything else is a caller bug that
+    /// would defeat the compare-and-set, refused before anything is written.
+    pub fn successor(proposal: &AiProposal, expected_revision: u64) -> Result<Self, AiError> {
+        if Some(proposal.revision) != expected_revision.checked_add(1) {
+            return Err(AiError::internal(
+                "invalid_revision",
+                format!(
+                    "an update from revision {expected_revision} must carry revision {}, not {}",
+                    expected_revision.saturating_add(1),
+                    proposal.revision
+                ),
+            ));
+        }
+        Self::new(proposal)
     }
 }
 

@@ -8,3 +8,4 @@ mod conformance;
 mod crash;
 mod durability;
 mod failures;
+mod proposal_service;

@@ -19,7 +19,7 @@ pub async fn run(store: &dyn AiProposalStore, other: &dyn AiProposalStore) {
     save_then_find_round_trips(store).await;
     save_refuses_an_existing_id(store).await;
     update_compares_and_sets_the_revision(store).await;
-    update_advances_the_revision_itself(store).await;
+    update_refuses_a_proposal_without_the_next_revision(store).await;
     update_of_an_unknown_proposal_is_not_found(store).await;
     list_filters_and_pages_newest_first(store).await;
     concurrent_updates_apply_once(store, other, 50).await;
@@ -190,10 +190,16 @@ pub async fn update_compares_and_sets_the_revision(store: &dyn AiProposalStore) 
         revision: 1,
         ..validated.clone()
     };
-    assert_status(
+    let conflict = assert_status(
         store.update(&stale, 0).await,
         409,
         "update at a stale revision",
+    );
+    assert_eq!(conflict.code(), "proposal_revision_conflict");
+    assert_eq!(
+        conflict.to_body().current_state.as_deref(),
+        Some("Validated"),
+        "the conflict names the state the proposal is in"
     );
     assert_eq!(
         stored(store, &draft).await,
@@ -226,35 +232,43 @@ pub async fn update_compares_and_sets_the_revision(store: &dyn AiProposalStore) 
     assert_eq!(stored(store, &draft).await, approved);
 }
 
-/// The stored revision is always one more than the expected one, whatever the caller put in
-/// the proposal, so a caller that forgets to count cannot defeat the check.
-pub async fn update_advances_the_revision_itself(store: &dyn AiProposalStore) {
-    case("proposals: update advances the revision itself");
+/// An update must carry the next revision (`expected + 1`); one that does not is refused
+/// as a caller bug (500 `invalid_revision`) and changes nothing, so a caller that forgets to
+/// count cannot defeat the check.
+pub async fn update_refuses_a_proposal_without_the_next_revision(store: &dyn AiProposalStore) {
+    case("proposals: update refuses a proposal without the next revision");
     let tenant = tenant();
     let draft = sample(&tenant, instant(0));
     store.save(&draft).await.unwrap();
-    let forgetful = AiProposal {
-        status: ProposalStatus::Validated,
-        ..draft.clone()
-    };
-    store.update(&forgetful, 0).await.unwrap();
-    assert_eq!(stored(store, &draft).await.revision, 1);
-    assert_status(
-        store.update(&forgetful, 0).await,
-        409,
-        "a second update at the old revision",
-    );
+    for revision in [0, 2] {
+        let miscounted = AiProposal {
+            status: ProposalStatus::Validated,
+            revision,
+            ..draft.clone()
+        };
+        let error = assert_status(
+            store.update(&miscounted, 0).await,
+            500,
+            "an update that does not carry the next revision",
+        );
+        assert_eq!(error.code(), "invalid_revision");
+    }
+    assert_eq!(stored(store, &draft).await, draft);
 }
 
 /// Updating a proposal that was never saved is a 404 and stores nothing.
 pub async fn update_of_an_unknown_proposal_is_not_found(store: &dyn AiProposalStore) {
     case("proposals: update of an unknown proposal is not found");
-    let ghost = sample(&tenant(), instant(0));
-    assert_status(
+    let ghost = AiProposal {
+        revision: 1,
+        ..sample(&tenant(), instant(0))
+    };
+    let error = assert_status(
         store.update(&ghost, 0).await,
         404,
         "update of an unknown proposal",
     );
+    assert_eq!(error.code(), "proposal_not_found");
     assert_eq!(store.find(&ghost.id, &ghost.tenant_id).await.unwrap(), None);
 }
 

@@ -1,0 +1,96 @@
+//! The host's `ProposalService` over the durable stores: a proposal is applied at most once
+//! even when two replicas (two services, two connection pools, one database) race to apply.
+
+use std::sync::Arc;
+
+use elsa_ai_abstractions::{AiProposalStore, AuditAction, AuditOutcome, AuditQuery};
+use elsa_ai_host::ProposalService;
+use elsa_ai_host::testing::governance::TEST_TENANT;
+use elsa_ai_host::testing::proposals::ProposalHarness;
+use elsa_workflows::PageRequest;
+
+use crate::support::{TestDb, on_both_backends};
+
+on_both_backends!(fifty_concurrent_applies_on_two_replicas_write_once);
+
+async fn fifty_concurrent_applies_on_two_replicas_write_once(db: TestDb) {
+    let (first, second) = (db.open().await, db.open().await);
+    let h = ProposalHarness::builder().store(first.clone()).build();
+    // A second replica: its own pool on the same database, the same Elsa backend, auditing
+    // into the durable trail.
+    let replica = ProposalService::builder(
+        second.clone(),
+        h.workflows.clone(),
+        h.writer.clone(),
+        h.workflows.clone(),
+        second.clone(),
+    )
+    .clock(h.clock.clone())
+    .build();
+    let proposal = h.approved_update("orders", None).await;
+
+    let barrier = Arc::new(tokio::sync::Barrier::new(50));
+    let applies: Vec<_> = (0..50)
+        .map(|i| {
+            let service = if i % 2 == 0 {
+                h.service.clone()
+            } else {
+                replica.clone()
+            };
+            let (caller, id, barrier) = (h.caller(), proposal.id.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                service.apply(&caller, &id).await
+            })
+        })
+        .collect();
+    let mut applied = Vec::new();
+    let mut refused = Vec::new();
+    for apply in applies {
+        match apply.await.unwrap() {
+            Ok(proposal) => applied.push(proposal),
+            Err(error) => refused.push(error),
+        }
+    }
+    assert_eq!((applied.len(), refused.len()), (1, 49), "{refused:?}");
+    assert!(refused.iter().all(|e| e.status() == 409), "{refused:?}");
+    assert_eq!(h.writer.attempts(), 1, "only the claim holder writes");
+    assert_eq!(h.writer.writes(), 1);
+    assert_eq!(h.latest("orders").await.unwrap().version(), 2);
+    let stored = AiProposalStore::find(&*second, &proposal.id, &TEST_TENANT.into())
+        .await
+        .unwrap();
+    assert_eq!(
+        stored.as_ref(),
+        Some(&applied[0]),
+        "both pools see the one applied state"
+    );
+
+    // Every apply attempt is audited once, by whichever replica made it.
+    let durable = AuditQuery {
+        proposal_id: Some(proposal.id.clone()),
+        page: PageRequest::new(0, PageRequest::MAX_LIMIT),
+        ..AuditQuery::default()
+    };
+    let attempts: Vec<AuditOutcome> = h
+        .audit_of(&proposal.id)
+        .into_iter()
+        .chain(
+            second
+                .query(&TEST_TENANT.into(), &durable)
+                .await
+                .unwrap()
+                .items,
+        )
+        .filter(|record| record.action == AuditAction::PROPOSAL_APPLIED)
+        .map(|record| record.outcome)
+        .collect();
+    assert_eq!(attempts.len(), 50);
+    assert_eq!(
+        attempts
+            .iter()
+            .filter(|o| **o == AuditOutcome::Success)
+            .count(),
+        1
+    );
+}
