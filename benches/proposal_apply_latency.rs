@@ -17,21 +17,22 @@ use elsa_ai_abstractions::{
 };
 use elsa_ai_host::ProposalService;
 use elsa_ai_host::testing::governance::{TEST_TENANT, all_permissions};
-use elsa_ai_host::testing::proposals::{TestWorkflows, sample_definition};
+use elsa_ai_host::testing::proposals::sample_definition;
 use elsa_ai_store::testing::TempSqlite;
 use elsa_ai_store::testing::postgres::TestDatabase;
 use elsa_ai_store::{PostgresStore, SqliteStore};
-use elsa_workflows::WorkflowDefinitionWriter;
+use elsa_workflows::{InMemoryWorkflowBackend, WorkflowDefinitionWriter, builtin_catalog};
 
 struct Bench {
     service: ProposalService,
-    workflows: Arc<TestWorkflows>,
+    workflows: Arc<InMemoryWorkflowBackend>,
     caller: AiCaller,
 }
 
 impl Bench {
     fn new<S: AiProposalStore + AiAuditSink + 'static>(store: Arc<S>) -> Self {
-        let workflows = Arc::new(TestWorkflows::default());
+        let workflows = Arc::new(InMemoryWorkflowBackend::new());
+        workflows.set_catalog(&TEST_TENANT.into(), builtin_catalog().to_vec());
         let service = ProposalService::builder(
             store.clone(),
             workflows.clone(),
