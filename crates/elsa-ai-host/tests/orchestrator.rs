@@ -383,6 +383,32 @@ async fn a_second_turn_while_one_runs_is_a_409() {
     assert_gap_free(&second, first.len() as u64 + 1);
 }
 
+/// A client that has seen a turn's terminal event may start the next turn at once: the
+/// conversation is free before anyone can see the event (on a runtime whose turn task runs on
+/// another thread than the client, as in a server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_turn_may_start_as_soon_as_the_terminal_event_is_seen() {
+    let harness = ChatHarness::builder()
+        .script(Script::new().delta("a").reply("b"))
+        .build();
+    let first = harness.run(harness.request("turn 0")).await;
+    let conversation = first[0].conversation_id.clone();
+    let mut seen = first.len() as u64;
+    for turn in 1..300 {
+        let mut next = harness.request(&format!("turn {turn}"));
+        next.conversation_id = Some(conversation.clone());
+        let stream = harness
+            .orchestrator
+            .execute_chat(next)
+            .await
+            .unwrap_or_else(|e| panic!("turn {turn}: {} {}", e.code(), e.message()));
+        let events = collect(stream).await;
+        assert_gap_free(&events, seen + 1);
+        assert_eq!(events.last().unwrap().event_type, T::ConversationCompleted);
+        seen += events.len() as u64;
+    }
+}
+
 #[tokio::test]
 async fn secrets_never_reach_the_stream_the_audit_trail_the_store_or_the_provider() {
     let secret_tool = Arc::new(TestTool::returning(

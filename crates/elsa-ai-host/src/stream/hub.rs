@@ -150,6 +150,13 @@ impl Channel {
             data,
         };
         self.hub.redactor.redact_stream_event(&mut event);
+        // A turn's terminal event frees the conversation before anyone can see the event
+        // (in the journal or live), so a client that saw it may start the next turn at once.
+        // Holding `last` keeps the next turn's events behind this one, and keeps readers
+        // that ask whether the conversation is idle waiting until the event is journaled.
+        if let Some(turn) = ends_turn {
+            self.end_turn(turn);
+        }
         if let Err(error) = self.hub.journal.append(&event).await {
             // Another writer may have moved the journal on: read it again next time.
             *last = None;
@@ -158,9 +165,6 @@ impl Channel {
         *last = Some(event.sequence);
         // Nobody listening is fine: the journal has it.
         let _ = self.sender.send(event.clone());
-        if let Some(turn) = ends_turn {
-            self.end_turn(turn);
-        }
         Ok(event)
     }
 
