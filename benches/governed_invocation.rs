@@ -10,16 +10,30 @@ use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use elsa_ai_abstractions::{
     AiCaller, AiConversation, AiConversationStore, AiError, AiProviderToolInvocation,
-    AiProviderToolInvoker, ConversationId, Permission,
+    AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolExecutionContext, ConversationId,
+    Permission,
 };
-use elsa_ai_host::testing::governance::{
-    TestTool, empty_services, proposal_tool, read_tool, test_agent,
-};
+use elsa_ai_host::testing::governance::{empty_services, proposal_tool, read_tool, test_agent};
 use elsa_ai_host::{
     AgentRegistry, InMemoryAuditLog, InMemoryConversationStore, InMemoryToolEnablementStore,
     ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor, ToolRegistry,
 };
-use serde_json::json;
+use serde_json::{Value, json};
+
+/// The no-op tool: returns a constant and records nothing, so the figure is the
+/// governance around it.
+struct NoopTool(AiToolDefinition);
+
+#[async_trait]
+impl AiTool for NoopTool {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.0
+    }
+
+    async fn execute(&self, _: AiToolExecutionContext) -> Result<Value, AiError> {
+        Ok(Value::Bool(true))
+    }
+}
 
 /// Receives the tool events of the turn and only counts them: the cost measured is the
 /// governor's, not a journal's.
@@ -56,16 +70,8 @@ async fn bound_invoker() -> Arc<dyn AiProviderToolInvoker> {
         .expect("valid agents")
         .build();
     let registry = ToolRegistry::builder()
-        .tool(Arc::new(TestTool::returning(
-            definition,
-            json!({"ok": true}),
-        )))
-        .and_then(|b| {
-            b.tool(Arc::new(TestTool::returning(
-                proposal_tool("workflow.proposeCreate"),
-                json!({}),
-            )))
-        })
+        .tool(Arc::new(NoopTool(definition)))
+        .and_then(|b| b.tool(Arc::new(NoopTool(proposal_tool("workflow.proposeCreate")))))
         .expect("valid tools")
         .build(
             Arc::new(agents),
