@@ -52,7 +52,7 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{DefinitionVersionRef, VersionOptions, WorkflowError};
 use serde_json::json;
 
-use super::record::{Actor, transition_details};
+use super::record::{Actor, Note, transition_details};
 use super::{Inner, ProposalAction, release_claim, review};
 
 /// How often recording `Applied` is attempted when the store fails (not when it conflicts).
@@ -86,14 +86,12 @@ impl Inner {
                 "apply of proposal '{}' by {} failed validation ({errors} errors): Blocked",
                 current.id, caller.actor_id
             );
-            self.commit_with(
+            self.commit(
                 actor,
                 action,
-                AuditOutcome::Failure,
                 &current,
                 blocked,
-                summary,
-                json!({"errors": errors}),
+                Note::failure(summary, json!({"errors": errors})),
             )
             .await?;
             return Err(AiError::validation_failed(

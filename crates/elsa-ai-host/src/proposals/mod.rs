@@ -37,7 +37,7 @@ use serde_json::json;
 
 use crate::{ConversationEvents, Metrics, Redactor};
 pub use lifecycle::ProposalAction;
-use record::{Actor, transition_details};
+use record::{Actor, Note, transition_details};
 pub use store::InMemoryProposalStore;
 
 /// The actor id the service records for expiries it decides itself (the sweep, or an action
@@ -277,8 +277,7 @@ impl ProposalService {
                 action,
                 &current,
                 next,
-                summary,
-                json!({"errors": errors}),
+                Note::success(summary, json!({"errors": errors})),
             )
             .await
     }
@@ -297,7 +296,13 @@ impl ProposalService {
         next.revision += 1;
         let summary = format!("{} approved proposal '{}'", caller.actor_id, current.id);
         self.inner
-            .commit(actor, action, &current, next, summary, json!({}))
+            .commit(
+                actor,
+                action,
+                &current,
+                next,
+                Note::success(summary, json!({})),
+            )
             .await
     }
 
@@ -338,8 +343,7 @@ impl ProposalService {
                 action,
                 &current,
                 next,
-                summary,
-                json!({"reason": reason}),
+                Note::success(summary, json!({"reason": reason})),
             )
             .await
     }
@@ -693,32 +697,13 @@ impl Inner {
         action: ProposalAction,
         current: &AiProposal,
         next: AiProposal,
-        summary: String,
-        extra: serde_json::Value,
+        note: Note,
     ) -> Result<AiProposal, AiError> {
-        self.commit_with(
-            actor,
-            action,
-            AuditOutcome::Success,
-            current,
-            next,
+        let Note {
+            outcome,
             summary,
             extra,
-        )
-        .await
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn commit_with(
-        &self,
-        actor: Actor<'_>,
-        action: ProposalAction,
-        outcome: AuditOutcome,
-        current: &AiProposal,
-        next: AiProposal,
-        summary: String,
-        extra: serde_json::Value,
-    ) -> Result<AiProposal, AiError> {
+        } = note;
         let details = transition_details(
             action.as_str(),
             Some(current.status),
@@ -820,8 +805,14 @@ impl Inner {
             format!("{} expired proposal '{}'", actor.id, current.id)
         };
         let extra = json!({"expiresAt": current.expires_at});
-        self.commit(actor, ProposalAction::Expire, current, next, summary, extra)
-            .await
+        self.commit(
+            actor,
+            ProposalAction::Expire,
+            current,
+            next,
+            Note::success(summary, extra),
+        )
+        .await
     }
 
     async fn expire_due(&self, tenant_id: &TenantId) -> Result<usize, AiError> {

@@ -10,6 +10,35 @@ use serde_json::{Value, json};
 
 use super::{Inner, ProposalAction};
 
+/// What a transition's audit record says besides the transition itself.
+#[derive(Debug)]
+pub(crate) struct Note {
+    pub outcome: AuditOutcome,
+    pub summary: String,
+    /// Details added to the transition's own (from, to, kind, definition, baseline).
+    pub extra: Value,
+}
+
+impl Note {
+    /// A transition that does what was asked.
+    pub fn success(summary: String, extra: Value) -> Self {
+        Self {
+            outcome: AuditOutcome::Success,
+            summary,
+            extra,
+        }
+    }
+
+    /// A transition forced by a failed action (an apply whose validation now fails).
+    pub fn failure(summary: String, extra: Value) -> Self {
+        Self {
+            outcome: AuditOutcome::Failure,
+            summary,
+            extra,
+        }
+    }
+}
+
 /// Who acts: a caller's actor id, or the service itself (expiry).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Actor<'a> {
