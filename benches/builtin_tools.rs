@@ -18,7 +18,7 @@ use elsa_ai_host::testing::governance::{
 use elsa_ai_tools::names;
 use elsa_workflows::{
     DefinitionQuery, InMemoryWorkflowBackend, PageRequest, TenantId, TimeRange, VersionOptions,
-    WorkflowDefinitionStore, WorkflowInstance,
+    WorkflowDefinition, WorkflowDefinitionStore, WorkflowInstance,
 };
 use serde_json::{Value, json};
 use weaver_testkit::fixture_backend;
@@ -104,6 +104,12 @@ fn faulted_run(i: usize, created: DateTime<Utc>) -> WorkflowInstance {
 fn diagnostics_backend() -> (Arc<InMemoryWorkflowBackend>, Vec<AiContextAttachment>) {
     let backend = Arc::new(InMemoryWorkflowBackend::new());
     let tenant = TenantId::new(TEST_TENANT);
+    backend
+        .insert_definition(
+            &tenant,
+            WorkflowDefinition::new_flowchart("orders", "Orders"),
+        )
+        .expect("the scoped definition");
     let start: DateTime<Utc> = "2024-05-01T00:00:00Z".parse().expect("instant");
     for i in 0..RUNS {
         let created = start + Duration::minutes(i64::try_from(i).unwrap_or(0) * 7);

@@ -8,7 +8,7 @@ mod support;
 use elsa_ai_abstractions::{AiContextAttachment, AttachmentKind, Permission};
 use elsa_ai_host::testing::governance::TEST_TENANT;
 use elsa_ai_tools::names;
-use elsa_workflows::{TenantId, TimeRange};
+use elsa_workflows::{TenantId, TimeRange, WorkflowDefinition};
 use serde_json::{Value, json};
 use support::{
     GLOBEX, InstanceRead, RecordingInstances, World, content, faulted_run, recording_world, refusal,
@@ -37,6 +37,22 @@ fn window() -> TimeRange {
 fn seeded() -> (World, std::sync::Arc<RecordingInstances>) {
     let (world, recording) = recording_world();
     let acme = TenantId::new(TEST_TENANT);
+    for definition_id in ["orders", "billing"] {
+        world
+            .backend
+            .insert_definition(
+                &acme,
+                WorkflowDefinition::new_flowchart(definition_id, definition_id),
+            )
+            .expect("definition");
+    }
+    world
+        .backend
+        .insert_definition(
+            &TenantId::new(GLOBEX),
+            WorkflowDefinition::new_flowchart("orders", "orders"),
+        )
+        .expect("globex definition");
     let insert = |tenant: &TenantId, run| {
         world.backend.insert_instance(tenant, run);
     };
@@ -405,6 +421,38 @@ async fn trends_count_recurring_failures_per_bucket_inside_the_scope() {
     assert_eq!(hourly["bucket"], "hour");
     assert_eq!(hourly["buckets"].as_array().unwrap().len(), 49);
     assert_only_in_scope(hourly);
+}
+
+#[tokio::test]
+async fn a_scope_naming_an_unknown_or_foreign_definition_is_a_404() {
+    let (world, recording) = seeded();
+    for tool in [names::AGGREGATE_FAILURES, names::DETECT_TRENDS] {
+        let unknown = refusal(
+            &world
+                .call_with(vec![scope("no-such-id"), range(window())], tool, json!({}))
+                .await,
+        );
+        let foreign = refusal(
+            &world
+                .call_with(
+                    vec![scope(support::GLOBEX_DEFINITION), range(window())],
+                    tool,
+                    json!({}),
+                )
+                .await,
+        );
+        assert_eq!(
+            (unknown.0, unknown.1.as_str()),
+            (404, "not_found"),
+            "{tool}"
+        );
+        assert_eq!(
+            foreign.2.replace(support::GLOBEX_DEFINITION, "ID"),
+            unknown.2.replace("no-such-id", "ID"),
+            "{tool}: another tenant's definition reads like an unknown one"
+        );
+    }
+    assert!(recording.reads().is_empty(), "no instance was read");
 }
 
 #[tokio::test]

@@ -10,7 +10,8 @@
 //!
 //! Arguments may narrow this (a subset of the definitions, a window inside the range) but
 //! never widen it: a definition outside the scope is 403 `outside_diagnostics_scope`, a
-//! window reaching outside the range 403 `outside_time_range`. The tools read the instances
+//! window reaching outside the range 403 `outside_time_range`. A scoped definition the
+//! caller's tenant does not have is 404 `not_found`, as for every other id. The tools read the instances
 //! of the scoped definitions created inside the range (through the instance store's query,
 //! so nothing else is loaded) plus the attached instances, and count only failures
 //! timestamped inside the range.
@@ -19,11 +20,11 @@ use std::collections::{BTreeSet, HashSet};
 
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{AiContextAttachment, AiError, AiToolExecutionContext, AttachmentKind};
-use elsa_workflows::{InstanceQuery, PageRequest, TimeRange};
+use elsa_workflows::{InstanceQuery, PageRequest, TimeRange, VersionOptions};
 use serde::Serialize;
 
 use super::failures::{Failure, failures_of};
-use crate::support::{invalid, quoted};
+use crate::support::{invalid, not_found, quoted};
 
 /// The most instances one analysis reads; beyond it the result says `scanTruncated`.
 pub(crate) const MAX_SCANNED_INSTANCES: usize = 2000;
@@ -191,6 +192,16 @@ impl Scope {
     /// failures timestamped inside the range.
     pub async fn scan(&self, context: &AiToolExecutionContext) -> Result<Scanned, AiError> {
         let tenant = &context.caller.tenant_id;
+        // A scope names definitions of the caller's tenant: another tenant's or an unknown
+        // id is the same 404 as everywhere (the context resolver refused it at turn start).
+        for definition_id in &self.definitions {
+            context
+                .services
+                .definitions
+                .find(tenant, definition_id, VersionOptions::Latest)
+                .await?
+                .ok_or_else(|| not_found("workflow definition", definition_id))?;
+        }
         let store = &context.services.instances;
         let mut seen = HashSet::new();
         let mut failures = Vec::new();
