@@ -3,7 +3,10 @@
 
 use std::collections::BTreeSet;
 
-use elsa_workflows::{ActivityDescriptor, WorkflowDefinition, builtin_catalog, builtin_descriptor};
+use elsa_workflows::{
+    ActivityDescriptor, InputDescriptor, OutputDescriptor, WorkflowDefinition, builtin_catalog,
+    builtin_descriptor,
+};
 use weaver_testkit::fixture_files;
 
 fn fixture_catalogs() -> Vec<Vec<ActivityDescriptor>> {
@@ -71,6 +74,32 @@ fn deliberate_difference(type_name: &str) -> Option<&'static str> {
     }
 }
 
+/// An activity's inputs without their description sentences: the built-in catalog words its
+/// descriptions itself, so only the facts (name, type, label, flags, category, editor) are
+/// compared with the fixture catalog.
+fn input_facts(inputs: &[InputDescriptor]) -> Vec<InputDescriptor> {
+    inputs
+        .iter()
+        .map(|input| InputDescriptor {
+            description: None,
+            ..input.clone()
+        })
+        .collect()
+}
+
+/// An activity's outputs without their description sentences (see [`input_facts`]).
+fn output_facts(outputs: &[OutputDescriptor]) -> Vec<OutputDescriptor> {
+    outputs
+        .iter()
+        .map(|output| OutputDescriptor {
+            description: None,
+            ..output.clone()
+        })
+        .collect()
+}
+
+/// Compares facts only (kind, outcomes, flags, version, names, labels, inputs, outputs, ports);
+/// description text is deliberately left out.
 #[test]
 fn the_builtin_catalog_agrees_with_the_fixture_catalog() {
     for catalog in fixture_catalogs() {
@@ -89,8 +118,34 @@ fn the_builtin_catalog_agrees_with_the_fixture_catalog() {
                 expected.type_name
             );
             assert_eq!(builtin.version, expected.version, "{}", expected.type_name);
-            assert_eq!(builtin.inputs, expected.inputs, "{}", expected.type_name);
-            assert_eq!(builtin.outputs, expected.outputs, "{}", expected.type_name);
+            assert_eq!(
+                builtin.namespace, expected.namespace,
+                "{}",
+                expected.type_name
+            );
+            assert_eq!(builtin.name, expected.name, "{}", expected.type_name);
+            assert_eq!(
+                builtin.category, expected.category,
+                "{}",
+                expected.type_name
+            );
+            assert_eq!(
+                builtin.display_name, expected.display_name,
+                "{}",
+                expected.type_name
+            );
+            assert_eq!(
+                input_facts(&builtin.inputs),
+                input_facts(&expected.inputs),
+                "{}",
+                expected.type_name
+            );
+            assert_eq!(
+                output_facts(&builtin.outputs),
+                output_facts(&expected.outputs),
+                "{}",
+                expected.type_name
+            );
             if deliberate_difference(&expected.type_name).is_none() {
                 assert_eq!(builtin.ports, expected.ports, "{}", expected.type_name);
                 assert_eq!(
