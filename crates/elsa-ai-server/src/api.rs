@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use elsa_ai_abstractions::{AiConversationStore, AiOrchestrator, AttachmentKind};
-use elsa_ai_host::{AuditTrail, ToolEnablementService, ToolRegistry};
+use elsa_ai_host::{AuditTrail, ProposalService, ToolEnablementService, ToolRegistry};
 
 use crate::identity::IdentityExtractor;
 use crate::views::{PersistenceView, ProviderView};
@@ -19,6 +19,8 @@ pub struct WeaverApiParts {
     pub enablement: Arc<ToolEnablementService>,
     /// Conversations (listing and history; ownership is checked through the host).
     pub conversations: Arc<dyn AiConversationStore>,
+    /// The proposal lifecycle (inbox, review, apply).
+    pub proposals: ProposalService,
     /// The audit trail, read with `admin:ai`.
     pub audit: AuditTrail,
     /// Who is calling.

@@ -11,13 +11,17 @@ pub mod identity;
 mod requests;
 mod routes;
 mod schema;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod views;
+pub mod weaver;
 
 pub use api::{WeaverApi, WeaverApiParts};
 pub use error::{ApiError, ErrorBody};
 pub use extract::{ApiJson, ApiPath, ApiQuery, Caller};
 pub use requests::{
     AttachmentBody, AuditQueryParams, ChatRequestBody, EnablementChangeBody, PageQuery,
-    ResumeQuery, TimeRangeBody, ToolsQuery,
+    ProposalQueryParams, RejectBody, ResumeQuery, TimeRangeBody, ToolsQuery,
 };
 pub use routes::{CONVERSATION_ID_HEADER, openapi, router};
+pub use weaver::{EnvLookup, StartupError, Weaver, WeaverBuilder};

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiCaller, AiChatRequest, AiContextAttachment, AttachmentKind, AuditOutcome, AuditQuery,
-    ConversationId, DangerLevel, ProposalId, ToolMutability,
+    ConversationId, DangerLevel, ProposalId, ProposalQuery, ProposalStatus, ToolMutability,
 };
 use elsa_workflows::{PageRequest, TimeRange};
 use serde::Deserialize;
@@ -230,6 +230,52 @@ impl AuditQueryParams {
             .page(),
         })
     }
+}
+
+/// `GET /ai/proposals` filters.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ProposalQueryParams {
+    /// Only proposals in this state.
+    #[param(schema_with = crate::schema::proposal_status)]
+    pub status: Option<ProposalStatus>,
+    /// Only proposals of this conversation.
+    pub conversation_id: Option<String>,
+    /// Only proposals about this workflow (definition id).
+    pub workflow: Option<String>,
+    /// Only proposals requested by this actor.
+    pub created_by: Option<String>,
+    /// Items to skip (default 0).
+    pub offset: Option<usize>,
+    /// Page size (default 50, at most 500).
+    pub limit: Option<usize>,
+}
+
+impl ProposalQueryParams {
+    /// The contract query.
+    pub fn into_query(self) -> ProposalQuery {
+        ProposalQuery {
+            status: self.status,
+            conversation_id: self.conversation_id.map(ConversationId::new),
+            definition_id: self.workflow,
+            created_by: self.created_by,
+            page: PageQuery {
+                offset: self.offset,
+                limit: self.limit,
+            }
+            .page(),
+        }
+    }
+}
+
+/// `POST /ai/proposals/{proposalId}/reject`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"reason": "The approval limit must stay at 1000."}))]
+pub struct RejectBody {
+    /// Why, for the requester (required; stored redacted).
+    pub reason: String,
 }
 
 /// `PUT /ai/admin/tools/{toolName}/enablement`: an administrator's decision.

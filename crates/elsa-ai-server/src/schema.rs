@@ -12,6 +12,7 @@ pub(crate) mod names {
     pub const TENANT_BEHAVIOR: &[&str] = &["TenantScoped", "HostScoped", "CrossTenantDenied"];
     pub const AUDIT_BEHAVIOR: &[&str] = &["None", "RecordInvocation", "RecordInvocationAndResult"];
     pub const TOOL_SOURCE: &[&str] = &["BuiltIn", "Module", "Mcp"];
+    pub const PROPOSAL_KIND: &[&str] = &["Create", "Update"];
     pub const AUDIT_OUTCOME: &[&str] = &["Success", "Failure", "Denied"];
     pub const MESSAGE_ROLE: &[&str] = &["User", "Assistant"];
     pub const STREAM_EVENT_TYPE: &[&str] = &[
@@ -76,6 +77,23 @@ pub(crate) fn audit_behavior() -> Object {
 /// `ToolSource`.
 pub(crate) fn tool_source() -> Object {
     string_enum("Where a tool comes from.", names::TOOL_SOURCE)
+}
+
+/// `ProposalKind`.
+pub(crate) fn proposal_kind() -> Object {
+    string_enum(
+        "Whether a proposal creates or updates a definition.",
+        names::PROPOSAL_KIND,
+    )
+}
+
+/// `ProposalStatus`.
+pub(crate) fn proposal_status() -> Object {
+    let states: Vec<&str> = elsa_ai_abstractions::ProposalStatus::ALL
+        .iter()
+        .map(|status| status.as_str())
+        .collect();
+    string_enum("The state of a proposal.", &states)
 }
 
 /// `AuditOutcome`.
@@ -163,6 +181,19 @@ pub(crate) fn diagnostics() -> Array {
     ArrayBuilder::new().items(diagnostic).build()
 }
 
+/// An Elsa 3 workflow definition, as Elsa serialises it.
+pub(crate) fn workflow_definition() -> Object {
+    object("An Elsa 3 workflow definition (Elsa's own JSON, unknown fields preserved).")
+}
+
+/// A graph diff between two definitions.
+pub(crate) fn graph_diff() -> Object {
+    object(
+        "What changed between the baseline and the proposed definition (activities, inputs, \
+         connections, variables, header, with counts), for review screens.",
+    )
+}
+
 /// Free-form JSON.
 pub(crate) fn any_json() -> Object {
     object("Free-form JSON.")
@@ -171,8 +202,8 @@ pub(crate) fn any_json() -> Object {
 #[cfg(test)]
 mod tests {
     use elsa_ai_abstractions::{
-        AuditBehavior, AuditOutcome, DangerLevel, MessageRole, TenantBehavior, ToolMutability,
-        ToolSource,
+        AuditBehavior, AuditOutcome, DangerLevel, MessageRole, ProposalKind, TenantBehavior,
+        ToolMutability, ToolSource,
     };
     use serde::de::DeserializeOwned;
 
@@ -193,6 +224,7 @@ mod tests {
         all_parse::<TenantBehavior>(names::TENANT_BEHAVIOR);
         all_parse::<AuditBehavior>(names::AUDIT_BEHAVIOR);
         all_parse::<ToolSource>(names::TOOL_SOURCE);
+        all_parse::<ProposalKind>(names::PROPOSAL_KIND);
         all_parse::<AuditOutcome>(names::AUDIT_OUTCOME);
         all_parse::<MessageRole>(names::MESSAGE_ROLE);
         all_parse::<elsa_ai_abstractions::AiStreamEventType>(names::STREAM_EVENT_TYPE);

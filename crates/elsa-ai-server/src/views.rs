@@ -5,11 +5,12 @@
 
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiAgentDefinition, AiAuditEvent, AiConversation, AiMessage, AiProviderInfo, AiStreamEvent,
-    AiStreamEventType, AiToolDefinition, AttachmentKind, AuditBehavior, AuditOutcome, DangerLevel,
-    MessageRole, TenantBehavior, ToolEnablement, ToolMutability, ToolSource,
+    AiAgentDefinition, AiAuditEvent, AiConversation, AiMessage, AiProposal, AiProviderInfo,
+    AiStreamEvent, AiStreamEventType, AiToolDefinition, AttachmentKind, AuditBehavior,
+    AuditOutcome, DangerLevel, MessageRole, ProposalKind, ProposalStatus, TenantBehavior,
+    ToolEnablement, ToolMutability, ToolSource,
 };
-use elsa_workflows::Page;
+use elsa_workflows::{Diagnostic, GraphDiff, Page, WorkflowDefinition};
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -459,6 +460,191 @@ impl From<ToolEnablement> for EnablementDecisionView {
             enabled: decision.enabled,
             changed_by: decision.changed_by,
             changed_at: decision.changed_at,
+        }
+    }
+}
+
+/// The definition version a proposal was made against.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BaselineView {
+    /// The definition id.
+    pub definition_id: String,
+    /// The version the change was based on.
+    pub version: i32,
+}
+
+/// The definition version an apply wrote.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppliedVersionView {
+    /// The definition id.
+    pub definition_id: String,
+    /// The id of the written version.
+    pub version_id: String,
+    /// The written version number.
+    pub version: i32,
+}
+
+/// A proposal in the review inbox.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposalSummaryView {
+    /// The proposal id.
+    pub id: String,
+    /// Create or update.
+    #[schema(schema_with = crate::schema::proposal_kind)]
+    pub kind: ProposalKind,
+    /// Its state.
+    #[schema(schema_with = crate::schema::proposal_status)]
+    pub status: ProposalStatus,
+    /// The workflow it concerns.
+    pub definition_id: String,
+    /// The workflow's name in the proposed definition.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The conversation it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Why the change is proposed (redacted).
+    pub rationale: String,
+    /// How many validation findings are errors.
+    pub error_count: usize,
+    /// How many warnings a reviewer should notice.
+    pub warning_count: usize,
+    /// Who requested it.
+    pub created_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// After this instant the proposal expires.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl From<AiProposal> for ProposalSummaryView {
+    fn from(proposal: AiProposal) -> Self {
+        Self {
+            id: proposal.id.as_str().to_owned(),
+            kind: proposal.kind,
+            status: proposal.status,
+            definition_id: proposal.definition_id().to_owned(),
+            name: proposal.payload.definition.name().map(str::to_owned),
+            conversation_id: proposal.conversation_id.map(|id| id.as_str().to_owned()),
+            rationale: proposal.rationale,
+            error_count: proposal.diagnostics.iter().filter(|d| d.is_error()).count(),
+            warning_count: proposal.warnings.len(),
+            created_by: proposal.created_by,
+            created_at: proposal.created_at,
+            expires_at: proposal.expires_at,
+        }
+    }
+}
+
+/// A proposal with everything a reviewer needs: the proposed definition, its validation
+/// diagnostics and the graph diff against the baseline.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ProposalView {
+    /// The proposal id.
+    pub id: String,
+    /// The owning tenant.
+    pub tenant_id: String,
+    /// The conversation it came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation_id: Option<String>,
+    /// Create or update.
+    #[schema(schema_with = crate::schema::proposal_kind)]
+    pub kind: ProposalKind,
+    /// Its state.
+    #[schema(schema_with = crate::schema::proposal_status)]
+    pub status: ProposalStatus,
+    /// The workflow it concerns.
+    pub definition_id: String,
+    /// For updates: the version the change was made against.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<BaselineView>,
+    /// The definition as it would be written.
+    #[schema(schema_with = crate::schema::workflow_definition)]
+    pub definition: WorkflowDefinition,
+    /// For updates: the structured patch the definition came from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(schema_with = crate::schema::any_json)]
+    pub patch: Option<Value>,
+    /// Why the change is proposed (redacted).
+    pub rationale: String,
+    /// Points a reviewer should notice.
+    pub warnings: Vec<String>,
+    /// The latest validation findings.
+    #[schema(schema_with = crate::schema::diagnostics)]
+    pub diagnostics: Vec<Diagnostic>,
+    /// What changes against the baseline (against an empty workflow for creations).
+    #[schema(schema_with = crate::schema::graph_diff)]
+    pub graph_diff: GraphDiff,
+    /// Who requested it.
+    pub created_by: String,
+    /// When.
+    pub created_at: DateTime<Utc>,
+    /// Who approved or rejected it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reviewed_by: Option<String>,
+    /// When.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reviewed_at: Option<DateTime<Utc>>,
+    /// The reviewer's reason (rejections).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub review_reason: Option<String>,
+    /// Who applied it (or is applying it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_by: Option<String>,
+    /// When.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_at: Option<DateTime<Utc>>,
+    /// The definition version the apply wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_version: Option<AppliedVersionView>,
+    /// After this instant the proposal expires.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+    /// Changes with every stored action.
+    pub revision: u64,
+}
+
+impl From<AiProposal> for ProposalView {
+    fn from(proposal: AiProposal) -> Self {
+        Self {
+            id: proposal.id.as_str().to_owned(),
+            tenant_id: proposal.tenant_id.as_str().to_owned(),
+            conversation_id: proposal
+                .conversation_id
+                .as_ref()
+                .map(|id| id.as_str().to_owned()),
+            kind: proposal.kind,
+            status: proposal.status,
+            definition_id: proposal.definition_id().to_owned(),
+            baseline: proposal.baseline.map(|b| BaselineView {
+                definition_id: b.definition_id,
+                version: b.version,
+            }),
+            definition: proposal.payload.definition,
+            patch: proposal.payload.patch,
+            rationale: proposal.rationale,
+            warnings: proposal.warnings,
+            diagnostics: proposal.diagnostics,
+            graph_diff: proposal.graph_diff,
+            created_by: proposal.created_by,
+            created_at: proposal.created_at,
+            reviewed_by: proposal.reviewed_by,
+            reviewed_at: proposal.reviewed_at,
+            review_reason: proposal.review_reason,
+            applied_by: proposal.applied_by,
+            applied_at: proposal.applied_at,
+            applied_version: proposal.applied_version.map(|v| AppliedVersionView {
+                definition_id: v.definition_id,
+                version_id: v.version_id,
+                version: v.version,
+            }),
+            expires_at: proposal.expires_at,
+            revision: proposal.revision,
         }
     }
 }

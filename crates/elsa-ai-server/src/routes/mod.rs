@@ -4,6 +4,7 @@
 mod admin;
 mod chat;
 mod conversations;
+mod proposals;
 mod tools;
 
 use axum::extract::Extension;
@@ -35,6 +36,7 @@ pub use chat::CONVERSATION_ID_HEADER;
         (name = "chat", description = "Chat turns streamed as Server-Sent Events, and resuming them."),
         (name = "tools", description = "The tools a caller may use."),
         (name = "capabilities", description = "What the server can do."),
+        (name = "proposals", description = "The review inbox; approving, rejecting and applying proposals."),
         (name = "conversations", description = "The caller's conversation history."),
         (name = "admin", description = "Tool enablement and the audit trail (`admin:ai`)."),
         (name = "meta", description = "This document."),
@@ -74,6 +76,11 @@ fn routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(chat::resume))
         .routes(routes!(tools::list_tools))
         .routes(routes!(tools::capabilities))
+        .routes(routes!(proposals::list_proposals))
+        .routes(routes!(proposals::get_proposal))
+        .routes(routes!(proposals::approve))
+        .routes(routes!(proposals::reject))
+        .routes(routes!(proposals::apply))
         .routes(routes!(conversations::list_conversations))
         .routes(routes!(conversations::get_conversation))
         .routes(routes!(admin::list_enablement))

@@ -1,0 +1,662 @@
+//! The whole server assembled from a [`WeaverConfig`]: workflow data, stores, tools,
+//! governance, the orchestrator, proposals, identity and the API, plus serving with a
+//! graceful shutdown.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use chrono::TimeDelta;
+use elsa_ai_abstractions::{
+    AiAuditLog, AiAuditSink, AiCaller, AiConversationStore, AiProposalStore, AiProvider,
+    AiStreamJournal, AiToolEnablementStore, AiToolServices, Permission,
+};
+use elsa_ai_host::{
+    AgentRegistry, AuditTrail, ChatOrchestrator, ContextResolver, InMemoryAuditLog,
+    InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
+    InMemoryToolEnablementStore, OrchestratorSettings, ProposalService, Redactor, RetentionSweeper,
+    ToolEnablementService, ToolGovernor, ToolRegistry, builtin_context_providers,
+};
+use elsa_workflows::{InMemoryWorkflowBackend, TenantId, samples};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{WeaverApi, WeaverApiParts};
+use crate::config::{
+    ApiKeyConfig, ConfigError, DEFAULT_TENANT, JwtAlgorithmConfig, JwtConfig, ProviderConfig,
+    WeaverConfig,
+};
+use crate::demo::DemoProvider;
+use crate::identity::{
+    ApiKey, ApiKeyIdentity, IdentityChain, IdentityConfigError, JwtClaimNames, JwtIdentity, JwtKey,
+    JwtSettings,
+};
+use crate::views::{PersistenceView, ProviderView};
+
+// Linking the built-in tools registers them (`inventory`).
+use elsa_ai_tools as _;
+
+/// Looks up an environment variable (by name; the value is a secret or a setting).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// Why the server cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The configuration is unusable.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// An identity extractor cannot be built.
+    #[error(transparent)]
+    Identity(#[from] IdentityConfigError),
+    /// A tenant's workflow folder cannot be read.
+    #[error("the workflows of tenant '{tenant}' cannot be read from {path}: {message}")]
+    Workflows {
+        /// The tenant.
+        tenant: String,
+        /// The folder.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// A built-in tool or agent was refused at registration.
+    #[error("the tools cannot be registered: {0}")]
+    Tools(String),
+    /// The provider cannot be created.
+    #[error("the provider cannot be started: {0}")]
+    Provider(String),
+    /// The store cannot be opened.
+    #[error("the store cannot be opened: {0}")]
+    Store(String),
+}
+
+/// Builds a [`Weaver`].
+pub struct WeaverBuilder {
+    config: WeaverConfig,
+    env: EnvLookup,
+    provider: Option<Arc<dyn AiProvider>>,
+}
+
+impl std::fmt::Debug for WeaverBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WeaverBuilder")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WeaverBuilder {
+    /// Reads environment variables (`*_env` settings, `WEAVER_DEV_KEY`) through `lookup`
+    /// instead of the process environment.
+    pub fn env(mut self, lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
+        self.env = Arc::new(lookup);
+        self
+    }
+
+    /// Uses `provider` instead of the one `[provider]` configures (tests, embedding hosts).
+    pub fn provider(mut self, provider: Arc<dyn AiProvider>) -> Self {
+        self.provider = Some(provider);
+        self
+    }
+
+    /// Assembles the server; nothing listens yet.
+    pub async fn build(self) -> Result<Weaver, StartupError> {
+        Weaver::assemble(self).await
+    }
+}
+
+/// The stores of the AI platform, behind their contracts.
+struct Stores {
+    proposals: Arc<dyn AiProposalStore>,
+    audit: Arc<dyn AiAuditSink>,
+    audit_log: Arc<dyn AiAuditLog>,
+    conversations: Arc<dyn AiConversationStore>,
+    journal: Arc<dyn AiStreamJournal>,
+    enablement: Arc<dyn AiToolEnablementStore>,
+    view: PersistenceView,
+}
+
+impl Stores {
+    fn memory(retention_days: i64) -> Self {
+        let audit = Arc::new(InMemoryAuditLog::new());
+        let journal = Arc::new(InMemoryStreamJournal::new());
+        Self {
+            proposals: Arc::new(InMemoryProposalStore::new()),
+            audit: audit.clone(),
+            audit_log: audit,
+            conversations: Arc::new(InMemoryConversationStore::with_journal(journal.clone())),
+            journal,
+            enablement: Arc::new(InMemoryToolEnablementStore::new()),
+            view: PersistenceView {
+                store: "memory".into(),
+                durable: false,
+                retention_days,
+            },
+        }
+    }
+}
+
+/// The assembled server. See [`Weaver::builder`].
+pub struct Weaver {
+    api: WeaverApi,
+    orchestrator: ChatOrchestrator,
+    proposals: ProposalService,
+    workflows: Arc<InMemoryWorkflowBackend>,
+    conversations: Arc<dyn AiConversationStore>,
+    tenants: Vec<TenantId>,
+    grace_window: Duration,
+    retention: TimeDelta,
+    development_keys: Vec<(String, String)>,
+    report: Vec<String>,
+    background: CancellationToken,
+}
+
+impl std::fmt::Debug for Weaver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Weaver")
+            .field("api", &self.api)
+            .field("tenants", &self.tenants)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Weaver {
+    /// A builder over `config`, reading the process environment.
+    pub fn builder(config: WeaverConfig) -> WeaverBuilder {
+        WeaverBuilder {
+            config,
+            env: Arc::new(|name| std::env::var(name).ok()),
+            provider: None,
+        }
+    }
+
+    async fn assemble(builder: WeaverBuilder) -> Result<Self, StartupError> {
+        let WeaverBuilder {
+            config,
+            env,
+            provider,
+        } = builder;
+        let limits = config.limits;
+        let retention_days = i64::from(limits.retention_days.unwrap_or(30));
+        let grace_window = Duration::from_secs(limits.grace_window_secs.unwrap_or(60));
+        let mut report = Vec::new();
+
+        // Workflow data, per tenant.
+        let workflows = Arc::new(InMemoryWorkflowBackend::new());
+        let tenants = served_tenants(&config);
+        for (tenant, folder) in &tenants {
+            let seeded = match folder {
+                Some(folder) => workflows.seed_from_dir(tenant, folder).map_err(|error| {
+                    StartupError::Workflows {
+                        tenant: tenant.to_string(),
+                        path: folder.clone(),
+                        message: error.to_string(),
+                    }
+                })?,
+                None => samples::seed(&workflows, tenant),
+            };
+            if seeded.descriptors == 0 {
+                // A folder without an activity catalog validates against Elsa's built-ins.
+                workflows.set_catalog(tenant, elsa_workflows::builtin_catalog().to_vec());
+            }
+            report.push(format!(
+                "tenant '{tenant}': {} definition versions and {} instances from {}",
+                seeded.definitions,
+                seeded.instances,
+                folder
+                    .as_ref()
+                    .map_or("the built-in samples".to_owned(), |f| f
+                        .display()
+                        .to_string())
+            ));
+            for skipped in &seeded.skipped {
+                report.push(format!("tenant '{tenant}': skipped {skipped}"));
+            }
+        }
+
+        // Identity, and the secrets the redactor must know.
+        let (identity, secrets, development_keys) =
+            identity(&config, &tenants, env.as_ref(), &mut report)?;
+        let redactor = Arc::new(
+            Redactor::builder()
+                .secrets(secrets)
+                .build()
+                .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?,
+        );
+
+        let stores = Stores::memory(retention_days);
+        let provider = match provider {
+            Some(provider) => provider,
+            None => build_provider(&config.provider)?,
+        };
+
+        // Proposals first: the tools hand their drafts to the service.
+        let proposals = ProposalService::builder(
+            stores.proposals.clone(),
+            workflows.clone(),
+            workflows.clone(),
+            workflows.clone(),
+            stores.audit.clone(),
+        )
+        .redactor(redactor.clone())
+        .ttl(
+            limits
+                .proposal_ttl_days
+                .map(|days| TimeDelta::days(i64::from(days)))
+                .or(Some(TimeDelta::days(7))),
+        )
+        .build();
+        let services = AiToolServices {
+            definitions: workflows.clone(),
+            instances: workflows.clone(),
+            catalog: workflows.clone(),
+            proposals: Arc::new(proposals.clone()),
+        };
+        let registry = Arc::new(
+            ToolRegistry::builder()
+                .linked_tools()
+                .map_err(|e| StartupError::Tools(e.to_string()))?
+                .build(
+                    Arc::new(AgentRegistry::builtin()),
+                    stores.enablement.clone(),
+                ),
+        );
+        let mut governor =
+            ToolGovernor::builder(registry.clone(), services.clone(), stores.audit.clone())
+                .redactor(redactor.clone())
+                .conversations(stores.conversations.clone());
+        if let Some(budget) = limits.result_budget_bytes {
+            governor = governor.result_limit(budget);
+        }
+        let context = ContextResolver::builder(stores.audit.clone())
+            .providers(builtin_context_providers(
+                services.definitions.clone(),
+                services.instances.clone(),
+                services.catalog.clone(),
+            ))
+            .redactor(redactor.clone())
+            .build();
+        let attachment_kinds = context.kinds().collect();
+        let defaults = OrchestratorSettings::default();
+        let orchestrator = ChatOrchestrator::builder(
+            provider.clone(),
+            governor.build(),
+            context,
+            stores.audit.clone(),
+        )
+        .stores(stores.conversations.clone(), stores.journal.clone())
+        .redactor(redactor.clone())
+        .settings(OrchestratorSettings {
+            grace_window,
+            max_message_bytes: limits
+                .max_message_bytes
+                .unwrap_or(defaults.max_message_bytes),
+            ..defaults
+        })
+        .build();
+        proposals.publish_events_to(orchestrator.events());
+
+        let provider_view = ProviderView::new(provider.info());
+        if let Some(notice) = &provider_view.notice {
+            report.push(notice.clone());
+        }
+        let api = WeaverApi::new(WeaverApiParts {
+            orchestrator: Arc::new(orchestrator.clone()),
+            registry: registry.clone(),
+            enablement: Arc::new(ToolEnablementService::new(
+                registry,
+                stores.audit.clone(),
+                redactor,
+            )),
+            conversations: stores.conversations.clone(),
+            proposals: proposals.clone(),
+            audit: AuditTrail::new(stores.audit_log.clone()),
+            identity: Arc::new(identity),
+            provider: provider_view,
+            persistence: stores.view.clone(),
+            attachment_kinds,
+            grace_window_secs: grace_window.as_secs(),
+            max_body_bytes: limits
+                .max_body_bytes
+                .unwrap_or(WeaverApi::DEFAULT_MAX_BODY_BYTES),
+        });
+        Ok(Self {
+            api,
+            orchestrator,
+            proposals,
+            workflows,
+            conversations: stores.conversations,
+            tenants: tenants.into_iter().map(|(tenant, _)| tenant).collect(),
+            grace_window,
+            retention: TimeDelta::days(retention_days),
+            development_keys,
+            report,
+            background: CancellationToken::new(),
+        })
+    }
+
+    /// The API state (for hosts that mount the router themselves).
+    pub fn api(&self) -> &WeaverApi {
+        &self.api
+    }
+
+    /// The API's router, to serve or to nest under a prefix.
+    pub fn router(&self) -> Router {
+        crate::router(self.api.clone())
+    }
+
+    /// The orchestrator.
+    pub fn orchestrator(&self) -> &ChatOrchestrator {
+        &self.orchestrator
+    }
+
+    /// The proposal service.
+    pub fn proposals(&self) -> &ProposalService {
+        &self.proposals
+    }
+
+    /// The workflow data the server serves (and applied proposals write to).
+    pub fn workflows(&self) -> &Arc<InMemoryWorkflowBackend> {
+        &self.workflows
+    }
+
+    /// The tenants served.
+    pub fn tenants(&self) -> &[TenantId] {
+        &self.tenants
+    }
+
+    /// The development keys created because no `[auth]` is configured: (tenant, key).
+    pub fn development_keys(&self) -> &[(String, String)] {
+        &self.development_keys
+    }
+
+    /// What start-up did, for the log: data seeded, files skipped, the provider's label.
+    pub fn startup_report(&self) -> &[String] {
+        &self.report
+    }
+
+    /// Starts the background work: the retention sweep and the proposal expiry, hourly.
+    fn start_background(&self) {
+        RetentionSweeper::new(
+            self.conversations.clone(),
+            self.retention,
+            Arc::new(elsa_ai_abstractions::SystemClock),
+        )
+        .with_sessions(self.orchestrator.sessions().clone())
+        .spawn(Duration::from_secs(3600), self.background.clone());
+        let proposals = self.proposals.clone();
+        let tenants = self.tenants.clone();
+        let stop = self.background.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(Duration::from_secs(3600));
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    _ = ticks.tick() => {
+                        for tenant in &tenants {
+                            if let Err(error) = proposals.expire_due(tenant).await {
+                                tracing::warn!(code = error.code(), %tenant, "proposal expiry failed");
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Serves the API on `listener` until `shutdown` completes, then shuts down gracefully:
+    /// no new connections or turns; running turns get the grace window to finish (their
+    /// clients receive every event); then what still runs is cancelled, open streams end,
+    /// and the stores are flushed.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        self.start_background();
+        let stopping = CancellationToken::new();
+        let server = axum::serve(listener, self.router()).with_graceful_shutdown({
+            let stopping = stopping.clone();
+            async move {
+                shutdown.await;
+                stopping.cancel();
+            }
+        });
+        let drain = {
+            let stopping = stopping.clone();
+            let orchestrator = self.orchestrator.clone();
+            let grace = self.grace_window;
+            async move {
+                stopping.cancelled().await;
+                tracing::info!(
+                    grace_secs = grace.as_secs(),
+                    "shutting down: running turns get the grace window"
+                );
+                let cancelled = orchestrator.drain(grace).await;
+                if cancelled > 0 {
+                    tracing::warn!(
+                        cancelled,
+                        "turns still running after the grace window were cancelled"
+                    );
+                }
+            }
+        };
+        let (served, ()) = tokio::join!(
+            async {
+                let server = server.into_future();
+                tokio::pin!(server);
+                // Connections normally close once their turns end; a client that never
+                // reads is not waited for beyond the grace window plus a margin.
+                tokio::select! {
+                    served = &mut server => served,
+                    () = async {
+                        stopping.cancelled().await;
+                        tokio::time::sleep(self.grace_window + Duration::from_secs(10)).await;
+                    } => Ok(()),
+                }
+            },
+            drain
+        );
+        self.background.cancel();
+        self.close().await;
+        served
+    }
+
+    /// Flushes and closes the stores.
+    async fn close(&self) {}
+}
+
+/// The tenants served and their workflow folders (`None`: the samples).
+fn served_tenants(config: &WeaverConfig) -> Vec<(TenantId, Option<PathBuf>)> {
+    if !config.tenants.is_empty() {
+        return config
+            .tenants
+            .iter()
+            .map(|t| (TenantId::new(t.id.clone()), t.workflows.clone()))
+            .collect();
+    }
+    let named: BTreeSet<&str> = config
+        .auth
+        .api_keys
+        .iter()
+        .map(|k| k.tenant.as_str())
+        .collect();
+    if named.is_empty() {
+        return vec![(TenantId::new(DEFAULT_TENANT), None)];
+    }
+    named
+        .into_iter()
+        .map(|tenant| (TenantId::new(tenant), None))
+        .collect()
+}
+
+type Identity = (IdentityChain, Vec<String>, Vec<(String, String)>);
+
+/// The identity chain, the secrets to redact, and the development keys (if created).
+fn identity(
+    config: &WeaverConfig,
+    tenants: &[(TenantId, Option<PathBuf>)],
+    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    report: &mut Vec<String>,
+) -> Result<Identity, StartupError> {
+    let auth = &config.auth;
+    let mut chain = IdentityChain::new();
+    let mut secrets = Vec::new();
+    let mut development = Vec::new();
+    let mut keys = Vec::new();
+    if auth.api_keys.is_empty() && auth.jwt.is_none() {
+        for (i, (tenant, _)) in tenants.iter().enumerate() {
+            let key = match env("WEAVER_DEV_KEY").filter(|_| i == 0) {
+                Some(key) => key,
+                None => format!("wv-dev-{}", uuid::Uuid::new_v4().simple()),
+            };
+            let caller = AiCaller::new("demo", tenant.clone(), all_permissions());
+            keys.push(ApiKey::new(key.clone(), caller)?);
+            report.push(format!(
+                "no [auth] configured: development key for actor 'demo' in tenant '{tenant}' \
+                 (all permissions): Authorization: ApiKey {key}"
+            ));
+            development.push((tenant.to_string(), key));
+        }
+    }
+    for entry in &auth.api_keys {
+        keys.push(api_key(entry, config, env)?);
+    }
+    if !keys.is_empty() {
+        secrets.extend(keys.iter().map(|k| k.secret().to_owned()));
+        chain = chain.with(Arc::new(ApiKeyIdentity::new(keys)?));
+    }
+    if let Some(jwt) = &auth.jwt {
+        let (identity, secret) = jwt_identity(jwt, env)?;
+        secrets.extend(secret);
+        chain = chain.with(Arc::new(identity));
+    }
+    Ok((chain, secrets, development))
+}
+
+fn all_permissions() -> Vec<Permission> {
+    vec![
+        Permission::READ_WORKFLOWS,
+        Permission::READ_WORKFLOW_INSTANCES,
+        Permission::READ_ACTIVITIES,
+        Permission::PROPOSE_WORKFLOWS,
+        Permission::APPLY_WORKFLOWS,
+        Permission::ADMIN_AI,
+    ]
+}
+
+fn invalid(message: String) -> StartupError {
+    StartupError::Config(ConfigError::Invalid(message))
+}
+
+fn api_key(
+    entry: &ApiKeyConfig,
+    config: &WeaverConfig,
+    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+) -> Result<ApiKey, StartupError> {
+    let key = match (&entry.key, &entry.key_env) {
+        (Some(key), None) => key.clone(),
+        (None, Some(variable)) => env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
+            invalid(format!(
+                "the API key of actor '{}' is read from {variable}, which is not set",
+                entry.actor
+            ))
+        })?,
+        _ => {
+            return Err(invalid(format!(
+                "the API key of actor '{}' needs exactly one of key or key_env",
+                entry.actor
+            )));
+        }
+    };
+    if !config.tenants.is_empty() && !config.tenants.iter().any(|t| t.id == entry.tenant) {
+        return Err(invalid(format!(
+            "the API key of actor '{}' names tenant '{}', which is not under [[tenants]]",
+            entry.actor, entry.tenant
+        )));
+    }
+    let caller = AiCaller::new(
+        entry.actor.clone(),
+        entry.tenant.clone(),
+        entry.permissions.iter().map(|p| Permission::new(p.clone())),
+    );
+    Ok(ApiKey::new(key, caller)?)
+}
+
+fn jwt_identity(
+    jwt: &JwtConfig,
+    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+) -> Result<(JwtIdentity, Option<String>), StartupError> {
+    let read_env = |setting: &str, variable: &str| {
+        env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
+            invalid(format!(
+                "auth.jwt.{setting} names {variable}, which is not set"
+            ))
+        })
+    };
+    let (key, secret) = match jwt.algorithm {
+        JwtAlgorithmConfig::Hs256 => {
+            let variable = jwt
+                .secret_env
+                .as_deref()
+                .ok_or_else(|| invalid("auth.jwt with HS256 needs secret_env".into()))?;
+            let secret = read_env("secret_env", variable)?;
+            (
+                JwtKey::Hs256 {
+                    secret: secret.clone().into_bytes(),
+                },
+                Some(secret),
+            )
+        }
+        JwtAlgorithmConfig::Rs256 => {
+            let pem = match (&jwt.public_key_path, &jwt.public_key_env) {
+                (Some(path), None) => std::fs::read(path).map_err(|e| {
+                    invalid(format!(
+                        "auth.jwt.public_key_path {} cannot be read: {e}",
+                        path.display()
+                    ))
+                })?,
+                (None, Some(variable)) => read_env("public_key_env", variable)?.into_bytes(),
+                _ => {
+                    return Err(invalid(
+                        "auth.jwt with RS256 needs exactly one of public_key_path or public_key_env"
+                            .into(),
+                    ));
+                }
+            };
+            (
+                JwtKey::Rs256 {
+                    public_key_pem: pem,
+                },
+                None,
+            )
+        }
+    };
+    let defaults = JwtClaimNames::default();
+    let settings = JwtSettings {
+        key,
+        issuer: jwt.issuer.clone(),
+        audience: jwt.audience.clone(),
+        claims: JwtClaimNames {
+            actor: jwt.actor_claim.clone().unwrap_or(defaults.actor),
+            tenant: jwt.tenant_claim.clone().unwrap_or(defaults.tenant),
+            permissions: jwt
+                .permissions_claim
+                .clone()
+                .unwrap_or(defaults.permissions),
+        },
+        leeway_secs: jwt.leeway_secs.unwrap_or(60),
+    };
+    Ok((JwtIdentity::new(settings)?, secret))
+}
+
+fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn AiProvider>, StartupError> {
+    match config {
+        ProviderConfig::Demo => Ok(Arc::new(DemoProvider::new())),
+        ProviderConfig::Copilot(_) => Err(StartupError::Provider(
+            "the copilot provider is not part of this build yet".into(),
+        )),
+    }
+}

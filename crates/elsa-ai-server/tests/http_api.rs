@@ -1,0 +1,670 @@
+//! The REST side over a real socket: every status of SPEC §6 with its stable code, bad
+//! bodies, identity (API keys, HS256 and RS256 bearer tokens) and the OpenAPI document.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use elsa_ai_abstractions::AiError;
+use elsa_ai_host::{Script, ScriptedProvider};
+use elsa_ai_server::Weaver;
+use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig};
+use elsa_ai_server::testing::{ALICE_KEY, BOB_KEY, TestServer, two_tenants};
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, get_current_timestamp};
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+
+const ORDER_APPROVAL: &str = "sample-order-approval";
+
+fn assert_error(actual: (StatusCode, Value), status: u16, code: &str) {
+    let (actual_status, body) = actual;
+    assert_eq!(
+        (actual_status.as_u16(), body["code"].as_str()),
+        (status, Some(code)),
+        "{body}"
+    );
+    assert_eq!(body["status"], status);
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "every error has a message: {body}"
+    );
+}
+
+async fn raw(
+    server: &TestServer,
+    method: Method,
+    path: &str,
+    key: &str,
+    body: &'static [u8],
+) -> (StatusCode, Value) {
+    let response = server
+        .request(method, path, key)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400_with_a_clear_code_never_500() {
+    let server = TestServer::start(two_tenants()).await;
+    let cases: [(&[u8], &str); 6] = [
+        (b"{\"message\": ", "malformed_json"),
+        (b"{\"message\": \"caf\xe9\"}", "invalid_utf8"),
+        (b"", "missing_body"),
+        (b"{\"message\": 42}", "invalid_body"),
+        (b"{\"message\": \"hi\", \"conversationID\": \"c\"}", "invalid_body"),
+        (
+            b"{\"message\": \"hi\", \"attachments\": [{\"kind\": \"Secrets\", \"referenceId\": \"x\"}]}",
+            "unsupported_attachment_kind",
+        ),
+    ];
+    for (body, code) in cases {
+        assert_error(
+            raw(&server, Method::POST, "/ai/chat", ALICE_KEY, body).await,
+            400,
+            code,
+        );
+    }
+    assert_error(
+        server
+            .post("/ai/chat", ALICE_KEY, &json!({"message": "  "}))
+            .await,
+        400,
+        "empty_message",
+    );
+    assert_error(
+        server
+            .get("/ai/tools?mutability=Sometimes", ALICE_KEY)
+            .await,
+        400,
+        "invalid_query",
+    );
+    assert_error(
+        server.get("/ai/proposals/%FF%FE", ALICE_KEY).await,
+        400,
+        "invalid_path",
+    );
+    let response = server
+        .request(Method::GET, "/ai/chat/whatever/events", ALICE_KEY)
+        .header("last-event-id", "yesterday")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["code"],
+        "invalid_last_event_id"
+    );
+    // An invalid transition request: a rejection without a reason.
+    let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
+    assert_error(
+        server
+            .post(
+                &format!("/ai/proposals/{proposal}/reject"),
+                ALICE_KEY,
+                &json!({"reason": " "}),
+            )
+            .await,
+        400,
+        "reason_required",
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn oversize_bodies_and_messages_are_413() {
+    let mut config = two_tenants();
+    config.limits.max_body_bytes = Some(2048);
+    config.limits.max_message_bytes = Some(512);
+    let server = TestServer::start(config).await;
+    let big = json!({"message": "x".repeat(4096)});
+    assert_error(
+        server.post("/ai/chat", ALICE_KEY, &big).await,
+        413,
+        "payload_too_large",
+    );
+
+    // Without a Content-Length the limit is enforced while the body streams in.
+    let chunks: Vec<Result<Bytes, std::io::Error>> =
+        (0..8).map(|_| Ok(Bytes::from(vec![b' '; 1024]))).collect();
+    let response = server
+        .request(Method::POST, "/ai/chat", ALICE_KEY)
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["code"],
+        "payload_too_large"
+    );
+
+    // Within the body limit, above the message limit: the orchestrator's 413.
+    let long = json!({"message": "y".repeat(1024)});
+    assert_error(
+        server.post("/ai/chat", ALICE_KEY, &long).await,
+        413,
+        "payload_too_large",
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn no_or_wrong_credentials_are_401() {
+    let server = TestServer::start(two_tenants()).await;
+    let response = server
+        .client
+        .get(server.url("/ai/tools"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert!(response.headers().contains_key("www-authenticate"));
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["code"],
+        "unauthenticated"
+    );
+    assert_error(
+        server.get("/ai/tools", "not-a-configured-key-at-all").await,
+        401,
+        "invalid_api_key",
+    );
+    let bearer = server
+        .client
+        .get(server.url("/ai/capabilities"))
+        .bearer_auth("a.b.c")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        bearer.status(),
+        StatusCode::UNAUTHORIZED,
+        "no JWT issuer is configured"
+    );
+    // 401 comes before the body is even read.
+    let early = server
+        .client
+        .post(server.url("/ai/chat"))
+        .body("{")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(early.status(), StatusCode::UNAUTHORIZED);
+    assert_error(
+        raw(&server, Method::POST, "/ai/chat", "", b"{").await,
+        401,
+        "invalid_authorization_header",
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn missing_permissions_are_403() {
+    let server = TestServer::start(two_tenants()).await;
+    assert_error(
+        server.get("/ai/audit", BOB_KEY).await,
+        403,
+        "permission_denied",
+    );
+    assert_error(
+        server.get("/ai/admin/tools", BOB_KEY).await,
+        403,
+        "permission_denied",
+    );
+    let change = server
+        .request(
+            Method::PUT,
+            "/ai/admin/tools/workflow.proposeUpdate/enablement",
+            BOB_KEY,
+        )
+        .json(&json!({"enabled": true}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(change.status(), StatusCode::FORBIDDEN);
+    assert_error(
+        server.get("/ai/proposals", BOB_KEY).await,
+        403,
+        "permission_denied",
+    );
+    let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
+    let (status, _) = server
+        .post(
+            &format!("/ai/proposals/{proposal}/approve"),
+            BOB_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    // The denied enablement change was audited.
+    let (_, trail) = server
+        .get("/ai/audit?actor=bob&outcome=Denied", ALICE_KEY)
+        .await;
+    assert!(trail["total"].as_u64().unwrap() >= 1, "{trail}");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn unknown_references_conversations_proposals_and_routes_are_404() {
+    let server = TestServer::start(two_tenants()).await;
+    let (status, body) = server
+        .get("/ai/proposals/no-such-proposal", ALICE_KEY)
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_error(
+        server
+            .get("/ai/conversations/no-such-conversation", ALICE_KEY)
+            .await,
+        404,
+        "conversation_not_found",
+    );
+    let resume = server
+        .request(
+            Method::GET,
+            "/ai/chat/no-such-conversation/events",
+            ALICE_KEY,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resume.status(), StatusCode::NOT_FOUND);
+    let (status, _) = server
+        .post(
+            "/ai/chat",
+            ALICE_KEY,
+            &json!({"message": "hi", "attachments": [{"kind": "WorkflowDefinition", "referenceId": "no-such-workflow"}]}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = server
+        .post(
+            "/ai/chat",
+            ALICE_KEY,
+            &json!({"message": "hi", "agent": "no-such-agent"}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_error(
+        server.get("/ai/nothing-here", ALICE_KEY).await,
+        404,
+        "route_not_found",
+    );
+    let (status, body) = raw(&server, Method::DELETE, "/ai/tools", ALICE_KEY, b"").await;
+    assert_eq!(
+        (status.as_u16(), body["code"].as_str()),
+        (405, Some("method_not_allowed"))
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_second_turn_while_one_runs_and_acting_on_a_final_proposal_are_409() {
+    let server = TestServer::start_with(Weaver::builder(two_tenants()).provider(Arc::new(
+        ScriptedProvider::new(Script::new().delay(Duration::from_secs(2)).reply("done")),
+    )))
+    .await;
+    let mut stream = server.chat(ALICE_KEY, &json!({"message": "first"})).await;
+    let started = stream.next_event().await.unwrap();
+    let conversation = started.json()["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_error(
+        server
+            .post(
+                "/ai/chat",
+                ALICE_KEY,
+                &json!({"message": "second", "conversationId": conversation}),
+            )
+            .await,
+        409,
+        "turn_in_progress",
+    );
+    drop(stream);
+    server.shutdown().await.unwrap();
+
+    let server = TestServer::start(two_tenants()).await;
+    let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
+    let path = |action: &str| format!("/ai/proposals/{proposal}/{action}");
+    assert_eq!(
+        server.post(&path("approve"), ALICE_KEY, &json!({})).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(
+        server.post(&path("apply"), ALICE_KEY, &json!({})).await.0,
+        StatusCode::OK
+    );
+    let (status, body) = server.post(&path("apply"), ALICE_KEY, &json!({})).await;
+    assert_eq!(status, StatusCode::CONFLICT, "applied at most once: {body}");
+    assert_eq!(body["currentState"], "Applied");
+
+    // A proposal against a baseline that moved on is stale.
+    let (second, _) = server
+        .demo_proposal(ALICE_KEY, "sample-http-hello-world")
+        .await;
+    let (third, _) = server
+        .demo_proposal(ALICE_KEY, "sample-http-hello-world")
+        .await;
+    for id in [&second, &third] {
+        let (status, _) = server
+            .post(
+                &format!("/ai/proposals/{id}/approve"),
+                ALICE_KEY,
+                &json!({}),
+            )
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(
+        server
+            .post(
+                &format!("/ai/proposals/{second}/apply"),
+                ALICE_KEY,
+                &json!({})
+            )
+            .await
+            .0,
+        StatusCode::OK
+    );
+    assert_error(
+        server
+            .post(
+                &format!("/ai/proposals/{third}/apply"),
+                ALICE_KEY,
+                &json!({}),
+            )
+            .await,
+        409,
+        "stale_baseline",
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_apply_whose_validation_fails_now_is_422_with_the_diagnostics() {
+    let server = TestServer::start(two_tenants()).await;
+    let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
+    let (status, _) = server
+        .post(
+            &format!("/ai/proposals/{proposal}/approve"),
+            ALICE_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    // The tenant's activity catalog loses every activity between approval and apply.
+    server.workflows.set_catalog(&"acme".into(), Vec::new());
+    let (status, body) = server
+        .post(
+            &format!("/ai/proposals/{proposal}/apply"),
+            ALICE_KEY,
+            &json!({}),
+        )
+        .await;
+    assert_eq!(status.as_u16(), 422, "{body}");
+    assert_eq!(body["code"], "validation_failed");
+    let diagnostics = body["diagnostics"].as_array().unwrap();
+    assert!(!diagnostics.is_empty());
+    assert!(
+        diagnostics
+            .iter()
+            .all(|d| d["code"].is_string() && d["path"].is_string())
+    );
+    let (_, after) = server
+        .get(&format!("/ai/proposals/{proposal}"), ALICE_KEY)
+        .await;
+    assert_eq!(after["status"], "Blocked", "nothing was written");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_unavailable_provider_runtime_is_503() {
+    let down = ScriptedProvider::new(Script::new()).failing_sessions(AiError::unavailable(
+        "provider_unavailable",
+        "the model runtime is not reachable",
+    ));
+    let server =
+        TestServer::start_with(Weaver::builder(two_tenants()).provider(Arc::new(down))).await;
+    assert_error(
+        server
+            .post("/ai/chat", ALICE_KEY, &json!({"message": "hi"}))
+            .await,
+        503,
+        "provider_unavailable",
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn hs256_and_rs256_bearer_tokens_identify_callers_by_configured_claims() {
+    const SECRET: &str = "a-shared-hs256-secret-of-32-bytes-or-more";
+    let mut config = two_tenants();
+    config.auth.jwt = Some(JwtConfig {
+        algorithm: JwtAlgorithmConfig::Hs256,
+        secret_env: Some("TEST_JWT_SECRET".into()),
+        public_key_path: None,
+        public_key_env: None,
+        issuer: Some("https://id.example".into()),
+        audience: Some("weaver".into()),
+        actor_claim: Some("email".into()),
+        tenant_claim: Some("org".into()),
+        permissions_claim: Some("scope".into()),
+        leeway_secs: None,
+    });
+    let server = TestServer::start_with(
+        Weaver::builder(config.clone())
+            .env(|name| (name == "TEST_JWT_SECRET").then(|| SECRET.to_owned())),
+    )
+    .await;
+    let claims = json!({
+        "email": "carol@acme.example", "org": "acme", "scope": "read:workflows read:activities",
+        "iss": "https://id.example", "aud": "weaver", "exp": get_current_timestamp() + 300,
+    });
+    let token = encode(
+        &Header::new(Algorithm::HS256),
+        &claims,
+        &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let tools: Value = server
+        .client
+        .get(server.url("/ai/tools"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"workflow.getDefinition"), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.starts_with("instance.")),
+        "the token grants no instance reads"
+    );
+    let wrong_audience = encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"email": "c", "org": "acme", "iss": "https://id.example", "aud": "other", "exp": get_current_timestamp() + 300}),
+        &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let response = server
+        .client
+        .get(server.url("/ai/tools"))
+        .bearer_auth(wrong_audience)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["code"],
+        "invalid_token"
+    );
+    // API keys keep working next to the tokens.
+    assert_eq!(server.get("/ai/tools", ALICE_KEY).await.0, StatusCode::OK);
+    server.shutdown().await.unwrap();
+
+    // RS256 with a key pair made for this test by the openssl command-line tool.
+    let dir = tempfile::tempdir().unwrap();
+    let private = dir.path().join("private.pem");
+    let public = dir.path().join("public.pem");
+    let openssl = |args: &[&str]| {
+        let status = std::process::Command::new("openssl")
+            .args(args)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "openssl {args:?}");
+    };
+    openssl(&[
+        "genpkey",
+        "-algorithm",
+        "RSA",
+        "-pkeyopt",
+        "rsa_keygen_bits:2048",
+        "-out",
+        private.to_str().unwrap(),
+    ]);
+    openssl(&[
+        "pkey",
+        "-in",
+        private.to_str().unwrap(),
+        "-pubout",
+        "-out",
+        public.to_str().unwrap(),
+    ]);
+    config.auth.jwt = Some(JwtConfig {
+        algorithm: JwtAlgorithmConfig::Rs256,
+        secret_env: None,
+        public_key_path: Some(public),
+        public_key_env: None,
+        issuer: None,
+        audience: None,
+        actor_claim: None,
+        tenant_claim: None,
+        permissions_claim: None,
+        leeway_secs: None,
+    });
+    let server = TestServer::start(config).await;
+    let key = EncodingKey::from_rsa_pem(&std::fs::read(&private).unwrap()).unwrap();
+    let token = encode(
+        &Header::new(Algorithm::RS256),
+        &json!({"sub": "dave", "tenant": "globex", "permissions": ["admin:ai"], "exp": get_current_timestamp() + 300}),
+        &key,
+    )
+    .unwrap();
+    let trail = server
+        .client
+        .get(server.url("/ai/audit"))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(trail.status(), StatusCode::OK, "dave administers globex");
+    // An HS256 token signed with the public key (the classic algorithm confusion) is refused.
+    let confused = encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"sub": "eve", "tenant": "globex", "permissions": ["admin:ai"], "exp": get_current_timestamp() + 300}),
+        &EncodingKey::from_secret(&std::fs::read(dir.path().join("public.pem")).unwrap()).unwrap(),
+    )
+    .unwrap();
+    let refused = server
+        .client
+        .get(server.url("/ai/audit"))
+        .bearer_auth(confused)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
+    let server = TestServer::start(two_tenants()).await;
+    let response = server
+        .client
+        .get(server.url("/ai/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::OK,
+        "the document needs no credentials"
+    );
+    let document: Value = response.json().await.unwrap();
+    assert!(document["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = document["paths"].as_object().unwrap();
+
+    // The contract's routes are documented.
+    let contract = [
+        ("post", "/ai/chat"),
+        ("get", "/ai/chat/{conversationId}/events"),
+        ("get", "/ai/tools"),
+        ("get", "/ai/capabilities"),
+        ("get", "/ai/proposals"),
+        ("get", "/ai/proposals/{proposalId}"),
+        ("post", "/ai/proposals/{proposalId}/approve"),
+        ("post", "/ai/proposals/{proposalId}/reject"),
+        ("post", "/ai/proposals/{proposalId}/apply"),
+        ("get", "/ai/conversations"),
+        ("get", "/ai/conversations/{conversationId}"),
+        ("get", "/ai/admin/tools"),
+        ("put", "/ai/admin/tools/{toolName}/enablement"),
+        ("get", "/ai/audit"),
+        ("get", "/ai/openapi.json"),
+    ];
+    for (method, path) in contract {
+        assert!(
+            paths.get(path).and_then(|p| p.get(method)).is_some(),
+            "{method} {path} is not documented"
+        );
+    }
+
+    // Every documented operation is served: without credentials each answers 401 from its
+    // handler (the document itself 200), never the fallback's 404 or 405.
+    let mut operations = 0;
+    for (path, item) in paths {
+        let concrete = path
+            .replace("{conversationId}", "c-1")
+            .replace("{proposalId}", "p-1")
+            .replace("{toolName}", "workflow.getDefinition");
+        for method in item.as_object().unwrap().keys() {
+            let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+            let response = server
+                .client
+                .request(method.clone(), server.url(&concrete))
+                .send()
+                .await
+                .unwrap();
+            let expected = if path == "/ai/openapi.json" { 200 } else { 401 };
+            assert_eq!(response.status().as_u16(), expected, "{method} {path}");
+            operations += 1;
+        }
+    }
+    assert_eq!(
+        operations,
+        contract.len(),
+        "nothing is documented beyond the routes above"
+    );
+
+    // Error responses reference the error body schema with its stable code.
+    let error = &document["components"]["schemas"]["ErrorBody"];
+    assert!(
+        error["required"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("code"))
+    );
+    server.shutdown().await.unwrap();
+}

@@ -1,0 +1,228 @@
+//! The `weaver` server as a user meets it: the configuration file of issue 7 exactly as
+//! written, `weaver --help`, and the binary starting with no configuration at all.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use elsa_ai_server::Weaver;
+use elsa_ai_server::config::{REFERENCE, WeaverConfig};
+use elsa_ai_server::testing::TestServer;
+use elsa_workflows::{DefinitionQuery, TenantId, WorkflowDefinitionStore};
+use reqwest::StatusCode;
+use serde_json::json;
+
+/// The configuration file of issue 7, verbatim.
+const ISSUE_CONFIG: &str = r#"listen = "127.0.0.1:8080"
+[store]
+sqlite = "weaver.db"            # or: postgres = "postgres://user@host/db"
+[[tenants]]
+id = "acme"
+workflows = "data/acme"         # folder of Elsa 3 definition / instance JSON files
+[[auth.api_keys]]
+key_env = "ACME_KEY"            # or: key = "..." ; the key is sent as `Authorization: ApiKey <key>`
+actor = "alice"
+tenant = "acme"
+permissions = ["read:workflows", "read:workflow-instances", "read:activities", "propose:workflows", "apply:workflows", "admin:ai"]
+[provider]
+kind = "demo"                   # demo | copilot (later: openai)
+"#;
+
+const ACME_KEY: &str = "acme-key-from-the-environment";
+
+/// Copies the fixture definitions and instances (by listing their folders) into `dir`.
+fn copy_fixtures(dir: &Path) -> usize {
+    let mut copied = 0;
+    for folder in ["definitions", "instances"] {
+        let target = dir.join(folder);
+        std::fs::create_dir_all(&target).unwrap();
+        for file in weaver_testkit::fixture_files(folder) {
+            std::fs::copy(&file, target.join(file.file_name().unwrap())).unwrap();
+            copied += 1;
+        }
+    }
+    copied
+}
+
+#[tokio::test]
+async fn the_issue_configuration_works_exactly_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weaver.toml");
+    std::fs::write(&path, ISSUE_CONFIG).unwrap();
+    assert!(copy_fixtures(&dir.path().join("data/acme")) > 0);
+
+    let config = WeaverConfig::load(&path).unwrap();
+    assert_eq!(config.listen_addr().unwrap().to_string(), "127.0.0.1:8080");
+    assert_eq!(config.store.sqlite, Some(dir.path().join("weaver.db")));
+    assert_eq!(
+        config.tenants[0].workflows,
+        Some(dir.path().join("data/acme"))
+    );
+    assert_eq!(config.provider.kind(), "demo");
+
+    // Without the key's variable the server refuses to start, naming the variable only.
+    let error = Weaver::builder(config.clone())
+        .env(|_| None)
+        .build()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("ACME_KEY"), "{error}");
+
+    let server = TestServer::start_with(
+        Weaver::builder(config).env(|name| (name == "ACME_KEY").then(|| ACME_KEY.to_owned())),
+    )
+    .await;
+    let (status, capabilities) = server.get("/ai/capabilities", ACME_KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(capabilities["provider"]["name"], "demo");
+
+    // The tenant serves the folder's workflows: the demo reads one of them.
+    let listed = server
+        .workflows
+        .search(&TenantId::new("acme"), &DefinitionQuery::default())
+        .await
+        .unwrap();
+    assert!(listed.total > 0, "the folder's definitions were loaded");
+    let definition = &listed.items[0].definition_id;
+    let events = server
+        .chat(
+            ACME_KEY,
+            &json!({"message": "What is this?", "attachments": [{"kind": "WorkflowDefinition", "referenceId": definition}]}),
+        )
+        .await
+        .collect()
+        .await;
+    assert!(
+        events.iter().any(|e| e.event == "tool.completed"),
+        "{events:#?}"
+    );
+    assert_eq!(events.last().unwrap().event, "conversation.completed");
+    let (status, _) = server.get("/ai/audit", ACME_KEY).await;
+    assert_eq!(status, StatusCode::OK, "alice holds admin:ai");
+    server.shutdown().await.unwrap();
+}
+
+#[test]
+fn weaver_help_explains_every_setting() {
+    let output = Command::new(env!("CARGO_BIN_EXE_weaver"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let help = String::from_utf8(output.stdout).unwrap();
+    for flag in [
+        "--config",
+        "--listen",
+        "--sqlite",
+        "--postgres",
+        "--provider",
+        "--max-body-bytes",
+        "--grace-window-secs",
+        "--result-budget-bytes",
+    ] {
+        assert!(help.contains(flag), "--help does not explain {flag}");
+    }
+    for variable in [
+        "WEAVER_CONFIG",
+        "WEAVER_LISTEN",
+        "WEAVER_SQLITE",
+        "WEAVER_POSTGRES",
+        "WEAVER_PROVIDER",
+        "WEAVER_MAX_BODY_BYTES",
+        "WEAVER_GRACE_WINDOW_SECS",
+        "WEAVER_RESULT_BUDGET_BYTES",
+        "WEAVER_DEV_KEY",
+    ] {
+        assert!(help.contains(variable), "--help does not name {variable}");
+    }
+    assert!(
+        help.contains(REFERENCE),
+        "--help carries the configuration file reference"
+    );
+    assert!(help.contains("127.0.0.1:8080"));
+}
+
+/// Reads the server's log lines on a thread.
+fn log_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+    let (send, receive) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    receive
+}
+
+#[tokio::test]
+async fn the_binary_starts_with_no_configuration_and_stops_gracefully() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let mut child = Command::new(env!("CARGO_BIN_EXE_weaver"))
+        .current_dir(dir.path())
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .env_remove("WEAVER_CONFIG")
+        .env_remove("WEAVER_DEV_KEY")
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = log_lines(&mut child);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut log = Vec::new();
+    let key = loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("no development key announced: {log:#?}"));
+        log.push(line.clone());
+        if let Some((_, key)) = line.split_once("Authorization: ApiKey ") {
+            break key.trim().to_owned();
+        }
+    };
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/ai/capabilities");
+    let capabilities: serde_json::Value = loop {
+        match client
+            .get(&url)
+            .header("authorization", format!("ApiKey {key}"))
+            .send()
+            .await
+        {
+            Ok(response) if response.status() == StatusCode::OK => {
+                break response.json().await.unwrap();
+            }
+            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
+            other => panic!("the server did not answer: {other:?}"),
+        }
+    };
+    assert_eq!(capabilities["provider"]["name"], "demo");
+    assert!(capabilities["provider"]["notice"].is_string());
+    while let Ok(line) = lines.recv_timeout(Duration::from_millis(200)) {
+        log.push(line);
+    }
+    assert!(
+        log.iter().any(|l| l.contains("Demo provider")),
+        "the demo provider is labelled at start-up: {log:#?}"
+    );
+    assert!(
+        log.iter().any(|l| l.contains("built-in samples")),
+        "{log:#?}"
+    );
+
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "a graceful stop exits 0: {exit:?}");
+}
