@@ -1,6 +1,59 @@
-//! Weaver's HTTP API: REST and Server-Sent Events over the host, as an axum [`Router`](axum::Router).
+//! Weaver's HTTP API: REST and Server-Sent Events over the host, as an axum
+//! [`Router`](axum::Router) a Rust host mounts under any prefix, and the `weaver` server.
 //!
-//! (Crate documentation with a mounting example follows once the assembly lands.)
+//! Every route lives under `/ai` (SPEC §6): `POST /ai/chat` streams a turn's
+//! [`AiStreamEvent`](elsa_ai_abstractions::AiStreamEvent)s as Server-Sent Events (event name =
+//! type, id = sequence, data = the JSON event), `GET /ai/chat/{conversationId}/events` resumes
+//! after `Last-Event-ID` or `?after=`, and there are the tools, capabilities, the proposal
+//! inbox and its actions, the caller's conversations, tool enablement and the audit trail for
+//! administrators, and the OpenAPI document at `/ai/openapi.json` (generated from the
+//! handlers, see [`openapi`]). Handlers authenticate through an
+//! [`IdentityExtractor`](identity::IdentityExtractor) (static API keys, HS256/RS256 JWTs) and
+//! then only call host services, which enforce tenant and permission. Every error is an
+//! [`ErrorBody`] with a stable `code`.
+//!
+//! [`Weaver`] assembles everything from a [`WeaverConfig`](config::WeaverConfig) (workflow
+//! data, stores, tools, governance, orchestrator, proposals, identity) and serves it with a
+//! graceful shutdown; [`demo::DemoProvider`] is the scripted provider of the default
+//! configuration. A host with its own wiring builds a [`WeaverApi`] and calls [`router`].
+//!
+//! Mounting the API under a prefix of a host's own router:
+//!
+//! ```
+//! use axum::Router;
+//! use axum::body::Body;
+//! use axum::http::{Request, StatusCode};
+//! use elsa_ai_server::Weaver;
+//! use elsa_ai_server::config::{StoreConfig, WeaverConfig};
+//! use tower::ServiceExt;
+//!
+//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
+//! let config = WeaverConfig {
+//!     store: StoreConfig { memory: true, ..StoreConfig::default() },
+//!     ..WeaverConfig::default()
+//! };
+//! // No [auth] configured: the server makes a development key for the built-in samples.
+//! let weaver = Weaver::builder(config).env(|_| None).build().await?;
+//! let (_, key) = weaver.development_keys()[0].clone();
+//!
+//! let app = Router::new()
+//!     .route("/health", axum::routing::get(|| async { "ok" }))
+//!     .nest("/copilot", weaver.router());
+//!
+//! let request = Request::get("/copilot/ai/capabilities")
+//!     .header("authorization", format!("ApiKey {key}"))
+//!     .body(Body::empty())?;
+//! let response = app.clone().oneshot(request).await?;
+//! assert_eq!(response.status(), StatusCode::OK);
+//!
+//! let anonymous = Request::get("/copilot/ai/tools").body(Body::empty())?;
+//! assert_eq!(app.oneshot(anonymous).await?.status(), StatusCode::UNAUTHORIZED);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
+//!
+//! To serve it as the `weaver` binary does, hand [`Weaver::serve`] a listener and a shutdown
+//! signal.
 
 mod api;
 pub mod config;
