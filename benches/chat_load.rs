@@ -110,7 +110,11 @@ fn serve(store: &str, dir: &str) {
         std::io::stdout().flush().expect("stdout");
         let stdin_closed = tokio::task::spawn_blocking(|| {
             let mut line = String::new();
-            while std::io::stdin().read_line(&mut line).map(|n| n > 0).unwrap_or(false) {}
+            while std::io::stdin()
+                .read_line(&mut line)
+                .map(|n| n > 0)
+                .unwrap_or(false)
+            {}
         });
         weaver
             .serve(listener, async move {

@@ -20,14 +20,15 @@ use elsa_ai_host::{
     InMemoryToolEnablementStore, OrchestratorSettings, ProposalService, Redactor, RetentionSweeper,
     ToolEnablementService, ToolGovernor, ToolRegistry, builtin_context_providers,
 };
+use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::{InMemoryWorkflowBackend, TenantId, samples};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{WeaverApi, WeaverApiParts};
 use crate::config::{
-    ApiKeyConfig, ConfigError, DEFAULT_TENANT, JwtAlgorithmConfig, JwtConfig, ProviderConfig,
-    WeaverConfig,
+    ApiKeyConfig, ConfigError, DEFAULT_SQLITE_FILE, DEFAULT_TENANT, JwtAlgorithmConfig, JwtConfig,
+    ProviderConfig, StoreConfig, WeaverConfig,
 };
 use crate::demo::DemoProvider;
 use crate::identity::{
@@ -115,10 +116,122 @@ struct Stores {
     conversations: Arc<dyn AiConversationStore>,
     journal: Arc<dyn AiStreamJournal>,
     enablement: Arc<dyn AiToolEnablementStore>,
+    backend: StoreBackend,
     view: PersistenceView,
 }
 
+/// The database behind the stores, for flushing and closing it.
+#[derive(Clone)]
+enum StoreBackend {
+    Memory,
+    Sqlite(Arc<SqliteStore>),
+    Postgres(Arc<PostgresStore>),
+}
+
+impl StoreBackend {
+    /// Writes every accepted audit record and closes the database.
+    async fn close(&self) {
+        match self {
+            Self::Memory => {}
+            Self::Sqlite(store) => store.close().await,
+            Self::Postgres(store) => store.close().await,
+        }
+    }
+}
+
 impl Stores {
+    /// Opens the store `[store]` configures: SQLite (`weaver.db` in the working directory
+    /// when nothing is configured), PostgreSQL, or memory.
+    async fn open(
+        config: &StoreConfig,
+        env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+        retention_days: i64,
+        report: &mut Vec<String>,
+    ) -> Result<Self, StartupError> {
+        let chosen = [
+            config.sqlite.is_some(),
+            config.postgres.is_some(),
+            config.postgres_env.is_some(),
+            config.memory,
+        ];
+        if chosen.iter().filter(|c| **c).count() > 1 {
+            return Err(invalid(
+                "[store] takes one of sqlite, postgres, postgres_env or memory".into(),
+            ));
+        }
+        if config.memory {
+            report.push("store: in memory (nothing survives a restart)".into());
+            return Ok(Self::memory(retention_days));
+        }
+        let postgres = match (&config.postgres, &config.postgres_env) {
+            (Some(url), _) => Some(url.clone()),
+            (None, Some(variable)) => {
+                Some(env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
+                    invalid(format!(
+                        "store.postgres_env names {variable}, which is not set"
+                    ))
+                })?)
+            }
+            (None, None) => None,
+        };
+        if let Some(url) = postgres {
+            let store = Arc::new(
+                PostgresStore::connect(&url)
+                    .await
+                    .map_err(|e| StartupError::Store(e.to_string()))?,
+            );
+            report.push("store: PostgreSQL".into());
+            return Ok(Self::durable(
+                store.clone(),
+                StoreBackend::Postgres(store),
+                "postgres",
+                retention_days,
+            ));
+        }
+        let path = config
+            .sqlite
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_SQLITE_FILE));
+        let store = Arc::new(
+            SqliteStore::open(&path)
+                .await
+                .map_err(|e| StartupError::Store(format!("{} ({})", e, path.display())))?,
+        );
+        report.push(format!("store: SQLite file {}", path.display()));
+        Ok(Self::durable(
+            store.clone(),
+            StoreBackend::Sqlite(store),
+            "sqlite",
+            retention_days,
+        ))
+    }
+
+    fn durable<S>(store: Arc<S>, backend: StoreBackend, name: &str, retention_days: i64) -> Self
+    where
+        S: AiProposalStore
+            + AiAuditSink
+            + AiAuditLog
+            + AiConversationStore
+            + AiStreamJournal
+            + AiToolEnablementStore
+            + 'static,
+    {
+        Self {
+            proposals: store.clone(),
+            audit: store.clone(),
+            audit_log: store.clone(),
+            conversations: store.clone(),
+            journal: store.clone(),
+            enablement: store,
+            backend,
+            view: PersistenceView {
+                store: name.into(),
+                durable: true,
+                retention_days,
+            },
+        }
+    }
+
     fn memory(retention_days: i64) -> Self {
         let audit = Arc::new(InMemoryAuditLog::new());
         let journal = Arc::new(InMemoryStreamJournal::new());
@@ -129,6 +242,7 @@ impl Stores {
             conversations: Arc::new(InMemoryConversationStore::with_journal(journal.clone())),
             journal,
             enablement: Arc::new(InMemoryToolEnablementStore::new()),
+            backend: StoreBackend::Memory,
             view: PersistenceView {
                 store: "memory".into(),
                 durable: false,
@@ -146,6 +260,7 @@ pub struct Weaver {
     workflows: Arc<InMemoryWorkflowBackend>,
     conversations: Arc<dyn AiConversationStore>,
     tenants: Vec<TenantId>,
+    store: StoreBackend,
     grace_window: Duration,
     retention: TimeDelta,
     development_keys: Vec<(String, String)>,
@@ -226,7 +341,7 @@ impl Weaver {
                 .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?,
         );
 
-        let stores = Stores::memory(retention_days);
+        let stores = Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?;
         let provider = match provider {
             Some(provider) => provider,
             None => build_provider(&config.provider)?,
@@ -329,6 +444,7 @@ impl Weaver {
             workflows,
             conversations: stores.conversations,
             tenants: tenants.into_iter().map(|(tenant, _)| tenant).collect(),
+            store: stores.backend,
             grace_window,
             retention: TimeDelta::days(retention_days),
             development_keys,
@@ -460,12 +576,10 @@ impl Weaver {
             drain
         );
         self.background.cancel();
-        self.close().await;
+        // Every audit record accepted during the drain is written before the store closes.
+        self.store.close().await;
         served
     }
-
-    /// Flushes and closes the stores.
-    async fn close(&self) {}
 }
 
 /// The tenants served and their workflow folders (`None`: the samples).

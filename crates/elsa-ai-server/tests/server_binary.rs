@@ -77,6 +77,11 @@ async fn the_issue_configuration_works_exactly_as_written() {
     let (status, capabilities) = server.get("/ai/capabilities", ACME_KEY).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(capabilities["provider"]["name"], "demo");
+    assert_eq!(capabilities["conversationPersistence"]["store"], "sqlite");
+    assert!(
+        dir.path().join("weaver.db").is_file(),
+        "the SQLite file beside the configuration"
+    );
 
     // The tenant serves the folder's workflows: the demo reads one of them.
     let listed = server
@@ -225,4 +230,8 @@ async fn the_binary_starts_with_no_configuration_and_stops_gracefully() {
     assert!(status.success());
     let exit = child.wait().unwrap();
     assert!(exit.success(), "a graceful stop exits 0: {exit:?}");
+    assert!(
+        dir.path().join("weaver.db").is_file(),
+        "the embedded default keeps its data in weaver.db in the working directory"
+    );
 }
