@@ -568,6 +568,12 @@ async fn a_slow_tool_times_out() {
         harness.events.events().last(),
         Some(ToolEvent::Failed { .. })
     ));
+    let record = audited(&harness).pop().expect("the timeout was audited");
+    assert_eq!(
+        (record.action, record.outcome),
+        (AuditAction::TOOL_INVOKED, AuditOutcome::Failure)
+    );
+    assert_eq!(record.details["error"]["code"], "tool_timeout");
 }
 
 #[tokio::test]
