@@ -1,27 +1,34 @@
 //! Load benchmark of the `weaver` server: many concurrent chat streams over real TCP.
 //!
-//! The benchmark runs the server in a child process (this same binary, re-executed with
-//! `--serve`), so that the server's memory is measured on its own, and drives it from this
-//! process with `--streams` concurrent clients (default 500). Each client starts a chat turn
-//! (`POST /ai/chat`) with the demo provider: a workflow definition attached, one governed
-//! `workflow.getDefinition` call, a summary streamed word by word. It reports the latency
-//! from sending the request to receiving the first event (`conversation.started`), p50 / p99
-//! / max, the time until every stream completed, and the server's resident memory (current
-//! and peak, from `/proc`).
+//! The server runs in a child process (this same binary, re-executed with `--serve`), so
+//! that its memory is measured on its own; this process drives it with `--streams`
+//! concurrent clients (default 500) and reports the latency from sending `POST /ai/chat` to
+//! receiving the first event (`conversation.started`) as p50 / p99 / max, and the server's
+//! resident memory (current and peak, from `/proc`). Two scenarios, each on a fresh server:
+//!
+//! - **sustained**: `--streams` clients keep a chat stream open all the time, each starting
+//!   its next turn when the last one ends, for `--seconds` (default 10). The provider is a
+//!   scripted one paced like a model: one governed `workflow.getDefinition` call, then 20
+//!   text deltas 100 ms apart (a turn streams for about 2 s). This is the target's
+//!   measure: first-event latency of turns started while ~500 streams are open.
+//! - **burst**: all `--streams` clients start a turn at the same instant, `--rounds` times
+//!   (default 3), against the demo provider (one governed tool call, the reply streamed word
+//!   by word without pauses). The worst case: the last request waits for every other one.
 //!
 //! ```text
-//! cargo bench -p weaver-benches --bench chat_load                  # 500 streams, in-memory store
-//! cargo bench -p weaver-benches --bench chat_load -- --store sqlite --streams 500 --rounds 3
+//! cargo bench -p weaver-benches --bench chat_load                       # SQLite, 500 streams
+//! cargo bench -p weaver-benches --bench chat_load -- --store memory --streams 500 --seconds 10
 //! ```
 //!
 //! Targets: first event p99 under 50 ms at 500 concurrent streams on a 2-core machine, server
-//! memory under 200 MB.
+//! memory under 200 MB. Client and server share the machine's cores.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use elsa_ai_host::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{ApiKeyConfig, AuthConfig, StoreConfig, TenantConfig, WeaverConfig};
 use elsa_ai_server::testing::SseStream;
@@ -34,6 +41,7 @@ const KEY: &str = "bench-key-alice-acme-0001";
 struct Options {
     streams: usize,
     rounds: usize,
+    seconds: u64,
     store: String,
 }
 
@@ -41,7 +49,8 @@ fn options() -> Options {
     let mut options = Options {
         streams: 500,
         rounds: 3,
-        store: "memory".into(),
+        seconds: 10,
+        store: "sqlite".into(),
     };
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| {
@@ -55,6 +64,9 @@ fn options() -> Options {
     }
     if let Some(rounds) = value("--rounds").and_then(|v| v.parse().ok()) {
         options.rounds = rounds;
+    }
+    if let Some(seconds) = value("--seconds").and_then(|v| v.parse().ok()) {
+        options.seconds = seconds;
     }
     if let Some(store) = value("--store") {
         options.store = store;
@@ -94,17 +106,32 @@ fn config(store: &str, dir: &std::path::Path) -> WeaverConfig {
     }
 }
 
+/// A provider paced like a model: a governed tool call, then 20 deltas 100 ms apart.
+fn paced_provider() -> ScriptedProvider {
+    let mut script = Script::new().tool_call(
+        "workflow.getDefinition",
+        json!({"definitionId": "sample-order-approval"}),
+    );
+    for word in 0..20 {
+        script = script
+            .delay(Duration::from_millis(100))
+            .delta(format!("word{word} "));
+    }
+    ScriptedProvider::new(script.message("done")).named("paced-script")
+}
+
 /// The child: serves until its standard input closes.
-fn serve(store: &str, dir: &str) {
+fn serve(store: &str, dir: &str, provider: &str) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let weaver = Weaver::builder(config(store, std::path::Path::new(dir)))
-            .build()
-            .await
-            .expect("the server starts");
+        let mut builder = Weaver::builder(config(store, std::path::Path::new(dir)));
+        if provider == "paced" {
+            builder = builder.provider(Arc::new(paced_provider()));
+        }
+        let weaver = builder.build().await.expect("the server starts");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
         println!("LISTENING {}", listener.local_addr().expect("an address"));
         std::io::stdout().flush().expect("stdout");
@@ -152,36 +179,16 @@ struct Round {
 
 async fn round(base: &str, client: &reqwest::Client, streams: usize) -> Round {
     let barrier = Arc::new(Barrier::new(streams));
+    let url = format!("{base}/ai/chat");
     let started = Instant::now();
     let tasks: Vec<_> = (0..streams)
         .map(|i| {
             let client = client.clone();
-            let url = format!("{base}/ai/chat");
+            let url = url.clone();
             let barrier = barrier.clone();
             tokio::spawn(async move {
                 barrier.wait().await;
-                let sent = Instant::now();
-                let response = client
-                    .post(url)
-                    .header("authorization", format!("ApiKey {KEY}"))
-                    .json(&json!({
-                        "message": format!("What does this workflow do? ({i})"),
-                        "attachments": [{"kind": "WorkflowDefinition", "referenceId": "sample-order-approval"}],
-                    }))
-                    .send()
-                    .await
-                    .ok()?;
-                if !response.status().is_success() {
-                    return None;
-                }
-                let mut stream = SseStream::new(response);
-                let first = stream.next_event().await?;
-                let latency = sent.elapsed();
-                if first.event != "conversation.started" {
-                    return None;
-                }
-                let rest = stream.collect().await;
-                (rest.last()?.event == "conversation.completed").then_some(latency)
+                turn(&client, &url, format!("What does this workflow do? ({i})")).await
             })
         })
         .collect();
@@ -201,9 +208,14 @@ async fn round(base: &str, client: &reqwest::Client, streams: usize) -> Round {
     }
 }
 
-fn start_server(store: &str, dir: &std::path::Path) -> (Child, String) {
+fn start_server(store: &str, dir: &std::path::Path, provider: &str) -> (Child, String) {
     let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .args(["--serve", store, dir.to_str().expect("a UTF-8 path")])
+        .args([
+            "--serve",
+            store,
+            dir.to_str().expect("a UTF-8 path"),
+            provider,
+        ])
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -222,58 +234,138 @@ fn start_server(store: &str, dir: &std::path::Path) -> (Child, String) {
     (child, format!("http://{address}"))
 }
 
+/// One chat turn: the first-event latency, if the turn streamed to its end.
+async fn turn(client: &reqwest::Client, url: &str, message: String) -> Option<Duration> {
+    let sent = Instant::now();
+    let response = client
+        .post(url)
+        .header("authorization", format!("ApiKey {KEY}"))
+        .json(&json!({
+            "message": message,
+            "attachments": [{"kind": "WorkflowDefinition", "referenceId": "sample-order-approval"}],
+        }))
+        .send()
+        .await
+        .ok()?;
+    if !response.status().is_success() {
+        return None;
+    }
+    let mut stream = SseStream::new(response);
+    let first = stream.next_event().await?;
+    let latency = sent.elapsed();
+    if first.event != "conversation.started" {
+        return None;
+    }
+    let rest = stream.collect().await;
+    (rest.last()?.event == "conversation.completed").then_some(latency)
+}
+
+/// `streams` clients, each keeping one stream open, for `seconds`.
+async fn sustained(base: &str, client: &reqwest::Client, streams: usize, seconds: u64) -> Round {
+    let url = format!("{base}/ai/chat");
+    let started = Instant::now();
+    let until = started + Duration::from_secs(seconds);
+    let tasks: Vec<_> = (0..streams)
+        .map(|i| {
+            let client = client.clone();
+            let url = url.clone();
+            tokio::spawn(async move {
+                // Clients arrive over the first two seconds, as they would.
+                tokio::time::sleep(Duration::from_millis((i as u64 * 2000) / streams as u64)).await;
+                let mut latencies = Vec::new();
+                let mut failures = 0;
+                let mut n = 0;
+                while Instant::now() < until {
+                    n += 1;
+                    match turn(&client, &url, format!("Summarise it ({i}.{n})")).await {
+                        Some(latency) => latencies.push(latency),
+                        None => failures += 1,
+                    }
+                }
+                (latencies, failures)
+            })
+        })
+        .collect();
+    let mut first_event = Vec::new();
+    let mut failures = 0;
+    for task in tasks {
+        let (latencies, failed) = task.await.unwrap_or_default();
+        first_event.extend(latencies);
+        failures += failed;
+    }
+    first_event.sort();
+    Round {
+        first_event,
+        all_done: started.elapsed(),
+        failures,
+    }
+}
+
+fn report(label: &str, round: &Round, pid: u32) {
+    let (rss, peak) = memory_mib(pid);
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    if round.first_event.is_empty() {
+        println!("{label}: every turn failed");
+        return;
+    }
+    println!(
+        "{label}: {} turns in {:.1} s, first event p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; failures {}; server RSS {:.1} MiB (peak {:.1} MiB)",
+        round.first_event.len(),
+        round.all_done.as_secs_f64(),
+        ms(percentile(&round.first_event, 50.0)),
+        ms(percentile(&round.first_event, 99.0)),
+        ms(*round.first_event.last().expect("latencies")),
+        round.failures,
+        rss,
+        peak,
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if let Some(i) = args.iter().position(|a| a == "--serve") {
-        serve(&args[i + 1], &args[i + 2]);
+        serve(&args[i + 1], &args[i + 2], &args[i + 3]);
         return;
     }
     let options = options();
-    let dir = std::env::temp_dir().join(format!("weaver-chat-load-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a scratch folder");
-    let (mut server, base) = start_server(&options.store, &dir);
-    let pid = server.id();
-    let (idle_rss, _) = memory_mib(pid);
-
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(async {
-        let client = reqwest::Client::builder()
-            .pool_max_idle_per_host(options.streams)
-            .build()
-            .expect("a client");
-        // Warm up: connections, lazily built state, allocator.
-        let warm = round(&base, &client, options.streams.min(50)).await;
-        assert_eq!(warm.failures, 0, "the warm-up turns failed");
-        println!(
-            "chat_load: {} concurrent streams x {} rounds, demo provider (1 governed tool call per turn), store {}",
-            options.streams, options.rounds, options.store
-        );
-        println!("server idle RSS: {idle_rss:.1} MiB");
-        for number in 1..=options.rounds {
-            let round = round(&base, &client, options.streams).await;
-            let (rss, peak) = memory_mib(pid);
-            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-            if round.first_event.is_empty() {
-                println!("round {number}: every stream failed");
-                continue;
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(options.streams)
+        .build()
+        .expect("a client");
+    println!(
+        "chat_load: {} concurrent streams, store {}, client and server on the same machine",
+        options.streams, options.store
+    );
+    for (scenario, provider) in [("sustained", "paced"), ("burst", "demo")] {
+        let dir = std::env::temp_dir().join(format!(
+            "weaver-chat-load-{}-{scenario}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        let (mut server, base) = start_server(&options.store, &dir, provider);
+        let pid = server.id();
+        let (idle, _) = memory_mib(pid);
+        println!("{scenario}: server idle RSS {idle:.1} MiB");
+        runtime.block_on(async {
+            // Warm up: connections, lazily built state, the allocator.
+            let warm = round(&base, &client, options.streams.min(50)).await;
+            assert_eq!(warm.failures, 0, "the warm-up turns failed");
+            if scenario == "sustained" {
+                let result = sustained(&base, &client, options.streams, options.seconds).await;
+                report("sustained", &result, pid);
+            } else {
+                for number in 1..=options.rounds {
+                    let result = round(&base, &client, options.streams).await;
+                    report(&format!("burst round {number}"), &result, pid);
+                }
             }
-            println!(
-                "round {number}: first event p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms; all {} streams done in {:.0} ms; failures {}; server RSS {:.1} MiB (peak {:.1} MiB)",
-                ms(percentile(&round.first_event, 50.0)),
-                ms(percentile(&round.first_event, 99.0)),
-                ms(*round.first_event.last().expect("latencies")),
-                round.first_event.len(),
-                ms(round.all_done),
-                round.failures,
-                rss,
-                peak,
-            );
-        }
-    });
-    drop(server.stdin.take());
-    let _ = server.wait();
-    let _ = std::fs::remove_dir_all(&dir);
+        });
+        drop(server.stdin.take());
+        let _ = server.wait();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
