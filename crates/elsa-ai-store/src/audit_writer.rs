@@ -4,17 +4,20 @@
 //! writer task per store and waits for its own acknowledgement. The writer takes whatever has
 //! queued up (up to [`AuditBatching::max_batch`]), writes it in one transaction and
 //! acknowledges each caller only after the commit, so throughput grows with concurrency while
-//! no caller proceeds before its record is durable. A failed batch fails each of its callers;
+//! no caller proceeds before its record is durable. Where the database overlaps commits
+//! (PostgreSQL), several batches may be committing at once; while every slot is busy, the
+//! next batch grows. A failed batch fails each of its callers;
 //! a batch refused only because one record's id already exists is retried record by record, so
 //! that only the duplicate fails. [`AuditWriter::close`] stops intake, writes everything that
 //! was accepted and then ends the task: nothing accepted is lost.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::AiError;
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::error::{failed, is_unique_violation};
 use crate::rows::AuditRow;
@@ -41,6 +44,12 @@ impl Default for AuditBatching {
 #[async_trait]
 pub(crate) trait AuditBatchInsert: Send + Sync + 'static {
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error>;
+
+    /// How many batches may be committing at once: 1 where writers take turns anyway
+    /// (SQLite); more where commits of different transactions overlap (PostgreSQL).
+    fn concurrent_batches(&self) -> usize {
+        1
+    }
 }
 
 type Ack = oneshot::Sender<Result<(), AiError>>;
@@ -85,7 +94,7 @@ impl AuditWriter {
     /// Starts the writer task on the current tokio runtime.
     pub fn spawn(backend: impl AuditBatchInsert, batching: AuditBatching) -> Self {
         let (commands, queue) = mpsc::channel(batching.queue_capacity.max(1));
-        let task = tokio::spawn(run(backend, queue, batching.max_batch.max(1)));
+        let task = tokio::spawn(run(Arc::new(backend), queue, batching.max_batch.max(1)));
         Self {
             commands,
             closing: AtomicBool::new(false),
@@ -131,12 +140,31 @@ impl AuditWriter {
     }
 }
 
-async fn run(backend: impl AuditBatchInsert, mut queue: mpsc::Receiver<Command>, max_batch: usize) {
-    let mut rows = Vec::with_capacity(max_batch);
-    let mut acks = Vec::with_capacity(max_batch);
-    let mut flushed = Vec::new();
+async fn run<B: AuditBatchInsert>(
+    backend: Arc<B>,
+    mut queue: mpsc::Receiver<Command>,
+    max_batch: usize,
+) {
+    let concurrency = backend.concurrent_batches().max(1);
+    let mut writing = JoinSet::new();
     let mut closers = Vec::new();
-    while let Some(first) = queue.recv().await {
+    loop {
+        // Take the next command only while a batch slot is free; meanwhile records queue up
+        // and the next batch grows.
+        let first = tokio::select! {
+            biased;
+            Some(written) = writing.join_next(), if !writing.is_empty() => {
+                report_panic(written);
+                continue;
+            }
+            command = queue.recv(), if writing.len() < concurrency => command,
+        };
+        let Some(first) = first else {
+            break;
+        };
+        let mut rows = Vec::with_capacity(max_batch);
+        let mut acks = Vec::with_capacity(max_batch);
+        let mut flushes = Vec::new();
         let mut next = Some(first);
         while let Some(command) = next.take() {
             match command {
@@ -144,38 +172,55 @@ async fn run(backend: impl AuditBatchInsert, mut queue: mpsc::Receiver<Command>,
                     rows.push(row);
                     acks.push(ack);
                 }
-                Command::Flush(ack) => flushed.push(ack),
+                Command::Flush(ack) => flushes.push(ack),
                 Command::Close(ack) => {
                     // Refuse new work; what is already queued is still received and written.
                     queue.close();
                     closers.push(ack);
                 }
             }
-            if rows.len() < max_batch {
+            if rows.len() < max_batch && flushes.is_empty() {
                 next = queue.try_recv().ok();
             }
         }
         if !rows.is_empty() {
-            write(&backend, &mut rows, &mut acks).await;
+            let backend = backend.clone();
+            writing.spawn(async move { write(&*backend, rows, acks).await });
         }
-        for ack in flushed.drain(..) {
-            let _ = ack.send(());
+        if !flushes.is_empty() {
+            // A flush is a barrier: every batch taken before it is finished first.
+            while let Some(written) = writing.join_next().await {
+                report_panic(written);
+            }
+            for ack in flushes {
+                let _ = ack.send(());
+            }
         }
+    }
+    while let Some(written) = writing.join_next().await {
+        report_panic(written);
     }
     for ack in closers {
         let _ = ack.send(());
     }
 }
 
-async fn write(backend: &impl AuditBatchInsert, rows: &mut Vec<AuditRow>, acks: &mut Vec<Ack>) {
-    match backend.insert(rows).await {
+/// A batch task that panicked dropped its acknowledgements: its callers see an error.
+fn report_panic(written: Result<(), tokio::task::JoinError>) {
+    if let Err(error) = written {
+        tracing::error!(%error, "an audit batch failed unexpectedly; its records were refused");
+    }
+}
+
+async fn write(backend: &impl AuditBatchInsert, rows: Vec<AuditRow>, acks: Vec<Ack>) {
+    match backend.insert(&rows).await {
         Ok(()) => {
-            for ack in acks.drain(..) {
+            for ack in acks {
                 let _ = ack.send(Ok(()));
             }
         }
         Err(error) if rows.len() > 1 && is_unique_violation(&error) => {
-            for (row, ack) in rows.iter().zip(acks.drain(..)) {
+            for (row, ack) in rows.iter().zip(acks) {
                 let result = backend
                     .insert(std::slice::from_ref(row))
                     .await
@@ -188,12 +233,11 @@ async fn write(backend: &impl AuditBatchInsert, rows: &mut Vec<AuditRow>, acks: 
                 [row] => insert_failed(row, error),
                 _ => failed("writing audit events", error),
             };
-            for ack in acks.drain(..) {
+            for ack in acks {
                 let _ = ack.send(Err(error.clone()));
             }
         }
     }
-    rows.clear();
 }
 
 fn insert_failed(row: &AuditRow, error: sqlx::Error) -> AiError {
@@ -212,6 +256,8 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
+    use std::sync::atomic::AtomicUsize;
+
     use elsa_ai_abstractions::{AiAuditEvent, AuditAction, AuditOutcome};
     use tokio::sync::Semaphore;
 
@@ -223,6 +269,9 @@ mod tests {
         permits: Arc<Semaphore>,
         batches: Arc<std::sync::Mutex<Vec<Vec<String>>>>,
         failing: bool,
+        concurrency: usize,
+        committing: Arc<AtomicUsize>,
+        most_committing: Arc<AtomicUsize>,
     }
 
     impl Default for Gated {
@@ -231,6 +280,9 @@ mod tests {
                 permits: Arc::new(Semaphore::new(0)),
                 batches: Arc::default(),
                 failing: false,
+                concurrency: 1,
+                committing: Arc::default(),
+                most_committing: Arc::default(),
             }
         }
     }
@@ -244,13 +296,20 @@ mod tests {
     #[async_trait]
     impl AuditBatchInsert for Gated {
         async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+            let now = self.committing.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most_committing.fetch_max(now, Ordering::SeqCst);
             self.permits.acquire().await.unwrap().forget();
+            self.committing.fetch_sub(1, Ordering::SeqCst);
             if self.failing {
                 return Err(sqlx::Error::PoolClosed);
             }
             let ids = rows.iter().map(|r| r.id.clone()).collect();
             self.batches.lock().unwrap().push(ids);
             Ok(())
+        }
+
+        fn concurrent_batches(&self) -> usize {
+            self.concurrency
         }
     }
 
@@ -314,6 +373,37 @@ mod tests {
             record.await.unwrap().unwrap();
         }
         assert_eq!(backend.batch_sizes(), [1, 4, 4, 1]);
+    }
+
+    #[tokio::test]
+    async fn batches_commit_concurrently_up_to_the_backends_limit_while_the_next_one_grows() {
+        let backend = Gated {
+            concurrency: 2,
+            ..Gated::default()
+        };
+        let writer = Arc::new(AuditWriter::spawn(
+            backend.clone(),
+            AuditBatching::default(),
+        ));
+        let mut records = spawn_records(&writer, 1);
+        settle().await;
+        records.extend(spawn_records(&writer, 1));
+        settle().await;
+        records.extend(spawn_records(&writer, 5));
+        settle().await;
+        assert_eq!(backend.most_committing.load(Ordering::SeqCst), 2);
+        backend.permits.add_permits(3);
+        for record in records {
+            record.await.unwrap().unwrap();
+        }
+        assert_eq!(
+            backend.batch_sizes().iter().max(),
+            Some(&5),
+            "{:?}",
+            backend.batch_sizes()
+        );
+        assert_eq!(backend.batch_sizes().len(), 3);
+        assert_eq!(backend.most_committing.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]

@@ -34,6 +34,7 @@ pub struct PostgresStoreOptions {
     max_connections: u32,
     acquire_timeout: Duration,
     audit: AuditBatching,
+    audit_concurrency: usize,
 }
 
 impl std::fmt::Debug for PostgresStoreOptions {
@@ -43,6 +44,7 @@ impl std::fmt::Debug for PostgresStoreOptions {
             .field("max_connections", &self.max_connections)
             .field("acquire_timeout", &self.acquire_timeout)
             .field("audit", &self.audit)
+            .field("audit_concurrency", &self.audit_concurrency)
             .finish_non_exhaustive()
     }
 }
@@ -50,13 +52,15 @@ impl std::fmt::Debug for PostgresStoreOptions {
 impl PostgresStoreOptions {
     /// The database at `url` (`postgres://user:password@host:port/database`, or with
     /// `?host=/socket/dir` for a Unix socket), with the defaults: 10 connections, a 10 s wait
-    /// for a free connection and [`AuditBatching::default`].
+    /// for a free connection, [`AuditBatching::default`] and up to 4 audit batches committing
+    /// at once.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             max_connections: 10,
             acquire_timeout: Duration::from_secs(10),
             audit: AuditBatching::default(),
+            audit_concurrency: 4,
         }
     }
 
@@ -76,6 +80,13 @@ impl PostgresStoreOptions {
     /// How audit records are grouped into transactions.
     pub fn audit_batching(mut self, batching: AuditBatching) -> Self {
         self.audit = batching;
+        self
+    }
+
+    /// How many audit batches may be committing at once, each on a connection of its own
+    /// (PostgreSQL overlaps their commits). Keep it below `max_connections`.
+    pub fn audit_concurrency(mut self, batches: usize) -> Self {
+        self.audit_concurrency = batches.max(1);
         self
     }
 }
@@ -110,7 +121,11 @@ impl PostgresStore {
             .await
             .map_err(StoreError::Connect)?;
         MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
-        let audit = AuditWriter::spawn(BatchInsert(pool.clone()), options.audit);
+        let batches = BatchInsert {
+            pool: pool.clone(),
+            concurrency: options.audit_concurrency,
+        };
+        let audit = AuditWriter::spawn(batches, options.audit);
         Ok(Self {
             pool,
             audit: Arc::new(audit),
@@ -130,7 +145,10 @@ impl PostgresStore {
     }
 }
 
-struct BatchInsert(PgPool);
+struct BatchInsert {
+    pool: PgPool,
+    concurrency: usize,
+}
 
 #[async_trait]
 impl AuditBatchInsert for BatchInsert {
@@ -157,9 +175,13 @@ impl AuditBatchInsert for BatchInsert {
         .bind(optional(|r| r.proposal_id.as_deref()))
         .bind(optional(|r| r.tool_name.as_deref()))
         .bind(column(|r| &r.body))
-        .execute(&self.0)
+        .execute(&self.pool)
         .await?;
         Ok(())
+    }
+
+    fn concurrent_batches(&self) -> usize {
+        self.concurrency
     }
 }
 

@@ -104,7 +104,17 @@ impl SqliteStore {
             .connect_with(connect)
             .await
             .map_err(StoreError::Connect)?;
-        MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+        // SQLite's migrator takes no lock of its own: one immediate transaction around the
+        // whole run makes processes that open a new file together migrate it once, in turn.
+        let mut migrating = pool
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(StoreError::Connect)?;
+        MIGRATOR
+            .run(&mut *migrating)
+            .await
+            .map_err(StoreError::Migrate)?;
+        migrating.commit().await.map_err(StoreError::Connect)?;
         let audit = AuditWriter::spawn(BatchInsert(pool.clone()), options.audit);
         Ok(Self {
             pool,
@@ -127,28 +137,32 @@ impl SqliteStore {
 
 struct BatchInsert(SqlitePool);
 
+/// Rows per `INSERT`: few statements per batch, always the same few statement texts.
+const AUDIT_ROWS_PER_STATEMENT: usize = 64;
+
 #[async_trait]
 impl AuditBatchInsert for BatchInsert {
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
         let mut tx = self.0.begin().await?;
-        for row in rows {
-            sqlx::query(
+        for chunk in rows.chunks(AUDIT_ROWS_PER_STATEMENT) {
+            let mut insert = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, \
-                 outcome, conversation_id, proposal_id, tool_name, body) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(row.id.as_str())
-            .bind(row.tenant_id.as_str())
-            .bind(row.occurred_at_ns)
-            .bind(row.actor_id.as_str())
-            .bind(row.action.as_str())
-            .bind(row.outcome)
-            .bind(row.conversation_id.as_deref())
-            .bind(row.proposal_id.as_deref())
-            .bind(row.tool_name.as_deref())
-            .bind(row.body.as_str())
-            .execute(&mut *tx)
-            .await?;
+                 outcome, conversation_id, proposal_id, tool_name, body) ",
+            );
+            insert.push_values(chunk, |mut values, row| {
+                values
+                    .push_bind(row.id.as_str())
+                    .push_bind(row.tenant_id.as_str())
+                    .push_bind(row.occurred_at_ns)
+                    .push_bind(row.actor_id.as_str())
+                    .push_bind(row.action.as_str())
+                    .push_bind(row.outcome)
+                    .push_bind(row.conversation_id.as_deref())
+                    .push_bind(row.proposal_id.as_deref())
+                    .push_bind(row.tool_name.as_deref())
+                    .push_bind(row.body.as_str());
+            });
+            insert.build().execute(&mut *tx).await?;
         }
         tx.commit().await
     }

@@ -15,7 +15,30 @@ use weaver_testkit::conformance::proposals::sample;
 
 use crate::support::{TestDb, on_both_backends};
 
-on_both_backends!(everything_survives_dropping_every_handle_and_reopening);
+on_both_backends!(
+    everything_survives_dropping_every_handle_and_reopening,
+    replicas_opening_a_new_database_together_migrate_it_once,
+);
+
+/// Several processes (here: pools) open a database nobody has migrated yet, at once: each
+/// open succeeds and the schema exists once.
+async fn replicas_opening_a_new_database_together_migrate_it_once(db: TestDb) {
+    let opened = futures::future::join_all((0..4).map(|_| db.open())).await;
+    let tenant = TenantId::new("acme");
+    let proposal = sample(&tenant, Utc::now());
+    opened[0].save(&proposal).await.unwrap();
+    for store in &opened {
+        let found = AiProposalStore::find(&**store, &proposal.id, &tenant)
+            .await
+            .unwrap();
+        assert_eq!(found.as_ref(), Some(&proposal));
+    }
+    let applied = db
+        .execute("UPDATE _sqlx_migrations SET description = description")
+        .await
+        .unwrap();
+    assert_eq!(applied, 1, "one migration, recorded once");
+}
 
 async fn everything_survives_dropping_every_handle_and_reopening(db: TestDb) {
     let tenant = TenantId::new("acme");
