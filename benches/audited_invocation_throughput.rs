@@ -24,7 +24,7 @@ use elsa_ai_store::{PostgresStore, SqliteStore};
 use serde_json::json;
 
 /// Concurrent callers (think: tool calls of many conversations at once).
-const CALLERS: u64 = 64;
+const CALLERS: [u64; 2] = [64, 512];
 
 /// A governor auditing into `audit`, bound to one caller and agent.
 fn bound_invoker(audit: Arc<dyn AiAuditSink>) -> Arc<dyn AiProviderToolInvoker> {
@@ -62,13 +62,17 @@ fn invocation() -> AiProviderToolInvocation {
     }
 }
 
-/// `iterations` invocations spread over [`CALLERS`] concurrent tasks; the wall time of all.
-async fn run_callers(invoker: &Arc<dyn AiProviderToolInvoker>, iterations: u64) -> Duration {
+/// `iterations` invocations spread over `callers` concurrent tasks; the wall time of all.
+async fn run_callers(
+    invoker: &Arc<dyn AiProviderToolInvoker>,
+    callers: u64,
+    iterations: u64,
+) -> Duration {
     let start = Instant::now();
-    let callers: Vec<_> = (0..CALLERS)
+    let callers: Vec<_> = (0..callers)
         .map(|caller| {
             let invoker = invoker.clone();
-            let calls = iterations / CALLERS + u64::from(caller < iterations % CALLERS);
+            let calls = iterations / callers + u64::from(caller < iterations % callers);
             tokio::spawn(async move {
                 for _ in 0..calls {
                     let result = invoker.invoke(invocation()).await;
@@ -117,10 +121,12 @@ fn bench(c: &mut Criterion) {
         .expect("SQLite opens");
     let invoker = bound_invoker(Arc::new(sqlite.clone()));
     runtime.block_on(assert_audited(&invoker, &sqlite));
-    group.bench_function("sqlite_64_callers", |b| {
-        b.to_async(&runtime)
-            .iter_custom(|iterations| run_callers(&invoker, iterations));
-    });
+    for callers in CALLERS {
+        group.bench_function(format!("sqlite_{callers}_callers"), |b| {
+            b.to_async(&runtime)
+                .iter_custom(|iterations| run_callers(&invoker, callers, iterations));
+        });
+    }
     runtime.block_on(sqlite.close());
 
     let database = runtime.block_on(TestDatabase::create());
@@ -129,10 +135,12 @@ fn bench(c: &mut Criterion) {
         .expect("PostgreSQL connects");
     let invoker = bound_invoker(Arc::new(postgres.clone()));
     runtime.block_on(assert_audited(&invoker, &postgres));
-    group.bench_function("postgres_64_callers", |b| {
-        b.to_async(&runtime)
-            .iter_custom(|iterations| run_callers(&invoker, iterations));
-    });
+    for callers in CALLERS {
+        group.bench_function(format!("postgres_{callers}_callers"), |b| {
+            b.to_async(&runtime)
+                .iter_custom(|iterations| run_callers(&invoker, callers, iterations));
+        });
+    }
     runtime.block_on(postgres.close());
     group.finish();
 }

@@ -13,11 +13,13 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::AiError;
 use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::Instant;
 
 use crate::error::{failed, is_unique_violation};
 use crate::rows::AuditRow;
@@ -29,6 +31,10 @@ pub struct AuditBatching {
     pub max_batch: usize,
     /// How many records may wait for the writer before `record` itself waits (back-pressure).
     pub queue_capacity: usize,
+    /// How long a batch smaller than the previous one waits for more records before it is
+    /// written (group commit: callers acknowledged together tend to come back together, and
+    /// one commit for all of them costs about what one costs for a few). Zero writes at once.
+    pub linger: Duration,
 }
 
 impl Default for AuditBatching {
@@ -36,6 +42,7 @@ impl Default for AuditBatching {
         Self {
             max_batch: 512,
             queue_capacity: 8192,
+            linger: Duration::from_millis(1),
         }
     }
 }
@@ -94,7 +101,7 @@ impl AuditWriter {
     /// Starts the writer task on the current tokio runtime.
     pub fn spawn(backend: impl AuditBatchInsert, batching: AuditBatching) -> Self {
         let (commands, queue) = mpsc::channel(batching.queue_capacity.max(1));
-        let task = tokio::spawn(run(Arc::new(backend), queue, batching.max_batch.max(1)));
+        let task = tokio::spawn(run(Arc::new(backend), queue, batching));
         Self {
             commands,
             closing: AtomicBool::new(false),
@@ -143,11 +150,14 @@ impl AuditWriter {
 async fn run<B: AuditBatchInsert>(
     backend: Arc<B>,
     mut queue: mpsc::Receiver<Command>,
-    max_batch: usize,
+    batching: AuditBatching,
 ) {
+    let max_batch = batching.max_batch.max(1);
     let concurrency = backend.concurrent_batches().max(1);
     let mut writing = JoinSet::new();
     let mut closers = Vec::new();
+    // The size of the previous batch: what the next one waits (at most `linger`) to reach.
+    let mut expected = 1;
     loop {
         // Take the next command only while a batch slot is free; meanwhile records queue up
         // and the next batch grows.
@@ -162,27 +172,25 @@ async fn run<B: AuditBatchInsert>(
         let Some(first) = first else {
             break;
         };
-        let mut rows = Vec::with_capacity(max_batch);
-        let mut acks = Vec::with_capacity(max_batch);
-        let mut flushes = Vec::new();
-        let mut next = Some(first);
-        while let Some(command) = next.take() {
-            match command {
-                Command::Record(row, ack) => {
-                    rows.push(row);
-                    acks.push(ack);
+        let mut batch = Batch::with_capacity(max_batch);
+        batch.take(first, &mut queue, &mut closers);
+        batch.drain(&mut queue, &mut closers, max_batch);
+        let deadline = Instant::now() + batching.linger;
+        while batch.rows.len() < expected.min(max_batch) && batch.flushes.is_empty() {
+            match tokio::time::timeout_at(deadline, queue.recv()).await {
+                Ok(Some(command)) => {
+                    batch.take(command, &mut queue, &mut closers);
+                    batch.drain(&mut queue, &mut closers, max_batch);
                 }
-                Command::Flush(ack) => flushes.push(ack),
-                Command::Close(ack) => {
-                    // Refuse new work; what is already queued is still received and written.
-                    queue.close();
-                    closers.push(ack);
-                }
-            }
-            if rows.len() < max_batch && flushes.is_empty() {
-                next = queue.try_recv().ok();
+                Ok(None) | Err(_) => break,
             }
         }
+        expected = batch.rows.len().max(1);
+        let Batch {
+            rows,
+            acks,
+            flushes,
+        } = batch;
         if !rows.is_empty() {
             let backend = backend.clone();
             writing.spawn(async move { write(&*backend, rows, acks).await });
@@ -202,6 +210,58 @@ async fn run<B: AuditBatchInsert>(
     }
     for ack in closers {
         let _ = ack.send(());
+    }
+}
+
+/// The batch being gathered: its records with their callers, and flushes waiting for it.
+struct Batch {
+    rows: Vec<AuditRow>,
+    acks: Vec<Ack>,
+    flushes: Vec<oneshot::Sender<()>>,
+}
+
+impl Batch {
+    fn with_capacity(capacity: usize) -> Self {
+        Self {
+            rows: Vec::with_capacity(capacity),
+            acks: Vec::with_capacity(capacity),
+            flushes: Vec::new(),
+        }
+    }
+
+    fn take(
+        &mut self,
+        command: Command,
+        queue: &mut mpsc::Receiver<Command>,
+        closers: &mut Vec<oneshot::Sender<()>>,
+    ) {
+        match command {
+            Command::Record(row, ack) => {
+                self.rows.push(row);
+                self.acks.push(ack);
+            }
+            Command::Flush(ack) => self.flushes.push(ack),
+            Command::Close(ack) => {
+                // Refuse new work; what is already queued is still received and written.
+                queue.close();
+                closers.push(ack);
+            }
+        }
+    }
+
+    /// Takes whatever is already queued, up to `max_batch` records or a flush.
+    fn drain(
+        &mut self,
+        queue: &mut mpsc::Receiver<Command>,
+        closers: &mut Vec<oneshot::Sender<()>>,
+        max_batch: usize,
+    ) {
+        while self.rows.len() < max_batch && self.flushes.is_empty() {
+            match queue.try_recv() {
+                Ok(command) => self.take(command, queue, closers),
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -362,6 +422,7 @@ mod tests {
         let batching = AuditBatching {
             max_batch: 4,
             queue_capacity: 100,
+            linger: Duration::ZERO,
         };
         let writer = Arc::new(AuditWriter::spawn(backend.clone(), batching));
         let first = spawn_records(&writer, 1);
@@ -404,6 +465,48 @@ mod tests {
         );
         assert_eq!(backend.batch_sizes().len(), 3);
         assert_eq!(backend.most_committing.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_batch_smaller_than_the_last_one_lingers_for_more_unless_flushed() {
+        let backend = Gated::default();
+        backend.permits.add_permits(100);
+        let batching = AuditBatching {
+            linger: Duration::from_secs(30),
+            ..AuditBatching::default()
+        };
+        let writer = Arc::new(AuditWriter::spawn(backend.clone(), batching));
+        writer.record(row(0)).await.unwrap();
+        for record in spawn_records(&writer, 3) {
+            record.await.unwrap().unwrap();
+        }
+        let sizes = backend.batch_sizes();
+        assert_eq!(sizes.iter().sum::<usize>(), 4);
+        // The next batch waits until it is as large as the last one.
+        let expected = *sizes.last().unwrap();
+        let mut stragglers = Vec::new();
+        for _ in 0..expected {
+            stragglers.extend(spawn_records(&writer, 1));
+            settle().await;
+        }
+        for record in stragglers {
+            tokio::time::timeout(Duration::from_secs(5), record)
+                .await
+                .expect("the batch is written once it is full, long before the linger ends")
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(backend.batch_sizes().last(), Some(&expected));
+        // A flush does not wait for the linger either.
+        let lonely = spawn_records(&writer, 1);
+        settle().await;
+        tokio::time::timeout(Duration::from_secs(5), writer.flush())
+            .await
+            .expect("a flush ends the linger")
+            .unwrap();
+        for record in lonely {
+            record.await.unwrap().unwrap();
+        }
     }
 
     #[tokio::test]
