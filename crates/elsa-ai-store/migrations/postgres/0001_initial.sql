@@ -2,6 +2,9 @@
 -- integer nanoseconds since the Unix epoch (exact round trips; timestamptz holds microseconds).
 -- JSON documents are `json`, which keeps the text as written (key order included).
 
+-- Every index ascends: new rows land at its right edge (cheap appends), and newest-first
+-- queries read it backwards.
+
 -- Proposals: the whole proposal as JSON, plus the columns the review inbox filters on.
 -- `revision` is the optimistic-concurrency counter that conditional updates compare.
 CREATE TABLE proposals (
@@ -15,12 +18,12 @@ CREATE TABLE proposals (
     revision        BIGINT NOT NULL,
     body            JSON   NOT NULL
 );
-CREATE INDEX proposals_inbox ON proposals (tenant_id, created_at_ns DESC, id DESC);
-CREATE INDEX proposals_by_status ON proposals (tenant_id, status, created_at_ns DESC);
-CREATE INDEX proposals_by_definition ON proposals (tenant_id, definition_id, created_at_ns DESC);
-CREATE INDEX proposals_by_conversation ON proposals (tenant_id, conversation_id, created_at_ns DESC)
+CREATE INDEX proposals_inbox ON proposals (tenant_id, created_at_ns, id);
+CREATE INDEX proposals_by_status ON proposals (tenant_id, status, created_at_ns);
+CREATE INDEX proposals_by_definition ON proposals (tenant_id, definition_id, created_at_ns);
+CREATE INDEX proposals_by_conversation ON proposals (tenant_id, conversation_id, created_at_ns)
     WHERE conversation_id IS NOT NULL;
-CREATE INDEX proposals_by_creator ON proposals (tenant_id, created_by, created_at_ns DESC);
+CREATE INDEX proposals_by_creator ON proposals (tenant_id, created_by, created_at_ns);
 
 -- The audit trail: append-only. `seq` orders records written at the same instant.
 CREATE TABLE audit_events (
@@ -36,13 +39,13 @@ CREATE TABLE audit_events (
     tool_name       TEXT,
     body            JSON   NOT NULL
 );
-CREATE INDEX audit_events_by_time ON audit_events (tenant_id, occurred_at_ns DESC, seq DESC);
-CREATE INDEX audit_events_by_conversation ON audit_events (tenant_id, conversation_id, occurred_at_ns DESC)
+CREATE INDEX audit_events_by_time ON audit_events (tenant_id, occurred_at_ns, seq);
+CREATE INDEX audit_events_by_conversation ON audit_events (tenant_id, conversation_id, occurred_at_ns)
     WHERE conversation_id IS NOT NULL;
-CREATE INDEX audit_events_by_proposal ON audit_events (tenant_id, proposal_id, occurred_at_ns DESC)
+CREATE INDEX audit_events_by_proposal ON audit_events (tenant_id, proposal_id, occurred_at_ns)
     WHERE proposal_id IS NOT NULL;
-CREATE INDEX audit_events_by_actor ON audit_events (tenant_id, actor_id, occurred_at_ns DESC);
-CREATE INDEX audit_events_by_outcome ON audit_events (tenant_id, outcome, occurred_at_ns DESC);
+CREATE INDEX audit_events_by_actor ON audit_events (tenant_id, actor_id, occurred_at_ns);
+CREATE INDEX audit_events_by_outcome ON audit_events (tenant_id, outcome, occurred_at_ns);
 
 CREATE FUNCTION audit_events_are_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -64,7 +67,7 @@ CREATE TABLE conversations (
     created_at_ns BIGINT NOT NULL,
     updated_at_ns BIGINT NOT NULL
 );
-CREATE INDEX conversations_by_owner ON conversations (tenant_id, owner_id, updated_at_ns DESC, id);
+CREATE INDEX conversations_by_owner ON conversations (tenant_id, owner_id, updated_at_ns, id);
 CREATE INDEX conversations_by_age ON conversations (updated_at_ns);
 
 CREATE TABLE conversation_messages (

@@ -1,6 +1,9 @@
 -- Weaver's durable stores on SQLite. Timestamps are integer nanoseconds since the Unix epoch
 -- (exact round trips); JSON documents are stored as the text they were serialised to.
 
+-- Every index ascends: new rows land at its right edge (cheap appends), and newest-first
+-- queries read it backwards.
+
 -- Proposals: the whole proposal as JSON, plus the columns the review inbox filters on.
 -- `revision` is the optimistic-concurrency counter that conditional updates compare.
 CREATE TABLE proposals (
@@ -14,12 +17,12 @@ CREATE TABLE proposals (
     revision        INTEGER NOT NULL,
     body            TEXT    NOT NULL
 );
-CREATE INDEX proposals_inbox ON proposals (tenant_id, created_at_ns DESC, id DESC);
-CREATE INDEX proposals_by_status ON proposals (tenant_id, status, created_at_ns DESC);
-CREATE INDEX proposals_by_definition ON proposals (tenant_id, definition_id, created_at_ns DESC);
-CREATE INDEX proposals_by_conversation ON proposals (tenant_id, conversation_id, created_at_ns DESC)
+CREATE INDEX proposals_inbox ON proposals (tenant_id, created_at_ns, id);
+CREATE INDEX proposals_by_status ON proposals (tenant_id, status, created_at_ns);
+CREATE INDEX proposals_by_definition ON proposals (tenant_id, definition_id, created_at_ns);
+CREATE INDEX proposals_by_conversation ON proposals (tenant_id, conversation_id, created_at_ns)
     WHERE conversation_id IS NOT NULL;
-CREATE INDEX proposals_by_creator ON proposals (tenant_id, created_by, created_at_ns DESC);
+CREATE INDEX proposals_by_creator ON proposals (tenant_id, created_by, created_at_ns);
 
 -- The audit trail: append-only. `seq` orders records written at the same instant.
 CREATE TABLE audit_events (
@@ -35,13 +38,13 @@ CREATE TABLE audit_events (
     tool_name       TEXT,
     body            TEXT    NOT NULL
 );
-CREATE INDEX audit_events_by_time ON audit_events (tenant_id, occurred_at_ns DESC, seq DESC);
-CREATE INDEX audit_events_by_conversation ON audit_events (tenant_id, conversation_id, occurred_at_ns DESC)
+CREATE INDEX audit_events_by_time ON audit_events (tenant_id, occurred_at_ns, seq);
+CREATE INDEX audit_events_by_conversation ON audit_events (tenant_id, conversation_id, occurred_at_ns)
     WHERE conversation_id IS NOT NULL;
-CREATE INDEX audit_events_by_proposal ON audit_events (tenant_id, proposal_id, occurred_at_ns DESC)
+CREATE INDEX audit_events_by_proposal ON audit_events (tenant_id, proposal_id, occurred_at_ns)
     WHERE proposal_id IS NOT NULL;
-CREATE INDEX audit_events_by_actor ON audit_events (tenant_id, actor_id, occurred_at_ns DESC);
-CREATE INDEX audit_events_by_outcome ON audit_events (tenant_id, outcome, occurred_at_ns DESC);
+CREATE INDEX audit_events_by_actor ON audit_events (tenant_id, actor_id, occurred_at_ns);
+CREATE INDEX audit_events_by_outcome ON audit_events (tenant_id, outcome, occurred_at_ns);
 
 CREATE TRIGGER audit_events_are_not_updated BEFORE UPDATE ON audit_events
 BEGIN
@@ -62,7 +65,7 @@ CREATE TABLE conversations (
     created_at_ns INTEGER NOT NULL,
     updated_at_ns INTEGER NOT NULL
 );
-CREATE INDEX conversations_by_owner ON conversations (tenant_id, owner_id, updated_at_ns DESC, id);
+CREATE INDEX conversations_by_owner ON conversations (tenant_id, owner_id, updated_at_ns, id);
 CREATE INDEX conversations_by_age ON conversations (updated_at_ns);
 
 CREATE TABLE conversation_messages (
