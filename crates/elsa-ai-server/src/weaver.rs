@@ -14,6 +14,7 @@ use elsa_ai_abstractions::{
     AiAuditLog, AiAuditSink, AiCaller, AiConversationStore, AiProposalStore, AiProvider,
     AiStreamJournal, AiToolEnablementStore, AiToolServices, Permission,
 };
+use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
 use elsa_ai_host::{
     AgentRegistry, AuditTrail, ChatOrchestrator, ContextResolver, InMemoryAuditLog,
     InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
@@ -261,6 +262,7 @@ pub struct Weaver {
     conversations: Arc<dyn AiConversationStore>,
     tenants: Vec<TenantId>,
     store: StoreBackend,
+    copilot: Option<CopilotProvider>,
     grace_window: Duration,
     retention: TimeDelta,
     development_keys: Vec<(String, String)>,
@@ -342,9 +344,9 @@ impl Weaver {
         );
 
         let stores = Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?;
-        let provider = match provider {
-            Some(provider) => provider,
-            None => build_provider(&config.provider)?,
+        let (provider, copilot) = match provider {
+            Some(provider) => (provider, None),
+            None => build_provider(&config.provider, env.as_ref())?,
         };
 
         // Proposals first: the tools hand their drafts to the service.
@@ -445,6 +447,7 @@ impl Weaver {
             conversations: stores.conversations,
             tenants: tenants.into_iter().map(|(tenant, _)| tenant).collect(),
             store: stores.backend,
+            copilot,
             grace_window,
             retention: TimeDelta::days(retention_days),
             development_keys,
@@ -576,6 +579,10 @@ impl Weaver {
             drain
         );
         self.background.cancel();
+        if let Some(copilot) = &self.copilot {
+            // No Copilot CLI outlives the server.
+            copilot.shutdown().await;
+        }
         // Every audit record accepted during the drain is written before the store closes.
         self.store.close().await;
         served
@@ -766,11 +773,21 @@ fn jwt_identity(
     Ok((JwtIdentity::new(settings)?, secret))
 }
 
-fn build_provider(config: &ProviderConfig) -> Result<Arc<dyn AiProvider>, StartupError> {
+/// The provider `[provider]` configures; a Copilot provider is also returned on its own so
+/// that shutdown can stop its CLI.
+fn build_provider(
+    config: &ProviderConfig,
+    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+) -> Result<(Arc<dyn AiProvider>, Option<CopilotProvider>), StartupError> {
     match config {
-        ProviderConfig::Demo => Ok(Arc::new(DemoProvider::new())),
-        ProviderConfig::Copilot(_) => Err(StartupError::Provider(
-            "the copilot provider is not part of this build yet".into(),
-        )),
+        ProviderConfig::Demo => Ok((Arc::new(DemoProvider::new()), None)),
+        ProviderConfig::Copilot(table) => {
+            let settings: CopilotProviderConfig = toml::Value::Table(table.clone())
+                .try_into()
+                .map_err(|e| StartupError::Provider(format!("[provider] is not valid: {e}")))?;
+            let copilot = CopilotProvider::with_secrets(&settings, env)
+                .map_err(|e| StartupError::Provider(e.message().to_owned()))?;
+            Ok((Arc::new(copilot.clone()), Some(copilot)))
+        }
     }
 }

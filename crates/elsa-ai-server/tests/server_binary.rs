@@ -109,6 +109,50 @@ async fn the_issue_configuration_works_exactly_as_written() {
     server.shutdown().await.unwrap();
 }
 
+/// The `[provider]` section of issue 6, verbatim.
+const COPILOT_PROVIDER: &str = r#"[provider]
+kind = "copilot"
+cli_path = "node_modules/.bin/copilot"   # default: COPILOT_CLI_PATH, then `copilot` on PATH
+model = "gpt-4.1"
+byok_type = "openai"                      # openai | azure | anthropic, as the SDK supports
+base_url = "http://127.0.0.1:11434/v1"
+api_key_env = "OPENAI_API_KEY"            # the key is read from this variable, never logged
+"#;
+
+#[tokio::test]
+async fn the_copilot_provider_section_of_issue_6_builds_the_copilot_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("weaver.toml");
+    std::fs::write(&path, format!("[store]\nmemory = true\n{COPILOT_PROVIDER}")).unwrap();
+    let config = WeaverConfig::load(&path).unwrap();
+    assert_eq!(config.provider.kind(), "copilot");
+
+    let missing = Weaver::builder(config.clone())
+        .env(|_| None)
+        .build()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("OPENAI_API_KEY"), "{missing}");
+
+    // Nothing starts until the first turn: building the server only checks the settings.
+    let server = TestServer::start_with(Weaver::builder(config).env(|name| match name {
+        "OPENAI_API_KEY" => Some("sk-test-not-a-real-key".to_owned()),
+        "WEAVER_DEV_KEY" => Some("copilot-config-dev-key".to_owned()),
+        _ => None,
+    }))
+    .await;
+    let (status, capabilities) = server
+        .get("/ai/capabilities", "copilot-config-dev-key")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(capabilities["provider"]["name"], "copilot");
+    assert_eq!(capabilities["provider"]["model"], "gpt-4.1");
+    assert_eq!(capabilities["provider"]["scripted"], false);
+    assert!(capabilities["provider"].get("notice").is_none());
+    server.shutdown().await.unwrap();
+}
+
 #[test]
 fn weaver_help_explains_every_setting() {
     let output = Command::new(env!("CARGO_BIN_EXE_weaver"))
