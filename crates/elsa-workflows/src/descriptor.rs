@@ -419,15 +419,12 @@ impl ActivityDescriptor {
             None => vec![DEFAULT_SOURCE_PORT.to_owned()],
         };
         let dynamic_outcomes = match map.get("dynamicOutcomes") {
-            // Elsa marks inputs whose values become outcomes with this editor hint.
+            // Elsa marks inputs whose values become outcomes with an editor hint: Elsa Server
+            // writes `dynamic-outcomes` (`InputUIHints.DynamicOutcomes`), catalogs may write the
+            // constant's name.
             None | Some(Value::Null) => inputs
                 .iter()
-                .find(|input| {
-                    input
-                        .ui_hint
-                        .as_deref()
-                        .is_some_and(|hint| hint.eq_ignore_ascii_case("DynamicOutcomes"))
-                })
+                .find(|input| input.ui_hint.as_deref().is_some_and(is_dynamic_outcomes_hint))
                 .map(|input| format!("Outcomes include the values of the {} input.", input.name)),
             Some(Value::Bool(false)) => None,
             Some(Value::Bool(true)) => Some("Outcomes depend on the activity's inputs.".to_owned()),
@@ -483,6 +480,11 @@ impl<'de> Deserialize<'de> for OutputDescriptor {
 }
 
 static EMPTY_LIST: Vec<Value> = Vec::new();
+
+/// Whether an input's editor hint says that its values become outcomes.
+fn is_dynamic_outcomes_hint(hint: &str) -> bool {
+    hint.eq_ignore_ascii_case("dynamic-outcomes") || hint.eq_ignore_ascii_case("DynamicOutcomes")
+}
 
 /// `Namespace.Type` → (`Some("Namespace")`, `"Type"`); a name without a dot has no namespace.
 fn split_type_name(type_name: &str) -> (Option<String>, String) {
@@ -637,6 +639,21 @@ mod tests {
         .expect("valid");
         assert!(descriptor.has_dynamic_outcomes());
         assert!(descriptor.allows_outcome("Case 7"));
+        // Elsa Server marks the input whose values become outcomes with `dynamic-outcomes`.
+        let fork = ActivityDescriptor::from_value(&json!({
+            "typeName": "Elsa.FlowFork",
+            "inputs": [{"name": "Branches", "type": "String[]", "uiHint": "dynamic-outcomes"}],
+            "ports": [{"name": "Done", "type": "Flow"}]
+        }))
+        .expect("valid");
+        assert!(fork.has_dynamic_outcomes());
+        assert!(fork.allows_outcome("Left"));
+        let plain = ActivityDescriptor::from_value(&json!({
+            "typeName": "Elsa.WriteLine",
+            "inputs": [{"name": "Text", "type": "String", "uiHint": "singleline"}]
+        }))
+        .expect("valid");
+        assert!(!plain.has_dynamic_outcomes());
     }
 
     #[test]
