@@ -424,7 +424,12 @@ impl ActivityDescriptor {
             // constant's name.
             None | Some(Value::Null) => inputs
                 .iter()
-                .find(|input| input.ui_hint.as_deref().is_some_and(is_dynamic_outcomes_hint))
+                .find(|input| {
+                    input
+                        .ui_hint
+                        .as_deref()
+                        .is_some_and(is_dynamic_outcomes_hint)
+                })
                 .map(|input| format!("Outcomes include the values of the {} input.", input.name)),
             Some(Value::Bool(false)) => None,
             Some(Value::Bool(true)) => Some("Outcomes depend on the activity's inputs.".to_owned()),

@@ -76,11 +76,14 @@ mod descriptor;
 mod diagnostic;
 pub mod diff;
 mod edit;
+#[cfg(feature = "elsa-server")]
+pub mod elsa_server;
 mod error;
 mod instance;
 mod json;
 mod memory;
 mod page;
+mod router;
 pub mod samples;
 pub mod store;
 mod tenant;
@@ -99,6 +102,10 @@ pub use descriptor::{
 pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
 pub use diff::GraphDiff;
 pub use edit::EditError;
+#[cfg(feature = "elsa-server")]
+pub use elsa_server::{
+    ElsaCredentials, ElsaServerBackend, ElsaServerConfig, ElsaServerConfigError,
+};
 pub use error::{ParseError, WorkflowError};
 pub use instance::{
     ActivityExecutionRecord, ActivityStatus, Bookmark, ExceptionInfo, ExecutionRecordSource,
@@ -106,6 +113,7 @@ pub use instance::{
 };
 pub use memory::{InMemoryWorkflowBackend, SeedReport, SkippedFile, SupersededSnapshot};
 pub use page::{Page, PageRequest, TimeRange};
+pub use router::{TenantRouter, WorkflowServices};
 pub use store::{
     ActivityCatalog, DefinitionQuery, DefinitionSummary, DefinitionVersionRef, InstanceQuery,
     VersionOptions, WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowInstanceStore,
