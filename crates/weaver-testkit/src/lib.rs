@@ -5,6 +5,7 @@
 //! they never name fixture files. Nothing here is used at runtime.
 
 pub mod conformance;
+pub mod elsa_api;
 
 use std::path::{Path, PathBuf};
 

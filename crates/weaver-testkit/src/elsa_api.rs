@@ -1,0 +1,1086 @@
+//! A stand-in for Elsa Server's REST API, served over a real socket on `127.0.0.1`, for
+//! testing clients of Elsa (the `elsa-workflows` Elsa Server backend and the `weaver` server
+//! wired to it) where no Elsa Server (no .NET) is available.
+//!
+//! It serves the endpoints Weaver uses under `/elsa/api`, with the request and answer shapes
+//! of Elsa 3's sources (FastEndpoints endpoints of `Elsa.Workflows.Api`, camelCase JSON,
+//! enums as names), and reproduces the behaviour Weaver depends on:
+//!
+//! - `GET workflow-definitions/by-definition-id/{id}?versionOptions=Latest|Published|{n}`:
+//!   the model (with `links`), 404 when no version matches;
+//! - `GET workflow-definitions?versionOptions&searchTerm&page&pageSize`: summaries ordered by
+//!   name, `{"items", "totalCount", "links"}`; `searchTerm` matches name, description, version
+//!   id and definition id (without regard to case here);
+//! - `GET workflow-definitions/many-by-id?ids=…`: models, `{"items", "count"}`;
+//! - `POST workflow-definitions` `{"model", "publish"}`: Elsa's draft semantics (a save over
+//!   an unpublished latest version replaces it in place; after a published one it adds the
+//!   next version; `publish` publishes it and un-publishes the others), answering
+//!   `{"workflowDefinition", "alreadyPublished", "consumingWorkflowCount", "validationErrors"}`;
+//! - `POST workflow-instances` (`page`, `pageSize`, `definitionId(s)`, `status(es)`,
+//!   `subStatus(es)`, `timestampFilters` with Elsa's reading of a midnight timestamp as a
+//!   whole day, UTC): instance summaries newest first, `{"items", "totalCount"}`; 400 for a
+//!   negative page, a page size below 1, an unknown status or timestamp column;
+//! - `GET workflow-instances/{id}`: the instance model (with `workflowState`), 404 if absent;
+//! - `GET descriptors/activities`: descriptors in Elsa Server's shape (flow and embedded
+//!   `ports`, inputs with `type`, `isWrapped`, `uiHint`), `{"items", "count"}`.
+//!
+//! Every request needs the configured `Authorization` header (401 without it) and, when set,
+//! the `X-Tenant-Id` header. Tests can make every request fail with a status
+//! ([`ElsaApiStandIn::fail_with`]; the error body echoes the request's `Authorization` header,
+//! as a careless error page would), have another client save just before the next save
+//! ([`ElsaApiStandIn::concurrent_save_before_next`]), and read back every request received.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::{Path, Query, Request, State};
+use axum::http::StatusCode;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use chrono::{DateTime, TimeDelta, Utc};
+use elsa_workflows::{
+    DefinitionQuery, InstanceQuery, PageRequest, TenantId, WorkflowDefinitionStore,
+    WorkflowInstance, WorkflowInstanceStore, WorkflowStatus, WorkflowSubStatus,
+};
+use serde_json::{Map, Value, json};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Elsa's API path below the server's URL.
+pub const API_PATH: &str = "/elsa/api";
+
+/// Inputs whose editor hint Elsa Server writes as `dynamic-outcomes` (their values become
+/// outcomes): `FlowFork.Branches`, and `PossibleOutcomes` of the script activities.
+const DYNAMIC_OUTCOME_INPUTS: [(&str, &str); 4] = [
+    ("Elsa.FlowFork", "Branches"),
+    ("Elsa.RunJavaScript", "PossibleOutcomes"),
+    ("Elsa.RunCSharp", "PossibleOutcomes"),
+    ("Elsa.RunPython", "PossibleOutcomes"),
+];
+
+/// A request the stand-in received.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordedRequest {
+    /// `GET`, `POST`, ...
+    pub method: String,
+    /// The path and query, for example `/elsa/api/workflow-definitions?page=0&pageSize=5`.
+    pub path_and_query: String,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
+    /// The `X-Tenant-Id` header, if any.
+    pub tenant: Option<String>,
+    /// The JSON body, if any.
+    pub body: Option<Value>,
+}
+
+/// What another Elsa client saves just before the stand-in handles the next save.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConcurrentSave {
+    /// A new published version of the same definition.
+    PublishedVersion,
+    /// A draft of the same definition (a new version after a published one, or the draft
+    /// replaced in place).
+    Draft,
+}
+
+/// The stand-in's data and switches.
+#[derive(Default)]
+struct Data {
+    authorization: String,
+    tenant: Option<String>,
+    /// Versions of each definition, ordered by version number.
+    definitions: BTreeMap<String, Vec<Map<String, Value>>>,
+    /// Instance models, in insertion order.
+    instances: Vec<Map<String, Value>>,
+    /// Activity descriptors in Elsa Server's shape.
+    catalog: Vec<Value>,
+    requests: Vec<RecordedRequest>,
+    failure: Option<StatusCode>,
+    concurrent: Option<ConcurrentSave>,
+    next_id: u64,
+}
+
+type Shared = Arc<Mutex<Data>>;
+
+fn lock(shared: &Shared) -> MutexGuard<'_, Data> {
+    shared
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A running stand-in for Elsa Server's API. See the [module documentation](self).
+pub struct ElsaApiStandIn {
+    url: String,
+    data: Shared,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for ElsaApiStandIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ElsaApiStandIn")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ElsaApiStandIn {
+    /// An empty Elsa that accepts `Authorization: <authorization>` (for example
+    /// `"ApiKey the-key"`).
+    ///
+    /// # Panics
+    ///
+    /// When no port on 127.0.0.1 can be bound.
+    pub async fn start(authorization: &str) -> Self {
+        let data: Shared = Arc::new(Mutex::new(Data {
+            authorization: authorization.to_owned(),
+            ..Data::default()
+        }));
+        let api = Router::new()
+            .route(
+                "/workflow-definitions",
+                get(list_definitions).post(save_definition),
+            )
+            .route("/workflow-definitions/many-by-id", get(definitions_by_id))
+            .route(
+                "/workflow-definitions/by-definition-id/{definition_id}",
+                get(definition_by_definition_id),
+            )
+            .route("/workflow-instances", axum::routing::post(list_instances))
+            .route("/workflow-instances/{id}", get(instance_by_id))
+            .route("/descriptors/activities", get(activity_descriptors))
+            .layer(middleware::from_fn_with_state(data.clone(), gate))
+            .with_state(data.clone());
+        let app = Router::new().nest(API_PATH, api);
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a free port on 127.0.0.1");
+        let address = listener.local_addr().expect("a bound address");
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        Self {
+            url: format!("http://{address}/"),
+            data,
+            stop: Some(stop),
+            task,
+        }
+    }
+
+    /// An Elsa holding every readable fixture (found by listing the fixture folders): the
+    /// definitions with all their versions, the instances (a creation time is given to those
+    /// without one, as Elsa's store always has one) and the activity catalog.
+    ///
+    /// # Panics
+    ///
+    /// When the fixtures cannot be read.
+    pub async fn with_fixtures(authorization: &str) -> Self {
+        let stand_in = Self::start(authorization).await;
+        let tenant = TenantId::new("fixtures");
+        let backend = crate::fixture_backend(&[tenant.as_str()]);
+        let all = PageRequest::new(0, PageRequest::MAX_LIMIT);
+        let listed = WorkflowDefinitionStore::search(
+            &backend,
+            &tenant,
+            &DefinitionQuery {
+                page: all,
+                ..DefinitionQuery::default()
+            },
+        )
+        .await
+        .expect("the fixture definitions");
+        for row in &listed.items {
+            for version in backend.definition_versions(&tenant, &row.definition_id) {
+                stand_in.insert_definition(version.to_value());
+            }
+        }
+        let instances = WorkflowInstanceStore::search(
+            &backend,
+            &tenant,
+            &InstanceQuery {
+                page: all,
+                ..InstanceQuery::default()
+            },
+        )
+        .await
+        .expect("the fixture instances");
+        let base: DateTime<Utc> = "2024-06-01T09:00:00Z".parse().expect("a timestamp");
+        for (i, instance) in instances.items.iter().enumerate() {
+            let hours = i64::try_from(i).unwrap_or_default();
+            stand_in.insert_instance(instance, base + TimeDelta::hours(hours));
+        }
+        for file in crate::fixture_files("activities") {
+            let text = std::fs::read_to_string(&file).expect("a readable catalog");
+            let catalog: Value = serde_json::from_str(&text).expect("a JSON catalog");
+            for descriptor in catalog.as_array().into_iter().flatten() {
+                stand_in.insert_descriptor(descriptor);
+            }
+        }
+        stand_in
+    }
+
+    /// The server's URL (`http://127.0.0.1:<port>/`); the API is under [`API_PATH`].
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// From now on, requests also need `X-Tenant-Id: <tenant>` (400 otherwise, as Elsa's
+    /// header tenant resolver would leave the request without a tenant).
+    pub fn require_tenant_header(&self, tenant: &str) {
+        lock(&self.data).tenant = Some(tenant.to_owned());
+    }
+
+    /// Stores one definition version as given (a version id and creation time are added when
+    /// missing; a stored version with the same version number is replaced).
+    pub fn insert_definition(&self, mut document: Value) {
+        let mut data = lock(&self.data);
+        let id = data.new_id();
+        let Some(map) = document.as_object_mut() else {
+            return;
+        };
+        if map
+            .get("id")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
+            map.insert("id".into(), Value::String(id));
+        }
+        map.entry("createdAt")
+            .or_insert_with(|| json!("2024-01-01T00:00:00+00:00"));
+        let definition_id = map
+            .get("definitionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let version = version_of(map);
+        let versions = data.definitions.entry(definition_id).or_default();
+        versions.retain(|v| version_of(v) != version);
+        versions.push(map.clone());
+        versions.sort_by_key(version_of);
+    }
+
+    /// Stores an instance as Elsa's API returns it (`workflowState` and header fields),
+    /// created at `created` unless it says when.
+    pub fn insert_instance(&self, instance: &WorkflowInstance, created: DateTime<Utc>) {
+        let state = instance
+            .workflow_state()
+            .cloned()
+            .unwrap_or_else(|| instance.as_json().clone());
+        let created = instance.created_at().unwrap_or(created);
+        let model = json!({
+            "id": instance.id(),
+            "definitionId": instance.definition_id(),
+            "definitionVersionId": instance.definition_version_id(),
+            "version": instance.definition_version().unwrap_or(1),
+            "parentWorkflowInstanceId": instance.parent_instance_id(),
+            "workflowState": state,
+            "status": instance.status().as_str(),
+            "subStatus": instance.sub_status().as_str(),
+            "isExecuting": false,
+            "correlationId": instance.correlation_id(),
+            "name": instance.name(),
+            "incidentCount": instance.incident_count(),
+            "isSystem": false,
+            "createdAt": created.to_rfc3339(),
+            "updatedAt": instance.updated_at().unwrap_or(created).to_rfc3339(),
+            "finishedAt": instance.finished_at().map(|t| t.to_rfc3339()),
+        });
+        let mut data = lock(&self.data);
+        data.instances.retain(|i| i.get("id") != model.get("id"));
+        if let Value::Object(model) = model {
+            data.instances.push(model);
+        }
+    }
+
+    /// Adds one descriptor given in the catalog shape of Weaver's fixtures, converted to the
+    /// shape Elsa Server answers with.
+    pub fn insert_descriptor(&self, descriptor: &Value) {
+        let converted = elsa_descriptor(descriptor);
+        lock(&self.data).catalog.push(converted);
+    }
+
+    /// Every stored version of a definition, oldest first.
+    pub fn versions(&self, definition_id: &str) -> Vec<Value> {
+        lock(&self.data)
+            .definitions
+            .get(definition_id)
+            .map(|versions| versions.iter().cloned().map(Value::Object).collect())
+            .unwrap_or_default()
+    }
+
+    /// The stored instance models, in insertion order.
+    pub fn instances(&self) -> Vec<Value> {
+        lock(&self.data)
+            .instances
+            .iter()
+            .cloned()
+            .map(Value::Object)
+            .collect()
+    }
+
+    /// The stored descriptors, in Elsa Server's shape.
+    pub fn catalog(&self) -> Vec<Value> {
+        lock(&self.data).catalog.clone()
+    }
+
+    /// Answers every request with `status` from now on (`None` restores normal service).
+    pub fn fail_with(&self, status: Option<u16>) {
+        lock(&self.data).failure =
+            status.map(|s| StatusCode::from_u16(s).expect("an HTTP status code"));
+    }
+
+    /// Has another client save the same definition just before the next save is handled.
+    pub fn concurrent_save_before_next(&self, save: ConcurrentSave) {
+        lock(&self.data).concurrent = Some(save);
+    }
+
+    /// Every request received so far, oldest first.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.data).requests.clone()
+    }
+
+    /// Stops serving and waits for the server task.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for ElsaApiStandIn {
+    fn drop(&mut self) {
+        if self.stop.is_some() {
+            self.task.abort();
+        }
+    }
+}
+
+impl Data {
+    /// A fresh id in the 16-hex-digit style of Elsa's identity generator.
+    fn new_id(&mut self) -> String {
+        self.next_id += 1;
+        format!("{:016x}", 0x5eed_0000_0000_0000_u64 + self.next_id)
+    }
+}
+
+fn version_of(map: &Map<String, Value>) -> i64 {
+    map.get("version").and_then(Value::as_i64).unwrap_or(1)
+}
+
+fn flag(map: &Map<String, Value>, name: &str) -> bool {
+    map.get(name).and_then(Value::as_bool).unwrap_or(false)
+}
+
+fn text<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
+    map.get(name).and_then(Value::as_str)
+}
+
+/// FastEndpoints' error answer.
+fn errors(status: StatusCode, messages: &[String]) -> Response {
+    (
+        status,
+        axum::Json(json!({
+            "statusCode": status.as_u16(),
+            "message": "One or more errors occurred!",
+            "errors": {"generalErrors": messages},
+        })),
+    )
+        .into_response()
+}
+
+/// Records the request, then applies failure injection, authentication and the tenant header.
+async fn gate(State(data): State<Shared>, request: Request, next: Next) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = to_bytes(body, 16 * 1024 * 1024).await.unwrap_or_default();
+    let header = |name: &str| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    let authorization = header("authorization");
+    let tenant = header("x-tenant-id");
+    let (failure, expected_authorization, expected_tenant) = {
+        let mut data = lock(&data);
+        data.requests.push(RecordedRequest {
+            method: parts.method.to_string(),
+            path_and_query: parts
+                .uri
+                .path_and_query()
+                .map(|p| p.as_str().to_owned())
+                .unwrap_or_default(),
+            authorization: authorization.clone(),
+            tenant: tenant.clone(),
+            body: serde_json::from_slice(&bytes).ok(),
+        });
+        (
+            data.failure,
+            data.authorization.clone(),
+            data.tenant.clone(),
+        )
+    };
+    if let Some(status) = failure {
+        let echoed = authorization.unwrap_or_default();
+        return (
+            status,
+            axum::Json(json!({
+                "statusCode": status.as_u16(),
+                "message": format!("Unhandled exception while serving a request with Authorization: {echoed}"),
+                "errors": {"stackTrace": ["at Elsa.Workflows.Api.Endpoints (stand-in)"]},
+            })),
+        )
+            .into_response();
+    }
+    if authorization.as_deref() != Some(expected_authorization.as_str()) {
+        return StatusCode::UNAUTHORIZED.into_response();
+    }
+    if let Some(expected) = expected_tenant
+        && tenant.as_deref() != Some(expected.as_str())
+    {
+        return errors(
+            StatusCode::BAD_REQUEST,
+            &["The request does not name the tenant.".to_owned()],
+        );
+    }
+    next.run(Request::from_parts(parts, Body::from(bytes)))
+        .await
+}
+
+/// The query's value for `name`, compared without regard to case as FastEndpoints binds.
+fn param<'a>(query: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    query
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .map(|(_, value)| value.as_str())
+}
+
+/// Which stored versions `versionOptions` selects (`VersionOptions.FromString`).
+#[derive(Clone, Copy)]
+enum VersionSelect {
+    All,
+    Latest,
+    Published,
+    LatestOrPublished,
+    LatestAndPublished,
+    Draft,
+    Version(i64),
+}
+
+impl VersionSelect {
+    /// `None` for text Elsa's parser would throw on (a 500 there).
+    fn parse(options: Option<&str>) -> Option<Self> {
+        Some(match options {
+            None | Some("AllVersions") => Self::All,
+            Some("Latest") => Self::Latest,
+            Some("Published") => Self::Published,
+            Some("LatestOrPublished") => Self::LatestOrPublished,
+            Some("LatestAndPublished") => Self::LatestAndPublished,
+            Some("Draft") => Self::Draft,
+            Some(number) => Self::Version(number.trim().parse().ok()?),
+        })
+    }
+
+    fn matches(self, version: &Map<String, Value>) -> bool {
+        let (latest, published) = (flag(version, "isLatest"), flag(version, "isPublished"));
+        match self {
+            Self::All => true,
+            Self::Latest => latest,
+            Self::Published => published,
+            Self::LatestOrPublished => latest || published,
+            Self::LatestAndPublished => latest && published,
+            Self::Draft => !published,
+            Self::Version(wanted) => version_of(version) == wanted,
+        }
+    }
+}
+
+fn links(kind: &str, id: &str) -> Value {
+    json!([{"href": format!("{API_PATH}/{kind}/by-id/{id}"), "rel": "self", "method": "GET"}])
+}
+
+/// A stored version as `LinkedWorkflowDefinitionModel`.
+fn definition_model(version: &Map<String, Value>) -> Value {
+    let mut model = version.clone();
+    let id = text(version, "id").unwrap_or_default();
+    model.insert("links".into(), links("workflow-definitions", id));
+    Value::Object(model)
+}
+
+/// A stored version as `LinkedWorkflowDefinitionSummary`.
+fn definition_summary(version: &Map<String, Value>) -> Value {
+    let id = text(version, "id").unwrap_or_default();
+    json!({
+        "id": id,
+        "definitionId": version.get("definitionId"),
+        "name": version.get("name"),
+        "description": version.get("description"),
+        "version": version_of(version),
+        "toolVersion": version.get("toolVersion"),
+        "isLatest": flag(version, "isLatest"),
+        "isPublished": flag(version, "isPublished"),
+        "providerName": "Default",
+        "materializerName": "Json",
+        "createdAt": version.get("createdAt"),
+        "isReadonly": false,
+        "isSystem": false,
+        "links": links("workflow-definitions", id),
+    })
+}
+
+async fn definition_by_definition_id(
+    State(data): State<Shared>,
+    Path(definition_id): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let options = param(&query, "versionOptions").unwrap_or("Latest");
+    let Some(select) = VersionSelect::parse(Some(options)) else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let data = lock(&data);
+    let found = data
+        .definitions
+        .get(&definition_id)
+        .and_then(|versions| versions.iter().rev().find(|v| select.matches(v)));
+    match found {
+        Some(version) => axum::Json(definition_model(version)).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+async fn list_definitions(
+    State(data): State<Shared>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let Some(select) = VersionSelect::parse(param(&query, "versionOptions")) else {
+        return StatusCode::INTERNAL_SERVER_ERROR.into_response();
+    };
+    let number = |name: &str| param(&query, name).map(str::parse::<i64>);
+    let (page, size) = match (number("page"), number("pageSize")) {
+        (Some(Err(_)), _) | (_, Some(Err(_))) => {
+            return errors(StatusCode::BAD_REQUEST, &["Invalid paging.".to_owned()]);
+        }
+        (page, size) => (page.and_then(Result::ok), size.and_then(Result::ok)),
+    };
+    let term = param(&query, "searchTerm")
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_lowercase);
+    let data = lock(&data);
+    let mut rows: Vec<&Map<String, Value>> = data
+        .definitions
+        .values()
+        .flatten()
+        .filter(|v| select.matches(v))
+        .filter(|v| {
+            term.as_deref().is_none_or(|term| {
+                ["name", "description", "id", "definitionId"]
+                    .iter()
+                    .filter_map(|field| text(v, field))
+                    .any(|field| field.to_lowercase().contains(term))
+            })
+        })
+        .collect();
+    // Elsa orders by name (ascending; a missing name first, as the database sorts null).
+    rows.sort_by(|a, b| text(a, "name").cmp(&text(b, "name")));
+    let total = rows.len();
+    let items: Vec<Value> = window(rows, page, size)
+        .into_iter()
+        .map(definition_summary)
+        .collect();
+    axum::Json(json!({"items": items, "totalCount": total, "links": []})).into_response()
+}
+
+/// `PageArgs.FromPage(page, pageSize)`: skip `page * pageSize` (nothing without a page),
+/// take `pageSize` (everything without one).
+fn window<T>(rows: Vec<T>, page: Option<i64>, size: Option<i64>) -> Vec<T> {
+    let skip = match (page, size) {
+        (Some(page), Some(size)) => usize::try_from(page * size).unwrap_or(0),
+        _ => 0,
+    };
+    let take = size.map_or(usize::MAX, |s| usize::try_from(s).unwrap_or(0));
+    rows.into_iter().skip(skip).take(take).collect()
+}
+
+async fn definitions_by_id(
+    State(data): State<Shared>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let ids: Vec<&str> = query
+        .iter()
+        .filter(|(key, _)| key.eq_ignore_ascii_case("ids"))
+        .map(|(_, value)| value.as_str())
+        .collect();
+    let data = lock(&data);
+    let items: Vec<Value> = data
+        .definitions
+        .values()
+        .flatten()
+        .filter(|v| text(v, "id").is_some_and(|id| ids.contains(&id)))
+        .map(definition_model)
+        .collect();
+    axum::Json(json!({"items": items, "count": items.len()})).into_response()
+}
+
+/// The fields of a saved model that Elsa's save endpoint copies onto the draft.
+const SAVED_FIELDS: [&str; 8] = [
+    "variables",
+    "inputs",
+    "outputs",
+    "outcomes",
+    "customProperties",
+    "options",
+    "toolVersion",
+    "root",
+];
+
+async fn save_definition(State(data): State<Shared>, body: axum::body::Bytes) -> Response {
+    let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(&body) else {
+        return errors(
+            StatusCode::BAD_REQUEST,
+            &["The request body is not valid JSON.".to_owned()],
+        );
+    };
+    let Some(Value::Object(model)) = request.get("model") else {
+        return errors(StatusCode::BAD_REQUEST, &["model is required.".to_owned()]);
+    };
+    if let Some(root) = model.get("root")
+        && !root.is_null()
+        && root.get("type").and_then(Value::as_str).is_none()
+    {
+        return errors(
+            StatusCode::BAD_REQUEST,
+            &["root is not an activity.".to_owned()],
+        );
+    }
+    let publish = request.get("publish").and_then(Value::as_bool) == Some(true);
+    let mut data = lock(&data);
+    let definition_id = match text(model, "definitionId").filter(|id| !id.trim().is_empty()) {
+        Some(id) => id.to_owned(),
+        None => data.new_id(),
+    };
+    if let Some(concurrent) = data.concurrent.take()
+        && let Some(latest) = data
+            .definitions
+            .get(&definition_id)
+            .and_then(|versions| versions.iter().rev().find(|v| flag(v, "isLatest")))
+            .cloned()
+    {
+        let mut other = latest;
+        let name = format!(
+            "{} (saved by another client)",
+            text(&other, "name").unwrap_or("")
+        );
+        other.insert("name".into(), Value::String(name));
+        save(
+            &mut data,
+            &definition_id,
+            &other,
+            concurrent == ConcurrentSave::PublishedVersion,
+        );
+    }
+    let saved = save(&mut data, &definition_id, model, publish);
+    axum::Json(json!({
+        "workflowDefinition": definition_model(&saved),
+        "alreadyPublished": false,
+        "consumingWorkflowCount": 0,
+        "validationErrors": [],
+    }))
+    .into_response()
+}
+
+/// Elsa's `Post` endpoint over `WorkflowDefinitionPublisher`: `GetDraftAsync` (the latest
+/// version itself when unpublished, else a new version after the last one), the model's
+/// fields copied on, then `PublishAsync` or `SaveDraftAsync`.
+fn save(
+    data: &mut Data,
+    definition_id: &str,
+    model: &Map<String, Value>,
+    publish: bool,
+) -> Map<String, Value> {
+    let new_id = data.new_id();
+    let now = Utc::now().to_rfc3339();
+    let versions = data
+        .definitions
+        .entry(definition_id.to_owned())
+        .or_default();
+    let last_version = versions.iter().map(version_of).max();
+    let latest = versions.iter().rev().find(|v| flag(v, "isLatest")).cloned();
+    let mut draft = match latest {
+        Some(latest) if !flag(&latest, "isPublished") => latest,
+        _ => {
+            let mut draft = Map::new();
+            draft.insert("id".into(), Value::String(new_id));
+            draft.insert(
+                "definitionId".into(),
+                Value::String(definition_id.to_owned()),
+            );
+            draft.insert("version".into(), json!(last_version.unwrap_or(0) + 1));
+            draft.insert("createdAt".into(), Value::String(now));
+            draft.insert("isReadonly".into(), Value::Bool(false));
+            draft.insert("isSystem".into(), Value::Bool(false));
+            draft
+        }
+    };
+    for field in SAVED_FIELDS {
+        match model.get(field) {
+            Some(value) => draft.insert(field.into(), value.clone()),
+            None => draft.remove(field),
+        };
+    }
+    if !draft.contains_key("root") {
+        draft.insert(
+            "root".into(),
+            json!({"id": "Sequence1", "type": "Elsa.Sequence", "version": 1, "activities": []}),
+        );
+    }
+    for field in ["name", "description"] {
+        let value = text(model, field).map(|t| Value::String(t.trim().to_owned()));
+        draft.insert(field.into(), value.unwrap_or(Value::Null));
+    }
+    let draft_id = text(&draft, "id").unwrap_or_default().to_owned();
+    if publish {
+        for version in versions.iter_mut() {
+            if flag(version, "isLatest") || flag(version, "isPublished") {
+                version.insert("isLatest".into(), Value::Bool(false));
+                version.insert("isPublished".into(), Value::Bool(false));
+            }
+        }
+        draft.insert("isPublished".into(), Value::Bool(true));
+    } else {
+        draft.insert("isPublished".into(), Value::Bool(false));
+        for version in versions.iter_mut() {
+            let is_last = Some(version_of(version)) == last_version;
+            if is_last
+                && text(version, "id") != Some(draft_id.as_str())
+                && flag(version, "isPublished")
+                && flag(version, "isLatest")
+            {
+                version.insert("isLatest".into(), Value::Bool(false));
+            }
+        }
+    }
+    draft.insert("isLatest".into(), Value::Bool(true));
+    versions.retain(|v| text(v, "id") != Some(draft_id.as_str()));
+    versions.push(draft.clone());
+    versions.sort_by_key(version_of);
+    draft
+}
+
+async fn instance_by_id(State(data): State<Shared>, Path(id): Path<String>) -> Response {
+    let data = lock(&data);
+    match data
+        .instances
+        .iter()
+        .find(|i| text(i, "id") == Some(id.as_str()))
+    {
+        Some(model) => axum::Json(Value::Object(model.clone())).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// One of Elsa's `TimestampFilter`s, checked against an instance model.
+fn timestamp_filter(filter: &Value) -> Result<impl Fn(&Map<String, Value>) -> bool, String> {
+    let column = filter.get("column").and_then(Value::as_str).unwrap_or("");
+    let column = ["CreatedAt", "UpdatedAt", "FinishedAt"]
+        .into_iter()
+        .find(|c| c.eq_ignore_ascii_case(column.trim()))
+        .ok_or_else(|| {
+            "Invalid timestamp filter column. Allowed columns are: CreatedAt, UpdatedAt, FinishedAt."
+                .to_owned()
+        })?;
+    let operator = filter
+        .get("operator")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_owned();
+    let timestamp: DateTime<Utc> = filter
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .ok_or_else(|| "Timestamp filter must be specified.".to_owned())?;
+    // A timestamp at midnight means the whole day (`TimeOfDay == TimeSpan.Zero`).
+    let zero_time = timestamp.time() == chrono::NaiveTime::MIN;
+    let start_day = timestamp;
+    let end_day = timestamp + TimeDelta::days(1);
+    if !matches!(
+        operator.as_str(),
+        "Is" | "IsNot" | "LessThan" | "GreaterThan" | "LessThanOrEqual" | "GreaterThanOrEqual"
+    ) {
+        return Err(format!("Invalid timestamp filter operator '{operator}'."));
+    }
+    let field = column.chars().next().map_or_else(String::new, |c| {
+        c.to_ascii_lowercase().to_string() + &column[1..]
+    });
+    Ok(move |model: &Map<String, Value>| {
+        let Some(value) = text(model, &field)
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc))
+        else {
+            return false;
+        };
+        match (operator.as_str(), zero_time) {
+            ("Is", true) => start_day <= value && value < end_day,
+            ("Is", false) => value == timestamp,
+            ("IsNot", true) => value < start_day || value >= end_day,
+            ("IsNot", false) => value != timestamp,
+            ("GreaterThan", true) => value > end_day,
+            ("GreaterThan", false) => value > timestamp,
+            ("GreaterThanOrEqual", true) => value >= start_day,
+            ("GreaterThanOrEqual", false) => value >= timestamp,
+            ("LessThan", true) => value < start_day,
+            ("LessThan", false) => value < timestamp,
+            ("LessThanOrEqual", true) => value <= end_day,
+            (_, _) => value <= timestamp,
+        }
+    })
+}
+
+/// The names in a JSON list of enum names, each checked with `parse`.
+fn names<T>(
+    value: Option<&Value>,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Option<Vec<T>>, String> {
+    let Some(Value::Array(items)) = value else {
+        return Ok(None);
+    };
+    items
+        .iter()
+        .map(|item| {
+            let name = item.as_str().unwrap_or_default();
+            parse(name).ok_or_else(|| format!("Invalid enum value '{name}'."))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(|list| Some(list).filter(|l| !l.is_empty()))
+}
+
+async fn list_instances(State(data): State<Shared>, body: axum::body::Bytes) -> Response {
+    let request: Map<String, Value> = if body.is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(Value::Object(map)) => map,
+            _ => {
+                return errors(
+                    StatusCode::BAD_REQUEST,
+                    &["The request body is not valid JSON.".to_owned()],
+                );
+            }
+        }
+    };
+    let number = |name: &str| request.get(name).and_then(Value::as_i64);
+    let (page, size) = (number("page"), number("pageSize"));
+    let mut problems = Vec::new();
+    if page.is_some_and(|p| p < 0) {
+        problems.push("Page must be greater than or equal to 1.".to_owned());
+    }
+    if size.is_some_and(|s| s < 1) {
+        problems.push("Page size must be greater than or equal to 1.".to_owned());
+    }
+    let statuses = names(request.get("statuses"), |n| {
+        n.parse::<WorkflowStatus>().ok()
+    });
+    let sub_statuses = names(request.get("subStatuses"), |n| {
+        n.parse::<WorkflowSubStatus>().ok()
+    });
+    let single = |name: &str| request.get(name).and_then(Value::as_str).map(str::to_owned);
+    let filters: Vec<_> = request
+        .get("timestampFilters")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(timestamp_filter)
+        .collect();
+    let (statuses, sub_statuses) = match (statuses, sub_statuses) {
+        (Ok(s), Ok(u)) => (s, u),
+        (Err(e), _) | (_, Err(e)) => {
+            problems.push(e);
+            (None, None)
+        }
+    };
+    let mut checks = Vec::new();
+    for filter in filters {
+        match filter {
+            Ok(check) => checks.push(check),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    if !problems.is_empty() {
+        return errors(StatusCode::BAD_REQUEST, &problems);
+    }
+    let definition_ids: Option<Vec<String>> = request
+        .get("definitionIds")
+        .and_then(Value::as_array)
+        .map(|ids| {
+            ids.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .filter(|ids: &Vec<String>| !ids.is_empty());
+    let (definition_id, status, sub_status) = (
+        single("definitionId"),
+        single("status"),
+        single("subStatus"),
+    );
+    let data = lock(&data);
+    let mut rows: Vec<&Map<String, Value>> = data
+        .instances
+        .iter()
+        .filter(|i| {
+            let of = |field: &str| text(i, field).unwrap_or_default();
+            definition_id
+                .as_deref()
+                .is_none_or(|d| of("definitionId") == d)
+                && definition_ids
+                    .as_ref()
+                    .is_none_or(|ids| ids.iter().any(|d| of("definitionId") == d))
+                && status.as_deref().is_none_or(|s| of("status") == s)
+                && sub_status.as_deref().is_none_or(|s| of("subStatus") == s)
+                && statuses
+                    .as_ref()
+                    .is_none_or(|list| list.iter().any(|s| s.as_str() == of("status")))
+                && sub_statuses
+                    .as_ref()
+                    .is_none_or(|list| list.iter().any(|s| s.as_str() == of("subStatus")))
+                && checks.iter().all(|check| check(i))
+        })
+        .collect();
+    // Elsa's default order: created, newest first.
+    let created = |i: &Map<String, Value>| {
+        text(i, "createdAt")
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc))
+    };
+    rows.sort_by_key(|i| std::cmp::Reverse(created(i)));
+    let total = rows.len();
+    let items: Vec<Value> = window(rows, page, size)
+        .into_iter()
+        .map(|i| {
+            json!({
+                "id": i.get("id"),
+                "definitionId": i.get("definitionId"),
+                "definitionVersionId": i.get("definitionVersionId"),
+                "version": i.get("version"),
+                "status": i.get("status"),
+                "subStatus": i.get("subStatus"),
+                "correlationId": i.get("correlationId"),
+                "name": i.get("name"),
+                "incidentCount": i.get("incidentCount"),
+                "createdAt": i.get("createdAt"),
+                "updatedAt": i.get("updatedAt"),
+                "finishedAt": i.get("finishedAt"),
+            })
+        })
+        .collect();
+    axum::Json(json!({"items": items, "totalCount": total})).into_response()
+}
+
+async fn activity_descriptors(State(data): State<Shared>) -> Response {
+    let catalog = lock(&data).catalog.clone();
+    axum::Json(json!({"count": catalog.len(), "items": catalog})).into_response()
+}
+
+/// A descriptor in the shape of Weaver's fixture catalog, as Elsa Server writes it: flow
+/// outcomes and embedded properties as typed `ports`, inputs with `isWrapped` and `uiHint`.
+fn elsa_descriptor(descriptor: &Value) -> Value {
+    let empty = Vec::new();
+    let list = |field: &str| {
+        descriptor
+            .get(field)
+            .and_then(Value::as_array)
+            .unwrap_or(&empty)
+    };
+    let type_name = descriptor
+        .get("typeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let inputs: Vec<Value> = list("inputs")
+        .iter()
+        .enumerate()
+        .map(|(order, input)| {
+            let name = input.get("name").and_then(Value::as_str).unwrap_or("");
+            let dynamic =
+                DYNAMIC_OUTCOME_INPUTS.contains(&(type_name, name)) || (name == "PossibleOutcomes");
+            let hint = if dynamic {
+                json!("dynamic-outcomes")
+            } else {
+                input.get("uiHint").cloned().unwrap_or(json!("singleline"))
+            };
+            json!({
+                "name": name,
+                "type": input.get("type"),
+                "displayName": input.get("displayName").cloned().unwrap_or(json!(name)),
+                "description": input.get("description"),
+                "order": order,
+                "isBrowsable": true,
+                "isSerializable": true,
+                "isSynthetic": false,
+                "isWrapped": input.get("wrapped").and_then(Value::as_bool).unwrap_or(false),
+                "uiHint": hint,
+                "category": input.get("category"),
+                "isSensitive": false,
+                "autoEvaluate": true,
+            })
+        })
+        .collect();
+    let outputs: Vec<Value> = list("outputs")
+        .iter()
+        .enumerate()
+        .map(|(order, output)| {
+            let name = output.get("name").and_then(Value::as_str).unwrap_or("");
+            json!({
+                "name": name,
+                "type": output.get("type"),
+                "displayName": output.get("displayName").cloned().unwrap_or(json!(name)),
+                "description": output.get("description"),
+                "order": order,
+                "isBrowsable": true,
+                "isSerializable": true,
+                "isSynthetic": false,
+            })
+        })
+        .collect();
+    let mut ports: Vec<Value> = list("outcomes")
+        .iter()
+        .filter_map(Value::as_str)
+        .map(|outcome| {
+            json!({"name": outcome, "displayName": outcome, "type": "Flow", "isBrowsable": true})
+        })
+        .collect();
+    ports.extend(list("ports").iter().map(|port| {
+        let name = port.get("name").and_then(Value::as_str).unwrap_or("");
+        json!({"name": name, "displayName": port.get("displayName").cloned().unwrap_or(json!(name)), "type": "Embedded", "isBrowsable": true})
+    }));
+    json!({
+        "typeName": type_name,
+        "namespace": descriptor.get("namespace"),
+        "name": descriptor.get("name"),
+        "version": descriptor.get("version").cloned().unwrap_or(json!(1)),
+        "category": descriptor.get("category"),
+        "displayName": descriptor.get("displayName"),
+        "description": descriptor.get("description"),
+        "inputs": inputs,
+        "outputs": outputs,
+        "kind": descriptor.get("kind").cloned().unwrap_or(json!("Action")),
+        "runAsynchronously": false,
+        "ports": ports,
+        "customProperties": {},
+        "constructionProperties": {},
+        "isContainer": descriptor.get("isContainer").and_then(Value::as_bool).unwrap_or(false),
+        "isBrowsable": true,
+        "isStart": false,
+        "isTerminal": false,
+    })
+}
