@@ -240,6 +240,15 @@ impl From<WorkflowError> for AiError {
             }
             WorkflowError::NotFound { what } => Self::not_found(what),
             WorkflowError::Conflict { message } => Self::conflict("workflow_conflict", message),
+            WorkflowError::Unauthorized { message } => {
+                Self::internal("workflow_backend_unauthorized", message)
+            }
+            WorkflowError::Unavailable { message } => {
+                Self::unavailable("workflow_backend_unavailable", message)
+            }
+            WorkflowError::InvalidAnswer(parse) => {
+                Self::internal("workflow_backend_invalid_answer", parse.to_string())
+            }
             WorkflowError::Backend { message } => {
                 Self::internal("workflow_backend_failed", message)
             }
@@ -308,5 +317,28 @@ mod tests {
         }
         .into();
         assert_eq!(conflict.status(), 409);
+        let refused: AiError = WorkflowError::Unauthorized {
+            message: "401".into(),
+        }
+        .into();
+        assert_eq!(
+            (refused.status(), refused.code()),
+            (500, "workflow_backend_unauthorized")
+        );
+        let down: AiError = WorkflowError::Unavailable {
+            message: "connection refused".into(),
+        }
+        .into();
+        assert_eq!(
+            (down.status(), down.code()),
+            (503, "workflow_backend_unavailable")
+        );
+        let garbled: AiError = WorkflowError::InvalidAnswer(elsa_workflows::ParseError {
+            problem: "not a list".into(),
+            path: "$.items".into(),
+        })
+        .into();
+        assert_eq!(garbled.status(), 500);
+        assert!(garbled.message().contains("$.items"), "{garbled:?}");
     }
 }

@@ -28,7 +28,25 @@ pub enum WorkflowError {
         /// What conflicted.
         message: String,
     },
-    /// The backend failed (I/O, network, database).
+    /// The backend refused Weaver's own credentials (an Elsa Server answering 401): a
+    /// configuration problem of the host, not of the caller.
+    #[error("workflow backend refused Weaver's credentials: {message}")]
+    Unauthorized {
+        /// Which backend refused what; never the credential itself.
+        message: String,
+    },
+    /// The backend could not be reached, did not answer in time, or failed on its side (a
+    /// 5xx answer); trying again later may succeed.
+    #[error("workflow backend unavailable: {message}")]
+    Unavailable {
+        /// Which backend failed how.
+        message: String,
+    },
+    /// The backend answered, but not with what was asked for (a body that is not JSON, or
+    /// not an Elsa definition, instance, list or catalog); the path points into its answer.
+    #[error("workflow backend answered with an unreadable body: {0}")]
+    InvalidAnswer(ParseError),
+    /// The backend failed otherwise (I/O, a refused request, a misconfigured URL).
     #[error("workflow backend failed: {message}")]
     Backend {
         /// What failed.
