@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{OriginalUri, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -415,8 +415,11 @@ async fn gate(State(data): State<Shared>, request: Request, next: Next) -> Respo
         let mut data = lock(&data);
         data.requests.push(RecordedRequest {
             method: parts.method.to_string(),
+            // The URI as sent: nesting strips the API path from `parts.uri`.
             path_and_query: parts
-                .uri
+                .extensions
+                .get::<OriginalUri>()
+                .map_or(&parts.uri, |original| &original.0)
                 .path_and_query()
                 .map(|p| p.as_str().to_owned())
                 .unwrap_or_default(),

@@ -10,8 +10,8 @@ use reqwest::{Method, StatusCode, Url};
 use serde_json::Value;
 
 use super::{ElsaServerConfig, ElsaServerConfigError};
-use crate::WorkflowError;
 use crate::json;
+use crate::{ParseError, WorkflowError};
 
 /// The header Elsa's multitenancy reads the tenant from (its default `TenantHeaderName`).
 const TENANT_HEADER: &str = "x-tenant-id";
@@ -147,7 +147,7 @@ impl ElsaHttp {
             format!(": {excerpt}")
         };
         match status {
-            StatusCode::UNAUTHORIZED => WorkflowError::Backend {
+            StatusCode::UNAUTHORIZED => WorkflowError::Unauthorized {
                 message: format!(
                     "Elsa Server at {base} refused {what}: {status} (check the API key or token \
                      Weaver is configured with)"
@@ -177,19 +177,37 @@ impl ElsaHttp {
             status if status.is_client_error() => WorkflowError::Backend {
                 message: format!("Elsa Server at {base} refused {what}: {status}{detail}"),
             },
-            status => WorkflowError::Backend {
+            status if status.is_server_error() => WorkflowError::Unavailable {
                 message: format!("Elsa Server at {base} failed {what}: {status}{detail}"),
+            },
+            status => WorkflowError::Backend {
+                message: format!("Elsa Server at {base} answered {what} with {status}{detail}"),
             },
         }
     }
 
     /// The answer's body as JSON.
     pub fn json(&self, what: &str, answer: &Answer) -> Result<Value, WorkflowError> {
-        json::parse_bytes(&answer.body).map_err(|error| WorkflowError::Backend {
-            message: format!(
-                "Elsa Server at {} answered {what} with a body that is not JSON ({error})",
-                self.base
-            ),
+        json::parse_bytes(&answer.body).map_err(|error| {
+            self.invalid_answer(
+                what,
+                ParseError {
+                    problem: format!("the body is not JSON ({})", error.problem),
+                    path: error.path,
+                },
+            )
+        })
+    }
+
+    /// The error for an answer that is not what `what` asked for: `error` says what is wrong
+    /// where in the answer.
+    pub fn invalid_answer(&self, what: &str, error: ParseError) -> WorkflowError {
+        WorkflowError::InvalidAnswer(ParseError {
+            problem: self.scrub(&format!(
+                "Elsa Server at {} answered {what}: {}",
+                self.base, error.problem
+            )),
+            path: error.path,
         })
     }
 
@@ -222,7 +240,8 @@ impl ElsaHttp {
             };
             format!("{verb} Elsa Server at {base} for {what}: {reason}")
         };
-        WorkflowError::Backend {
+        // Unreachable, refused, reset or slow: all of them may pass, none is the caller's fault.
+        WorkflowError::Unavailable {
             message: self.scrub(&message),
         }
     }
@@ -273,5 +292,82 @@ fn collect_strings(value: &Value, out: &mut Vec<String>) {
         Value::Array(items) => items.iter().for_each(|item| collect_strings(item, out)),
         Value::Object(map) => map.values().for_each(|item| collect_strings(item, out)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http() -> ElsaHttp {
+        let config = ElsaServerConfig::new("https://elsa.example/")
+            .expect("a valid URL")
+            .api_key("s3cret-key");
+        ElsaHttp::new(&config).expect("a client")
+    }
+
+    fn answer(status: u16, body: &str) -> Answer {
+        Answer {
+            status: StatusCode::from_u16(status).expect("a status"),
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn statuses_map_to_typed_errors() {
+        let http = http();
+        let kind = |status: u16| match http.failure("listing", &answer(status, "")) {
+            WorkflowError::Unauthorized { .. } => "unauthorized",
+            WorkflowError::Unavailable { .. } => "unavailable",
+            WorkflowError::Conflict { .. } => "conflict",
+            WorkflowError::Backend { .. } => "backend",
+            other => panic!("unexpected {other:?}"),
+        };
+        assert_eq!(kind(401), "unauthorized");
+        assert_eq!(kind(409), "conflict");
+        for status in [500, 502, 503, 504] {
+            assert_eq!(kind(status), "unavailable", "{status}");
+        }
+        for status in [302, 400, 403, 404, 422] {
+            assert_eq!(kind(status), "backend", "{status}");
+        }
+    }
+
+    #[test]
+    fn excerpts_are_short_single_lines_without_the_secret() {
+        let http = http();
+        let body = r#"{"message": "Boom:\n  header ApiKey s3cret-key", "errors": {"x": ["first", "second"]}}"#;
+        let error = http.failure("saving", &answer(500, body)).to_string();
+        assert!(
+            error.contains("Boom: header ApiKey [redacted]; first; second"),
+            "{error}"
+        );
+        assert!(!error.contains("s3cret-key"), "{error}");
+        let long = "x".repeat(2 * EXCERPT_CHARS);
+        let error = http.failure("saving", &answer(400, &long)).to_string();
+        assert!(error.ends_with('…'), "{error}");
+        assert!(error.len() < long.len(), "{error}");
+    }
+
+    #[test]
+    fn answers_that_are_not_json_are_invalid_at_the_root() {
+        let http = http();
+        let error = http
+            .json("listing", &answer(200, "<html>s3cret-key</html>"))
+            .unwrap_err();
+        assert!(
+            matches!(&error, WorkflowError::InvalidAnswer(p) if p.path == "$"),
+            "{error:?}"
+        );
+        assert!(!format!("{error:?}").contains("s3cret-key"));
+    }
+
+    #[test]
+    fn endpoint_segments_are_percent_encoded() {
+        let url = http().url(&["workflow-definitions", "by-definition-id", "a/b?c"]);
+        assert_eq!(
+            url.as_str(),
+            "https://elsa.example/elsa/api/workflow-definitions/by-definition-id/a%2Fb%3Fc"
+        );
     }
 }

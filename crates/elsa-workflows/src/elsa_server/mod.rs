@@ -83,14 +83,22 @@
 //!
 //! # Errors
 //!
-//! A lookup that Elsa answers 404 is `None`; any other 404 (a list or save endpoint) means
-//! the URL is wrong and is a [`WorkflowError::Backend`]. 409 is a
-//! [`WorkflowError::Conflict`]; 401/403, other 4xx, 5xx, timeouts and connection failures are
-//! [`WorkflowError::Backend`] errors naming the server, the operation and the status, with a
-//! short excerpt of Elsa's error message. A body that is not a readable definition, instance
-//! or catalog is a [`WorkflowError::Parse`]. The credential is sent only in the
-//! `Authorization` header, redirects are not followed (they would carry it elsewhere), and
-//! every quoted text is scrubbed of it: no error ever contains it.
+//! Every failure is a typed [`WorkflowError`], never a panic:
+//!
+//! | what happened | error |
+//! |---|---|
+//! | a lookup answered 404 | `Ok(None)` (`update`: [`WorkflowError::NotFound`]) |
+//! | 401: Elsa refused the configured credential | [`WorkflowError::Unauthorized`] |
+//! | 5xx, a timeout, connection refused or reset | [`WorkflowError::Unavailable`] |
+//! | an answer that is not JSON, or not a readable list, definition, instance or catalog | [`WorkflowError::InvalidAnswer`], its path pointing into Elsa's answer (`$.items[3].status`) |
+//! | 409, or a save that lost a race (below) | [`WorkflowError::Conflict`] |
+//! | 403, any other 4xx, a redirect, a 404 from a list or save endpoint (a wrong URL), an answer over the size limit | [`WorkflowError::Backend`] |
+//!
+//! Messages name the server, the operation and the status, with a short excerpt of Elsa's
+//! error message. The credential is sent only in the `Authorization` header (marked
+//! sensitive, so it is not printed by `Debug`), redirects are not followed (they would carry
+//! it elsewhere), and every quoted text is scrubbed of it: no error ever contains it, even
+//! when Elsa's error page echoes the request's headers. This crate logs nothing itself.
 //!
 //! This backend is tested against a stand-in HTTP server that reproduces the endpoints and
 //! shapes above (as read from Elsa 3's sources), not against a running Elsa Server.
@@ -360,7 +368,8 @@ impl ElsaServerBackend {
                 return Err(self.http.failure(what, &answer));
             }
             let value = self.http.json(what, &answer)?;
-            let (page_items, page_total) = paged_list(what, value)?;
+            let (page_items, page_total) =
+                paged_list(value).map_err(|e| self.http.invalid_answer(what, e))?;
             let short = page_items.len() < *size;
             total.get_or_insert(page_total);
             items.extend(page_items);
@@ -388,7 +397,8 @@ impl ElsaServerBackend {
             if !answer.status.is_success() {
                 return Err(self.http.failure(what, &answer));
             }
-            let (items, _) = paged_list(what, self.http.json(what, &answer)?)?;
+            let (items, _) = paged_list(self.http.json(what, &answer)?)
+                .map_err(|e| self.http.invalid_answer(what, e))?;
             for item in items {
                 if let Some(id) = item.get("id").and_then(Value::as_str) {
                     found.insert(id.to_owned(), item);
@@ -419,31 +429,31 @@ impl ElsaServerBackend {
         let value = self.http.json(&what, &answer)?;
         // Elsa 3.1+ wraps the saved model in `workflowDefinition`; earlier 3.x answer with the
         // model itself.
-        let saved = match value.get("workflowDefinition") {
-            Some(Value::Object(model)) => model,
-            _ => value.as_object().ok_or_else(|| WorkflowError::Backend {
-                message: format!(
-                    "Elsa Server at {} answered {what} with {} instead of the saved definition",
-                    self.http.base(),
-                    js::kind_of(&value)
-                ),
-            })?,
+        let (saved, at) = match value.get("workflowDefinition") {
+            Some(Value::Object(model)) => (model, vec![Seg::Key("workflowDefinition".into())]),
+            _ => match value.as_object() {
+                Some(model) => (model, Vec::new()),
+                None => {
+                    let problem =
+                        format!("{} instead of the saved definition", js::kind_of(&value));
+                    return Err(self.http.invalid_answer(&what, js::error_at(&[], problem)));
+                }
+            },
         };
-        let missing = |field: &str| WorkflowError::Backend {
-            message: format!(
-                "Elsa Server at {} answered {what} without the saved version's `{field}`",
-                self.http.base()
-            ),
+        let missing = |field: &str| {
+            let problem = format!("the saved version has no `{field}`");
+            self.http
+                .invalid_answer(&what, js::error_at(&js::key(&at, field), problem))
         };
         let saved_id = saved.get("definitionId").and_then(Value::as_str);
         if saved_id != Some(definition_id) {
-            return Err(WorkflowError::Backend {
-                message: format!(
-                    "Elsa Server at {} answered {what} with definition '{}'",
-                    self.http.base(),
-                    saved_id.unwrap_or_default()
-                ),
-            });
+            let problem = format!(
+                "the saved version belongs to definition '{}'",
+                saved_id.unwrap_or_default()
+            );
+            return Err(self
+                .http
+                .invalid_answer(&what, js::error_at(&js::key(&at, "definitionId"), problem)));
         }
         let version_id = saved
             .get("id")
@@ -466,13 +476,8 @@ impl ElsaServerBackend {
 /// The items and total of one of Elsa's list answers: `{"items": [...], "totalCount": n}`
 /// (`count` in unpaged lists), items possibly wrapped in `{"$values": [...]}`, or a bare
 /// array.
-fn paged_list(what: &str, value: Value) -> Result<(Vec<Value>, usize), WorkflowError> {
-    let problem = |problem: String, location: &[Seg]| {
-        WorkflowError::Parse(js::error_at(
-            location,
-            format!("Elsa Server's answer to {what}: {problem}"),
-        ))
-    };
+fn paged_list(value: Value) -> Result<(Vec<Value>, usize), ParseError> {
+    let problem = |problem: String, location: &[Seg]| js::error_at(location, problem);
     let (items, total) = match value {
         Value::Object(mut map) => {
             let items = map.remove("items").unwrap_or(Value::Null);
@@ -590,9 +595,9 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
         let answer = self.http.send(&what, Method::GET, url, None).await?;
         match answer.status {
             StatusCode::NOT_FOUND => Ok(None),
-            status if status.is_success() => {
-                Ok(Some(WorkflowDefinition::from_slice(&answer.body)?))
-            }
+            status if status.is_success() => WorkflowDefinition::from_slice(&answer.body)
+                .map(Some)
+                .map_err(|e| self.http.invalid_answer(&what, e)),
             _ => Err(self.http.failure(&what, &answer)),
         }
     }
@@ -632,7 +637,8 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
             .iter()
             .enumerate()
             .map(|(i, row)| summary_row(row, i))
-            .collect::<Result<Vec<_>, _>>()?;
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.http.invalid_answer("listing workflow definitions", e))?;
         let ids: Vec<String> = summaries
             .iter()
             .filter_map(|s| s.version_id.clone())
@@ -672,7 +678,9 @@ impl WorkflowInstanceStore for ElsaServerBackend {
         let answer = self.http.send(&what, Method::GET, url, None).await?;
         match answer.status {
             StatusCode::NOT_FOUND => Ok(None),
-            status if status.is_success() => Ok(Some(WorkflowInstance::from_slice(&answer.body)?)),
+            status if status.is_success() => WorkflowInstance::from_slice(&answer.body)
+                .map(Some)
+                .map_err(|e| self.http.invalid_answer(&what, e)),
             _ => Err(self.http.failure(&what, &answer)),
         }
     }
@@ -723,7 +731,8 @@ impl WorkflowInstanceStore for ElsaServerBackend {
                     // Name the row inside Elsa's answer.
                     let inner = error.path.trim_start_matches('$');
                     error.path = format!("$.items[{i}]{inner}");
-                    WorkflowError::Parse(error)
+                    self.http
+                        .invalid_answer("listing workflow instances", error)
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -748,7 +757,8 @@ impl ActivityCatalog for ElsaServerBackend {
         if !answer.status.is_success() {
             return Err(self.http.failure(what, &answer));
         }
-        let mut catalog = ActivityDescriptor::catalog_from_value(&self.http.json(what, &answer)?)?;
+        let mut catalog = ActivityDescriptor::catalog_from_value(&self.http.json(what, &answer)?)
+            .map_err(|e| self.http.invalid_answer(what, e))?;
         for descriptor in &mut catalog {
             // Elsa Server's descriptors cannot say that a built-in activity's outcomes depend
             // on its inputs (Elsa Studio knows it); the built-in catalog does.
@@ -980,28 +990,18 @@ mod tests {
 
     #[test]
     fn paged_lists_are_read_in_every_envelope() {
-        let what = "listing";
         let (items, total) =
-            paged_list(what, json!({"items": [1, 2], "totalCount": 9, "links": []})).unwrap();
+            paged_list(json!({"items": [1, 2], "totalCount": 9, "links": []})).unwrap();
         assert_eq!((items.len(), total), (2, 9));
-        let (items, total) = paged_list(
-            what,
-            json!({"items": {"$id": "1", "$values": [1]}, "count": 1}),
-        )
-        .unwrap();
+        let (items, total) =
+            paged_list(json!({"items": {"$id": "1", "$values": [1]}, "count": 1})).unwrap();
         assert_eq!((items.len(), total), (1, 1));
-        let (items, total) = paged_list(what, json!([1, 2, 3])).unwrap();
+        let (items, total) = paged_list(json!([1, 2, 3])).unwrap();
         assert_eq!((items.len(), total), (3, 3));
-        let error = paged_list(what, json!({"totalCount": 1})).unwrap_err();
-        assert!(
-            matches!(&error, WorkflowError::Parse(p) if p.path == "$"),
-            "{error}"
-        );
-        let error = paged_list(what, json!({"items": "x"})).unwrap_err();
-        assert!(
-            matches!(&error, WorkflowError::Parse(p) if p.path == "$.items"),
-            "{error}"
-        );
+        let error = paged_list(json!({"totalCount": 1})).unwrap_err();
+        assert_eq!(error.path, "$", "{error}");
+        let error = paged_list(json!({"items": "x"})).unwrap_err();
+        assert_eq!(error.path, "$.items", "{error}");
     }
 
     #[test]
