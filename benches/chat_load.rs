@@ -89,6 +89,7 @@ fn config(store: &str, dir: &std::path::Path) -> WeaverConfig {
         tenants: vec![TenantConfig {
             id: "acme".into(),
             workflows: None,
+            ..TenantConfig::default()
         }],
         auth: AuthConfig {
             api_keys: vec![ApiKeyConfig {

@@ -92,6 +92,7 @@ fn config() -> WeaverConfig {
         tenants: vec![TenantConfig {
             id: "acme".into(),
             workflows: None,
+            ..TenantConfig::default()
         }],
         auth: AuthConfig {
             api_keys: vec![ApiKeyConfig {

@@ -42,9 +42,18 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     built-in sample workflows.
   id = "acme"                       Tenant id.
   workflows = "data/acme"           Folder of Elsa 3 definition / instance JSON files (also
-                                    definitions/, instances/, activities/ subfolders); without
-                                    it, the tenant gets the built-in samples. Files that are not
-                                    valid Elsa JSON are skipped with a warning at start-up.
+                                    definitions/, instances/, activities/ subfolders), held in
+                                    memory; without it (and without elsa_url), the tenant gets
+                                    the built-in samples. Files that are not valid Elsa JSON
+                                    are skipped with a warning at start-up.
+  elsa_url = "https://elsa.example.com"
+                                    Instead of workflows: the Elsa 3 Server holding the tenant's
+                                    workflows, read and written through its REST API (applied
+                                    proposals are saved there). Not with workflows.
+  elsa_api_path = "elsa/api"        Path of Elsa's API below elsa_url (default elsa/api).
+  elsa_api_key_env = "ELSA_KEY"     Environment variable holding the Elsa API key, sent as
+                                    "Authorization: ApiKey <key>"; never logged.
+  elsa_tenant = "acme"              Elsa tenant id, sent as the X-Tenant-Id header.
 
   [[auth.api_keys]]                 Static API keys, sent as "Authorization: ApiKey <key>".
   key_env = "ACME_KEY"              Environment variable holding the key (or: key = "...",
@@ -134,14 +143,36 @@ pub struct StoreConfig {
     pub memory: bool,
 }
 
-/// One `[[tenants]]` entry.
-#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+/// One `[[tenants]]` entry: its workflow data comes from a folder (`workflows`), from an
+/// Elsa Server (`elsa_url` and the other `elsa_*` keys), or from the built-in samples.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {
     /// The tenant id.
     pub id: String,
-    /// A folder of Elsa JSON files; `None` serves the built-in samples.
+    /// A folder of Elsa JSON files; with neither this nor `elsa_url`, the built-in samples.
     pub workflows: Option<PathBuf>,
+    /// The base URL of the Elsa 3 Server holding the tenant's workflows (instead of
+    /// `workflows`).
+    pub elsa_url: Option<String>,
+    /// The path of Elsa's API below `elsa_url` (default `elsa/api`).
+    pub elsa_api_path: Option<String>,
+    /// The environment variable holding the Elsa API key (sent as `Authorization: ApiKey
+    /// <key>`); without it, requests carry no credentials.
+    pub elsa_api_key_env: Option<String>,
+    /// The Elsa tenant id, sent as `X-Tenant-Id` (for an Elsa Server resolving its tenant
+    /// from that header).
+    pub elsa_tenant: Option<String>,
+}
+
+impl TenantConfig {
+    /// Whether the entry names an Elsa Server (any `elsa_*` key is set).
+    pub fn uses_elsa_server(&self) -> bool {
+        self.elsa_url.is_some()
+            || self.elsa_api_path.is_some()
+            || self.elsa_api_key_env.is_some()
+            || self.elsa_tenant.is_some()
+    }
 }
 
 /// `[auth]`.
@@ -441,6 +472,10 @@ mod tests {
             "[[tenants]]",
             "id",
             "workflows",
+            "elsa_url",
+            "elsa_api_path",
+            "elsa_api_key_env",
+            "elsa_tenant",
             "[[auth.api_keys]]",
             "key_env",
             "key =",
@@ -493,6 +528,26 @@ mod tests {
         let error =
             WeaverConfig::from_toml("[provider]\nkind = \"demo\"\nmodel = \"x\"").unwrap_err();
         assert!(error.contains("provider.model"), "{error}");
+    }
+
+    #[test]
+    fn a_tenant_names_a_folder_or_an_elsa_server() {
+        let config = WeaverConfig::from_toml(
+            "[[tenants]]\nid = \"acme\"\nworkflows = \"data/acme\"\n\
+             [[tenants]]\nid = \"globex\"\nelsa_url = \"https://elsa.example.com\"\n\
+             elsa_api_key_env = \"ELSA_KEY\"\nelsa_tenant = \"globex-elsa\"\n",
+        )
+        .unwrap();
+        assert!(!config.tenants[0].uses_elsa_server());
+        let globex = &config.tenants[1];
+        assert!(globex.uses_elsa_server());
+        assert_eq!(globex.elsa_url.as_deref(), Some("https://elsa.example.com"));
+        assert_eq!(globex.elsa_api_key_env.as_deref(), Some("ELSA_KEY"));
+        assert_eq!(globex.elsa_tenant.as_deref(), Some("globex-elsa"));
+        assert_eq!(globex.workflows, None);
+        let error =
+            WeaverConfig::from_toml("[[tenants]]\nid = \"a\"\nelsa_key = \"x\"\n").unwrap_err();
+        assert!(error.contains("elsa_key"), "{error}");
     }
 
     #[test]

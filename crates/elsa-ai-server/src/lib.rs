@@ -17,6 +17,13 @@
 //! graceful shutdown; [`demo::DemoProvider`] is the scripted provider of the default
 //! configuration. A host with its own wiring builds a [`WeaverApi`] and calls [`router`].
 //!
+//! Each `[[tenants]]` entry says where that tenant's workflow data lives: a folder of Elsa
+//! JSON (`workflows = "data/acme"`) or the built-in samples, held in memory, or an Elsa 3
+//! Server (`elsa_url = "https://elsa.example.com"`, `elsa_api_key_env = "ELSA_KEY"`,
+//! optional `elsa_api_path` and `elsa_tenant`), read through its REST API, where applied
+//! proposals are saved. The tenants' services sit behind one
+//! [`TenantRouter`](elsa_workflows::TenantRouter); [`config::REFERENCE`] documents every key.
+//!
 //! Mounting the API under a prefix of a host's own router:
 //!
 //! ```

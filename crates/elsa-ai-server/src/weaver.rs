@@ -1,6 +1,6 @@
-//! The whole server assembled from a [`WeaverConfig`]: workflow data, stores, tools,
-//! governance, the orchestrator, proposals, identity and the API, plus serving with a
-//! graceful shutdown.
+//! The whole server assembled from a [`WeaverConfig`]: workflow data (per tenant, in memory
+//! or from an Elsa Server), stores, tools, governance, the orchestrator, proposals, identity
+//! and the API, plus serving with a graceful shutdown.
 
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -18,18 +18,21 @@ use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
 use elsa_ai_host::{
     AgentRegistry, AuditTrail, ChatOrchestrator, ContextResolver, InMemoryAuditLog,
     InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
-    InMemoryToolEnablementStore, OrchestratorSettings, ProposalService, Redactor, RetentionSweeper,
-    ToolEnablementService, ToolGovernor, ToolRegistry, builtin_context_providers,
+    InMemoryToolEnablementStore, OrchestratorSettings, ProposalService, Redactor, RedactorBuilder,
+    RetentionSweeper, ToolEnablementService, ToolGovernor, ToolRegistry, builtin_context_providers,
 };
 use elsa_ai_store::{PostgresStore, SqliteStore};
-use elsa_workflows::{InMemoryWorkflowBackend, TenantId, samples};
+use elsa_workflows::{
+    ElsaServerBackend, ElsaServerConfig, InMemoryWorkflowBackend, TenantId, TenantRouter,
+    WorkflowServices, samples,
+};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{WeaverApi, WeaverApiParts};
 use crate::config::{
     ApiKeyConfig, ConfigError, DEFAULT_SQLITE_FILE, DEFAULT_TENANT, JwtAlgorithmConfig, JwtConfig,
-    ProviderConfig, StoreConfig, WeaverConfig,
+    ProviderConfig, StoreConfig, TenantConfig, WeaverConfig,
 };
 use crate::demo::DemoProvider;
 use crate::identity::{
@@ -300,42 +303,59 @@ impl Weaver {
         let grace_window = Duration::from_secs(limits.grace_window_secs.unwrap_or(60));
         let mut report = Vec::new();
 
-        // Workflow data, per tenant.
-        let workflows = Arc::new(InMemoryWorkflowBackend::new());
+        // Workflow data, per tenant: in memory (a folder or the samples) or an Elsa Server.
+        let memory = Arc::new(InMemoryWorkflowBackend::new());
+        let mut router = TenantRouter::new();
+        let mut backend_secrets = Vec::new();
         let tenants = served_tenants(&config);
-        for (tenant, folder) in &tenants {
+        for (tenant, source) in &tenants {
+            let folder = match source {
+                WorkflowSource::ElsaServer(entry) => {
+                    let (elsa, secret) = elsa_server(tenant, entry, env.as_ref())?;
+                    report.push(format!(
+                        "tenant '{tenant}': workflows from the Elsa Server at {}",
+                        elsa.api_base()
+                    ));
+                    backend_secrets.extend(secret);
+                    router = router.with(tenant.clone(), WorkflowServices::of(Arc::new(elsa)));
+                    continue;
+                }
+                WorkflowSource::Folder(folder) => Some(folder),
+                WorkflowSource::Samples => None,
+            };
             let seeded = match folder {
-                Some(folder) => workflows.seed_from_dir(tenant, folder).map_err(|error| {
+                Some(folder) => memory.seed_from_dir(tenant, folder).map_err(|error| {
                     StartupError::Workflows {
                         tenant: tenant.to_string(),
                         path: folder.clone(),
                         message: error.to_string(),
                     }
                 })?,
-                None => samples::seed(&workflows, tenant),
+                None => samples::seed(&memory, tenant),
             };
             if seeded.descriptors == 0 {
                 // A folder without an activity catalog validates against Elsa's built-ins.
-                workflows.set_catalog(tenant, elsa_workflows::builtin_catalog().to_vec());
+                memory.set_catalog(tenant, elsa_workflows::builtin_catalog().to_vec());
             }
             report.push(format!(
                 "tenant '{tenant}': {} definition versions and {} instances from {}",
                 seeded.definitions,
                 seeded.instances,
-                folder
-                    .as_ref()
-                    .map_or("the built-in samples".to_owned(), |f| f
-                        .display()
-                        .to_string())
+                folder.map_or("the built-in samples".to_owned(), |f| f
+                    .display()
+                    .to_string())
             ));
             for skipped in &seeded.skipped {
                 report.push(format!("tenant '{tenant}': skipped {skipped}"));
             }
+            router = router.with(tenant.clone(), WorkflowServices::of(memory.clone()));
         }
+        let workflows = Arc::new(router);
 
         // Identity, and the secrets the redactor must know.
-        let (identity, secrets, development_keys) =
+        let (identity, mut secrets, development_keys) =
             identity(&config, &tenants, env.as_ref(), &mut report)?;
+        secrets.extend(backend_secrets);
         let redactor = Arc::new(
             Redactor::builder()
                 .secrets(secrets)
@@ -443,7 +463,7 @@ impl Weaver {
             api,
             orchestrator,
             proposals,
-            workflows,
+            workflows: memory,
             conversations: stores.conversations,
             tenants: tenants.into_iter().map(|(tenant, _)| tenant).collect(),
             store: stores.backend,
@@ -476,7 +496,9 @@ impl Weaver {
         &self.proposals
     }
 
-    /// The workflow data the server serves (and applied proposals write to).
+    /// The in-memory workflow data of the tenants served from a folder or the samples (and
+    /// where applied proposals of those tenants are written). Tenants served by an Elsa
+    /// Server keep theirs there.
     pub fn workflows(&self) -> &Arc<InMemoryWorkflowBackend> {
         &self.workflows
     }
@@ -589,13 +611,30 @@ impl Weaver {
     }
 }
 
-/// The tenants served and their workflow folders (`None`: the samples).
-fn served_tenants(config: &WeaverConfig) -> Vec<(TenantId, Option<PathBuf>)> {
+/// Where one tenant's workflow data comes from.
+enum WorkflowSource {
+    /// The built-in sample workflows, in memory.
+    Samples,
+    /// A folder of Elsa JSON files, read into memory.
+    Folder(PathBuf),
+    /// An Elsa Server, over its REST API (the tenant's `elsa_*` settings).
+    ElsaServer(TenantConfig),
+}
+
+/// The tenants served and where their workflow data comes from.
+fn served_tenants(config: &WeaverConfig) -> Vec<(TenantId, WorkflowSource)> {
     if !config.tenants.is_empty() {
         return config
             .tenants
             .iter()
-            .map(|t| (TenantId::new(t.id.clone()), t.workflows.clone()))
+            .map(|t| {
+                let source = match &t.workflows {
+                    _ if t.uses_elsa_server() => WorkflowSource::ElsaServer(t.clone()),
+                    Some(folder) => WorkflowSource::Folder(folder.clone()),
+                    None => WorkflowSource::Samples,
+                };
+                (TenantId::new(t.id.clone()), source)
+            })
             .collect();
     }
     let named: BTreeSet<&str> = config
@@ -605,12 +644,58 @@ fn served_tenants(config: &WeaverConfig) -> Vec<(TenantId, Option<PathBuf>)> {
         .map(|k| k.tenant.as_str())
         .collect();
     if named.is_empty() {
-        return vec![(TenantId::new(DEFAULT_TENANT), None)];
+        return vec![(TenantId::new(DEFAULT_TENANT), WorkflowSource::Samples)];
     }
     named
         .into_iter()
-        .map(|tenant| (TenantId::new(tenant), None))
+        .map(|tenant| (TenantId::new(tenant), WorkflowSource::Samples))
         .collect()
+}
+
+/// The Elsa Server backend a `[[tenants]]` entry names, and its API key (a secret for the
+/// redactor), checked before anything is sent.
+fn elsa_server(
+    tenant: &TenantId,
+    entry: &TenantConfig,
+    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+) -> Result<(ElsaServerBackend, Option<String>), StartupError> {
+    let problem = |message: String| invalid(format!("tenant '{tenant}': {message}"));
+    if entry.workflows.is_some() {
+        return Err(problem(
+            "workflows and elsa_url are mutually exclusive: the workflow data comes from a \
+             folder or from an Elsa Server, not both"
+                .into(),
+        ));
+    }
+    let url = entry.elsa_url.as_deref().ok_or_else(|| {
+        problem("elsa_api_path, elsa_api_key_env and elsa_tenant need elsa_url".into())
+    })?;
+    let mut config = ElsaServerConfig::new(url).map_err(|e| problem(format!("elsa_url: {e}")))?;
+    if let Some(path) = &entry.elsa_api_path {
+        config = config.api_path(path);
+    }
+    let mut secret = None;
+    if let Some(variable) = &entry.elsa_api_key_env {
+        let key = env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
+            problem(format!(
+                "elsa_api_key_env names {variable}, which is not set"
+            ))
+        })?;
+        if key.len() < RedactorBuilder::MIN_SECRET_LEN {
+            return Err(problem(format!(
+                "the Elsa API key in {variable} is shorter than {} characters",
+                RedactorBuilder::MIN_SECRET_LEN
+            )));
+        }
+        config = config.api_key(key.clone());
+        secret = Some(key);
+    }
+    if let Some(elsa_tenant) = &entry.elsa_tenant {
+        config = config.elsa_tenant_id(elsa_tenant.clone());
+    }
+    let backend = ElsaServerBackend::new(tenant.clone(), config)
+        .map_err(|e| problem(format!("the Elsa Server cannot be used: {e}")))?;
+    Ok((backend, secret))
 }
 
 type Identity = (IdentityChain, Vec<String>, Vec<(String, String)>);
@@ -618,7 +703,7 @@ type Identity = (IdentityChain, Vec<String>, Vec<(String, String)>);
 /// The identity chain, the secrets to redact, and the development keys (if created).
 fn identity(
     config: &WeaverConfig,
-    tenants: &[(TenantId, Option<PathBuf>)],
+    tenants: &[(TenantId, WorkflowSource)],
     env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
     report: &mut Vec<String>,
 ) -> Result<Identity, StartupError> {

@@ -54,10 +54,12 @@ pub fn two_tenants() -> WeaverConfig {
             TenantConfig {
                 id: "acme".into(),
                 workflows: None,
+                ..TenantConfig::default()
             },
             TenantConfig {
                 id: "globex".into(),
                 workflows: None,
+                ..TenantConfig::default()
             },
         ],
         auth: AuthConfig {
