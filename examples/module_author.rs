@@ -263,7 +263,7 @@ async fn walk_through() -> Result<Observed, Box<dyn std::error::Error>> {
         agent: Some(AGENT.into()),
         ..AiToolQuery::for_caller(user.clone())
     };
-    let names = |tools: Vec<AiToolDefinition>| tools.into_iter().map(|t| t.name).collect();
+    let names = |tools: Vec<Arc<AiToolDefinition>>| tools.iter().map(|t| t.name.clone()).collect();
     let invoker = || governor.bind(ToolCallScope::new(user.clone(), AGENT));
     let call = |tool: &str, arguments: Value| AiProviderToolInvocation {
         call_id: format!("call-{tool}"),

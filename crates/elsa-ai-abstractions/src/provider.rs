@@ -66,7 +66,7 @@ pub struct AiTurnRequest {
     /// Resolved attachments, clamped and redacted.
     pub context: Vec<AiResolvedContext>,
     /// The only tools the provider may offer the model this turn.
-    pub tools: Vec<AiToolDefinition>,
+    pub tools: Vec<Arc<AiToolDefinition>>,
     /// Cancelled when the host gives up on the turn (for example the grace window expired).
     pub cancellation: CancellationToken,
 }

@@ -339,8 +339,9 @@ impl AiToolQuery {
 /// The registry of tools, filtered for the caller.
 #[async_trait]
 pub trait AiToolRegistry: Send + Sync {
-    /// The definitions of every tool the query's caller may call, sorted by name.
-    async fn list(&self, query: &AiToolQuery) -> Result<Vec<AiToolDefinition>, AiError>;
+    /// The definitions of every tool the query's caller may call, sorted by name. They are
+    /// shared, not copied: input schemas dominate the cost of listing many tools.
+    async fn list(&self, query: &AiToolQuery) -> Result<Vec<Arc<AiToolDefinition>>, AiError>;
 
     /// The tool of that name, if the query's caller may call it.
     async fn find(
@@ -348,17 +349,6 @@ pub trait AiToolRegistry: Send + Sync {
         name: &str,
         query: &AiToolQuery,
     ) -> Result<Option<Arc<dyn AiTool>>, AiError>;
-
-    /// The same definitions as [`list`](Self::list), shared instead of copied. A registry
-    /// that keeps its definitions behind `Arc`s answers without cloning input schemas, which
-    /// dominate the cost of listing many tools; use it where the definitions are only read
-    /// (tool listings, capability screens).
-    async fn list_shared(
-        &self,
-        query: &AiToolQuery,
-    ) -> Result<Vec<Arc<AiToolDefinition>>, AiError> {
-        Ok(self.list(query).await?.into_iter().map(Arc::new).collect())
-    }
 }
 
 /// A tool call as the provider makes it: only name, arguments and the provider's call id.

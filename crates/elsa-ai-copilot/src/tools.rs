@@ -126,7 +126,7 @@ fn model_reply(result: &AiToolResult) -> ToolResultExpanded {
 
 /// The SDK tools for a turn's authorized definitions, each under its function name.
 pub(crate) fn sdk_tools(
-    definitions: &[AiToolDefinition],
+    definitions: &[Arc<AiToolDefinition>],
     names: &ToolNames,
     invoker: &Arc<dyn AiProviderToolInvoker>,
     results: &Arc<ToolResults>,
@@ -383,7 +383,12 @@ mod tests {
             Mutex::new(Vec::new()),
             AiToolResult::success(Value::Null),
         ));
-        let tools = sdk_tools(&definitions, &names, &invoker, &Arc::default());
+        let tools = sdk_tools(
+            &definitions.map(Arc::new),
+            &names,
+            &invoker,
+            &Arc::default(),
+        );
         assert_eq!(tools.len(), 2);
         assert_eq!(tools[0].name, "workflow_getDefinition");
         assert_eq!(tools[0].description, "does workflow.getDefinition");

@@ -417,7 +417,7 @@ fn turn(
             },
         ],
         context: Vec::new(),
-        tools,
+        tools: tools.into_iter().map(Arc::new).collect(),
         cancellation,
     }
 }

@@ -151,7 +151,7 @@ async fn a_caller_with_every_permission_is_listed_the_read_only_tools_until_prop
         .await
         .expect("listing")
         .into_iter()
-        .map(|t| t.name)
+        .map(|t| t.name.clone())
         .collect();
     for expected in &expected() {
         let shown = listed.iter().any(|n| n == expected.name);

@@ -32,7 +32,7 @@ pub(super) struct Turn {
     pub message: String,
     pub history: Vec<AiMessage>,
     pub context: Vec<AiResolvedContext>,
-    pub tools: Vec<AiToolDefinition>,
+    pub tools: Vec<Arc<AiToolDefinition>>,
     pub attachments: Vec<AiContextAttachment>,
 }
 

@@ -337,11 +337,11 @@ impl ToolRegistry {
 
 #[async_trait]
 impl AiToolRegistry for ToolRegistry {
-    async fn list(&self, query: &AiToolQuery) -> Result<Vec<AiToolDefinition>, AiError> {
+    async fn list(&self, query: &AiToolQuery) -> Result<Vec<Arc<AiToolDefinition>>, AiError> {
         let viewer = self.viewer(query).await?;
         Ok(self
             .visible_tools(&viewer, query)
-            .map(|t| AiToolDefinition::clone(&t.definition))
+            .map(|t| t.definition.clone())
             .collect())
     }
 
@@ -357,16 +357,5 @@ impl AiToolRegistry for ToolRegistry {
         Ok(self
             .visible(tool, &viewer, query)
             .then(|| tool.tool.clone()))
-    }
-
-    async fn list_shared(
-        &self,
-        query: &AiToolQuery,
-    ) -> Result<Vec<Arc<AiToolDefinition>>, AiError> {
-        let viewer = self.viewer(query).await?;
-        Ok(self
-            .visible_tools(&viewer, query)
-            .map(|t| t.definition.clone())
-            .collect())
     }
 }

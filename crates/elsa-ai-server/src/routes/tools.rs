@@ -37,7 +37,7 @@ pub(crate) async fn list_tools(
         mutability: filters.mutability,
         danger_level: filters.danger_level,
     };
-    let tools = api.parts().registry.list_shared(&query).await?;
+    let tools = api.parts().registry.list(&query).await?;
     Ok(Json(ToolListView {
         tools: tools
             .iter()
