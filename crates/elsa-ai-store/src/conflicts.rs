@@ -48,13 +48,16 @@ pub(crate) fn conversation_not_found(id: &ConversationId) -> AiError {
 
 /// A journal append whose sequence is not exactly one after `last`.
 pub(crate) fn sequence(event: &AiStreamEvent, last: u64) -> AiError {
+    sequence_of(event.conversation_id.as_str(), event.sequence, last)
+}
+
+/// A journal append of `sequence` to `conversation_id` whose last sequence is `last`.
+pub(crate) fn sequence_of(conversation_id: &str, sequence: u64, last: u64) -> AiError {
     AiError::conflict(
         "sequence_conflict",
         format!(
-            "conversation '{}' expects stream sequence {}, got {}",
-            event.conversation_id,
+            "conversation '{conversation_id}' expects stream sequence {}, got {sequence}",
             last.saturating_add(1),
-            event.sequence
         ),
     )
 }

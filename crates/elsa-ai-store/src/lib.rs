@@ -10,7 +10,10 @@
 //! reconnect) and [`AiToolEnablementStore`](elsa_ai_abstractions::AiToolEnablementStore).
 //!
 //! - [`SqliteStore`] (feature `sqlite`, the default) is the embedded store: one file in WAL
-//!   mode, every write on disk before it returns.
+//!   mode (`synchronous = FULL`), every write on disk before it returns. Reads share a pool of
+//!   connections; writes queue for one writer connection and start `IMMEDIATE`, and stream
+//!   journal appends are group-committed like audit records (see [`Batching`]), so hundreds
+//!   of concurrent streams cost a few commits per interval instead of one each.
 //! - [`PostgresStore`] (feature `postgres`) is for several server replicas sharing one
 //!   database: the same schema, correct under concurrent writers in different processes.
 //!
@@ -47,10 +50,10 @@
 //! # }).unwrap();
 //! ```
 
-mod audit_writer;
 mod conflicts;
 mod error;
 mod filters;
+mod group_commit;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rows;
@@ -59,8 +62,8 @@ mod sqlite;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use audit_writer::AuditBatching;
 pub use error::StoreError;
+pub use group_commit::Batching;
 #[cfg(feature = "postgres")]
 pub use postgres::{PostgresStore, PostgresStoreOptions};
 #[cfg(feature = "sqlite")]

@@ -15,8 +15,10 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::{Postgres, QueryBuilder};
 
-use crate::audit_writer::{AuditBatchInsert, AuditBatching, AuditWriter};
 use crate::error::{StoreError, failed, is_unique_violation};
+use crate::group_commit::{
+    BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
+};
 use crate::rows::{
     AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
     conversation_from_row, decode_audit_event, decode_proposal, decode_stream_event,
@@ -33,7 +35,7 @@ pub struct PostgresStoreOptions {
     url: String,
     max_connections: u32,
     acquire_timeout: Duration,
-    audit: AuditBatching,
+    audit: Batching,
     audit_concurrency: usize,
 }
 
@@ -52,14 +54,14 @@ impl std::fmt::Debug for PostgresStoreOptions {
 impl PostgresStoreOptions {
     /// The database at `url` (`postgres://user:password@host:port/database`, or with
     /// `?host=/socket/dir` for a Unix socket), with the defaults: 10 connections, a 10 s wait
-    /// for a free connection, [`AuditBatching::default`] and up to 4 audit batches committing
+    /// for a free connection, [`Batching::default`] and up to 4 audit batches committing
     /// at once.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
             max_connections: 10,
             acquire_timeout: Duration::from_secs(10),
-            audit: AuditBatching::default(),
+            audit: Batching::default(),
             audit_concurrency: 4,
         }
     }
@@ -78,7 +80,7 @@ impl PostgresStoreOptions {
     }
 
     /// How audit records are grouped into transactions.
-    pub fn audit_batching(mut self, batching: AuditBatching) -> Self {
+    pub fn audit_batching(mut self, batching: Batching) -> Self {
         self.audit = batching;
         self
     }
@@ -103,7 +105,7 @@ impl PostgresStoreOptions {
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,
-    audit: Arc<AuditWriter>,
+    audit: Arc<GroupCommitWriter<AuditRow>>,
 }
 
 impl PostgresStore {
@@ -121,11 +123,11 @@ impl PostgresStore {
             .await
             .map_err(StoreError::Connect)?;
         MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
-        let batches = BatchInsert {
+        let batches = AuditInserts {
             pool: pool.clone(),
             concurrency: options.audit_concurrency,
         };
-        let audit = AuditWriter::spawn(batches, options.audit);
+        let audit = GroupCommitWriter::spawn(batches, options.audit);
         Ok(Self {
             pool,
             audit: Arc::new(audit),
@@ -145,13 +147,16 @@ impl PostgresStore {
     }
 }
 
-struct BatchInsert {
+/// Audit batches, one `INSERT` each.
+struct AuditInserts {
     pool: PgPool,
     concurrency: usize,
 }
 
 #[async_trait]
-impl AuditBatchInsert for BatchInsert {
+impl BatchInsert for AuditInserts {
+    type Row = AuditRow;
+
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
         // One statement for the whole batch: the columns travel as arrays.
         let column = |f: fn(&AuditRow) -> &str| rows.iter().map(f).collect::<Vec<_>>();
@@ -182,6 +187,18 @@ impl AuditBatchInsert for BatchInsert {
 
     fn concurrent_batches(&self) -> usize {
         self.concurrency
+    }
+
+    async fn row_failed(&self, row: &AuditRow, error: sqlx::Error) -> AiError {
+        audit_record_failed(row, error)
+    }
+
+    fn batch_failed(error: sqlx::Error) -> AiError {
+        audit_batch_failed(error)
+    }
+
+    fn closed() -> AiError {
+        audit_closed()
     }
 }
 
@@ -311,7 +328,7 @@ impl AiProposalStore for PostgresStore {
 #[async_trait]
 impl AiAuditSink for PostgresStore {
     async fn record(&self, event: AiAuditEvent) -> Result<(), AiError> {
-        self.audit.record(AuditRow::new(&event)?).await
+        self.audit.write(AuditRow::new(&event)?).await
     }
 }
 

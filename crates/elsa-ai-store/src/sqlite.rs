@@ -18,8 +18,10 @@ use sqlx::sqlite::{
 };
 use sqlx::{QueryBuilder, Sqlite};
 
-use crate::audit_writer::{AuditBatchInsert, AuditBatching, AuditWriter};
 use crate::error::{StoreError, failed, is_unique_violation};
+use crate::group_commit::{
+    BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
+};
 use crate::rows::{
     AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
     conversation_from_row, decode_audit_event, decode_proposal, decode_stream_event,
@@ -36,18 +38,21 @@ pub struct SqliteStoreOptions {
     path: PathBuf,
     busy_timeout: Duration,
     max_connections: u32,
-    audit: AuditBatching,
+    audit: Batching,
+    journal: Batching,
 }
 
 impl SqliteStoreOptions {
     /// The database file at `path` (created when missing), with the defaults: a 5 s busy
-    /// timeout, 8 connections and [`AuditBatching::default`].
+    /// timeout, 8 reading connections and [`Batching::default`] for the audit trail and the
+    /// stream journal.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
             busy_timeout: Duration::from_secs(5),
             max_connections: 8,
-            audit: AuditBatching::default(),
+            audit: Batching::default(),
+            journal: Batching::default(),
         }
     }
 
@@ -58,15 +63,22 @@ impl SqliteStoreOptions {
         self
     }
 
-    /// The most connections the pool opens (readers run in parallel; writers take turns).
+    /// The most connections opened for reading (readers run in parallel); every write goes
+    /// through one more, the writer connection.
     pub fn max_connections(mut self, connections: u32) -> Self {
         self.max_connections = connections.max(1);
         self
     }
 
     /// How audit records are grouped into transactions.
-    pub fn audit_batching(mut self, batching: AuditBatching) -> Self {
+    pub fn audit_batching(mut self, batching: Batching) -> Self {
         self.audit = batching;
+        self
+    }
+
+    /// How stream-journal appends are grouped into transactions.
+    pub fn journal_batching(mut self, batching: Batching) -> Self {
+        self.journal = batching;
         self
     }
 }
@@ -75,13 +87,22 @@ impl SqliteStoreOptions {
 /// messages, the stream journal and tool enablement.
 ///
 /// The file is opened in WAL mode with `synchronous = FULL`, so a write that returned is on
-/// disk; migrations run on open. Several processes may open the same file: writes take turns
-/// through SQLite's lock (waiting up to the busy timeout) and every compare-and-set is one
-/// conditional statement. Clones share the pool and the audit writer.
+/// disk; migrations run on open. Reads use a pool of connections; every write of this process
+/// goes through one writer connection, so writers queue in order here instead of polling for
+/// SQLite's write lock, and every writing transaction starts `IMMEDIATE` (it holds the lock
+/// from its first statement, so it never fails upgrading a read). Audit records and
+/// stream-journal appends are group-committed: many callers' rows in one transaction, each
+/// acknowledged after the commit. Several processes may open the same file: their writers
+/// take turns through SQLite's lock (waiting up to the busy timeout) and every
+/// compare-and-set is one conditional statement. Clones share the connections and writers.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
+    /// Connections for reading.
     pool: SqlitePool,
-    audit: Arc<AuditWriter>,
+    /// The one connection every write goes through.
+    writer: SqlitePool,
+    audit: Arc<GroupCommitWriter<AuditRow>>,
+    journal: Arc<GroupCommitWriter<StreamRow>>,
 }
 
 impl SqliteStore {
@@ -99,15 +120,21 @@ impl SqliteStore {
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(options.busy_timeout);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(options.max_connections)
-            .connect_with(connect)
+        // One writer: the pool hands its connection out first come, first served, so writes
+        // queue here rather than sleeping in SQLite's busy handler. It never closes for being
+        // idle (reopening it would cost a write its latency).
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect_with(connect.clone())
             .await
             .map_err(StoreError::Connect)?;
         // SQLite's migrator takes no lock of its own: one immediate transaction around the
         // whole run makes processes that open a new file together migrate it once, in turn.
-        let mut migrating = pool
-            .begin_with("BEGIN IMMEDIATE")
+        let mut migrating = writer
+            .begin_with(BEGIN_WRITE)
             .await
             .map_err(StoreError::Connect)?;
         MIGRATOR
@@ -115,10 +142,24 @@ impl SqliteStore {
             .await
             .map_err(StoreError::Migrate)?;
         migrating.commit().await.map_err(StoreError::Connect)?;
-        let audit = AuditWriter::spawn(BatchInsert(pool.clone()), options.audit);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .connect_with(connect)
+            .await
+            .map_err(StoreError::Connect)?;
+        let audit = GroupCommitWriter::spawn(AuditInserts(writer.clone()), options.audit);
+        let journal = GroupCommitWriter::spawn(
+            JournalAppends {
+                writer: writer.clone(),
+                reader: pool.clone(),
+            },
+            options.journal,
+        );
         Ok(Self {
             pool,
+            writer,
             audit: Arc::new(audit),
+            journal: Arc::new(journal),
         })
     }
 
@@ -127,23 +168,37 @@ impl SqliteStore {
         self.audit.flush().await
     }
 
-    /// Writes every accepted audit record, then closes the database. Later calls on this
-    /// store (and its clones) fail.
+    /// Writes every accepted audit record and journal append, then closes the database.
+    /// Later calls on this store (and its clones) fail.
     pub async fn close(&self) {
         self.audit.close().await;
+        self.journal.close().await;
+        self.writer.close().await;
         self.pool.close().await;
+    }
+
+    /// Starts a writing transaction on the writer connection.
+    async fn begin_write(&self) -> Result<sqlx::Transaction<'static, Sqlite>, sqlx::Error> {
+        self.writer.begin_with(BEGIN_WRITE).await
     }
 }
 
-struct BatchInsert(SqlitePool);
+/// Writing transactions take the write lock at once: a deferred one that read first could
+/// fail with `SQLITE_BUSY` (not wait) when it upgrades while another process writes.
+const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
+
+/// Audit batches on the writer connection.
+struct AuditInserts(SqlitePool);
 
 /// Rows per `INSERT`: few statements per batch, always the same few statement texts.
 const AUDIT_ROWS_PER_STATEMENT: usize = 64;
 
 #[async_trait]
-impl AuditBatchInsert for BatchInsert {
+impl BatchInsert for AuditInserts {
+    type Row = AuditRow;
+
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
-        let mut tx = self.0.begin().await?;
+        let mut tx = self.0.begin_with(BEGIN_WRITE).await?;
         for chunk in rows.chunks(AUDIT_ROWS_PER_STATEMENT) {
             let mut insert = QueryBuilder::<Sqlite>::new(
                 "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, \
@@ -166,6 +221,96 @@ impl AuditBatchInsert for BatchInsert {
         }
         tx.commit().await
     }
+
+    async fn row_failed(&self, row: &AuditRow, error: sqlx::Error) -> AiError {
+        audit_record_failed(row, error)
+    }
+
+    fn batch_failed(error: sqlx::Error) -> AiError {
+        audit_batch_failed(error)
+    }
+
+    fn closed() -> AiError {
+        audit_closed()
+    }
+}
+
+/// Journal appends on the writer connection, each inserted only when it is exactly the next
+/// sequence of its conversation (the batch's earlier rows included).
+struct JournalAppends {
+    writer: SqlitePool,
+    reader: SqlitePool,
+}
+
+#[async_trait]
+impl BatchInsert for JournalAppends {
+    type Row = StreamRow;
+
+    async fn insert(&self, rows: &[StreamRow]) -> Result<(), sqlx::Error> {
+        let mut tx = self.writer.begin_with(BEGIN_WRITE).await?;
+        for row in rows {
+            let inserted = sqlx::query(
+                "INSERT INTO stream_events (conversation_id, sequence, event_type, \
+                 occurred_at_ns, body) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 = \
+                 (SELECT COALESCE(MAX(sequence), 0) + 1 FROM stream_events \
+                 WHERE conversation_id = ?1)",
+            )
+            .bind(row.conversation_id.as_str())
+            .bind(row.sequence)
+            .bind(row.event_type)
+            .bind(row.occurred_at_ns)
+            .bind(row.body.as_str())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if inserted != 1 {
+                // Not the next sequence: the whole batch rolls back and is retried row by row.
+                return Err(sqlx::Error::RowNotFound);
+            }
+        }
+        tx.commit().await
+    }
+
+    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+        matches!(error, sqlx::Error::RowNotFound) || is_unique_violation(error)
+    }
+
+    async fn row_failed(&self, row: &StreamRow, error: sqlx::Error) -> AiError {
+        if !self.is_row_refusal(&error) {
+            return failed("appending to the stream journal", error);
+        }
+        match last_sequence(&self.reader, &row.conversation_id).await {
+            Ok(last) => conflicts::sequence_of(
+                &row.conversation_id,
+                u64::try_from(row.sequence).unwrap_or(0),
+                last,
+            ),
+            Err(error) => error,
+        }
+    }
+
+    fn batch_failed(error: sqlx::Error) -> AiError {
+        failed("appending to the stream journal", error)
+    }
+
+    fn closed() -> AiError {
+        AiError::internal(
+            "store_closed",
+            "the store is closed; the stream event was not journaled",
+        )
+    }
+}
+
+/// The last journaled sequence of `conversation_id` (0 when there is none).
+async fn last_sequence(pool: &SqlitePool, conversation_id: &str) -> Result<u64, AiError> {
+    let last: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?",
+    )
+    .bind(conversation_id)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| failed("reading the stream journal", e))?;
+    Ok(u64::try_from(last).unwrap_or(0))
 }
 
 #[async_trait]
@@ -201,7 +346,7 @@ impl AiProposalStore for SqliteStore {
         .bind(row.created_at_ns)
         .bind(row.revision)
         .bind(row.body)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(|e| {
             if is_unique_violation(&e) {
@@ -233,7 +378,7 @@ impl AiProposalStore for SqliteStore {
         .bind(row.id.as_str())
         .bind(row.tenant_id.as_str())
         .bind(expected)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(|e| failed("updating a proposal", e))?
         .rows_affected();
@@ -291,7 +436,7 @@ impl AiProposalStore for SqliteStore {
 #[async_trait]
 impl AiAuditSink for SqliteStore {
     async fn record(&self, event: AiAuditEvent) -> Result<(), AiError> {
-        self.audit.record(AuditRow::new(&event)?).await
+        self.audit.write(AuditRow::new(&event)?).await
     }
 }
 
@@ -342,7 +487,7 @@ impl AiConversationStore for SqliteStore {
             .map(|m| Ok((m, to_nanos(m.timestamp, "message")?)))
             .collect::<Result<Vec<_>, AiError>>()?;
         let doing = "creating a conversation";
-        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        let mut tx = self.begin_write().await.map_err(|e| failed(doing, e))?;
         sqlx::query(
             "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, created_at_ns, \
              updated_at_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -429,7 +574,7 @@ impl AiConversationStore for SqliteStore {
     ) -> Result<(), AiError> {
         let at = to_nanos(message.timestamp, "message")?;
         let doing = "appending a message";
-        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        let mut tx = self.begin_write().await.map_err(|e| failed(doing, e))?;
         let touched = sqlx::query(
             "UPDATE conversations SET updated_at_ns = MAX(updated_at_ns, ?) \
              WHERE id = ? AND tenant_id = ?",
@@ -499,7 +644,7 @@ impl AiConversationStore for SqliteStore {
     async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
         let cutoff = clamp_nanos(cutoff);
         let doing = "purging conversations";
-        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        let mut tx = self.begin_write().await.map_err(|e| failed(doing, e))?;
         sqlx::query(
             "DELETE FROM stream_events WHERE conversation_id IN \
              (SELECT id FROM conversations WHERE updated_at_ns < ?)",
@@ -527,26 +672,7 @@ impl AiStreamJournal for SqliteStore {
             // A sequence beyond i64 can never be the next one.
             return Err(self.sequence_conflict(event).await);
         };
-        // Inserted only when it is exactly the next sequence; the primary key refuses a
-        // duplicate that races past the check.
-        let inserted = sqlx::query(
-            "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
-             body) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 = (SELECT COALESCE(MAX(sequence), 0) + 1 \
-             FROM stream_events WHERE conversation_id = ?1)",
-        )
-        .bind(row.conversation_id)
-        .bind(row.sequence)
-        .bind(row.event_type)
-        .bind(row.occurred_at_ns)
-        .bind(row.body)
-        .execute(&self.pool)
-        .await;
-        match inserted {
-            Ok(done) if done.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(self.sequence_conflict(event).await),
-            Err(e) if is_unique_violation(&e) => Err(self.sequence_conflict(event).await),
-            Err(e) => Err(failed("appending to the stream journal", e)),
-        }
+        self.journal.write(row).await
     }
 
     async fn read_after(
@@ -572,14 +698,7 @@ impl AiStreamJournal for SqliteStore {
     }
 
     async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError> {
-        let last: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?",
-        )
-        .bind(conversation_id.as_str())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| failed("reading the stream journal", e))?;
-        Ok(u64::try_from(last).unwrap_or(0))
+        last_sequence(&self.pool, conversation_id.as_str()).await
     }
 }
 
@@ -622,7 +741,7 @@ impl AiToolEnablementStore for SqliteStore {
         .bind(enablement.enabled)
         .bind(enablement.changed_by.as_str())
         .bind(changed_at)
-        .execute(&self.pool)
+        .execute(&self.writer)
         .await
         .map_err(|e| failed("recording tool enablement", e))?;
         Ok(())

@@ -8,4 +8,5 @@ mod conformance;
 mod crash;
 mod durability;
 mod failures;
+mod journal;
 mod proposal_service;

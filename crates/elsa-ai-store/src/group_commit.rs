@@ -1,15 +1,16 @@
-//! Group commit for the audit trail.
+//! Group commit: many callers' rows written in few transactions.
 //!
-//! Every [`record`](elsa_ai_abstractions::AiAuditSink::record) hands its encoded row to one
-//! writer task per store and waits for its own acknowledgement. The writer takes whatever has
-//! queued up (up to [`AuditBatching::max_batch`]), writes it in one transaction and
+//! The audit trail and the SQLite stream journal hand every row to one writer task per store
+//! (a [`GroupCommitWriter`]) and wait for their own acknowledgement. The writer takes whatever
+//! has queued up (up to [`Batching::max_batch`]), writes it in one transaction and
 //! acknowledges each caller only after the commit, so throughput grows with concurrency while
-//! no caller proceeds before its record is durable. Where the database overlaps commits
+//! no caller proceeds before its row is durable. Where the database overlaps commits
 //! (PostgreSQL), several batches may be committing at once; while every slot is busy, the
-//! next batch grows. A failed batch fails each of its callers;
-//! a batch refused only because one record's id already exists is retried record by record, so
-//! that only the duplicate fails. [`AuditWriter::close`] stops intake, writes everything that
-//! was accepted and then ends the task: nothing accepted is lost.
+//! next batch grows. A failed batch fails each of its callers; a batch refused only because
+//! of one row (an audit id that already exists, a journal sequence that is not the next one)
+//! is retried row by row, so that only that row's caller fails. [`GroupCommitWriter::close`]
+//! stops intake, writes everything that was accepted and then ends the task: nothing accepted
+//! is lost.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,20 +25,21 @@ use tokio::time::Instant;
 use crate::error::{failed, is_unique_violation};
 use crate::rows::AuditRow;
 
-/// How the audit writer groups records into transactions.
+/// How a group-commit writer (the audit trail's, the SQLite stream journal's) groups rows
+/// into transactions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AuditBatching {
-    /// The most records written in one transaction.
+pub struct Batching {
+    /// The most rows written in one transaction.
     pub max_batch: usize,
-    /// How many records may wait for the writer before `record` itself waits (back-pressure).
+    /// How many rows may wait for the writer before the caller itself waits (back-pressure).
     pub queue_capacity: usize,
-    /// How long a batch smaller than the previous one waits for more records before it is
+    /// How long a batch smaller than the previous one waits for more rows before it is
     /// written (group commit: callers acknowledged together tend to come back together, and
     /// one commit for all of them costs about what one costs for a few). Zero writes at once.
     pub linger: Duration,
 }
 
-impl Default for AuditBatching {
+impl Default for Batching {
     fn default() -> Self {
         Self {
             max_batch: 512,
@@ -47,94 +49,104 @@ impl Default for AuditBatching {
     }
 }
 
-/// What a backend does for the writer: insert rows in one transaction, all or none.
+/// What a backend does for a writer: insert rows in one transaction, all or none, and say
+/// what a failure means to the callers.
 #[async_trait]
-pub(crate) trait AuditBatchInsert: Send + Sync + 'static {
-    async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error>;
+pub(crate) trait BatchInsert: Send + Sync + 'static {
+    /// The row one caller writes.
+    type Row: Send + Sync + 'static;
+
+    /// Inserts `rows` in one transaction: all of them or none.
+    async fn insert(&self, rows: &[Self::Row]) -> Result<(), sqlx::Error>;
 
     /// How many batches may be committing at once: 1 where writers take turns anyway
     /// (SQLite); more where commits of different transactions overlap (PostgreSQL).
     fn concurrent_batches(&self) -> usize {
         1
     }
+
+    /// Whether a batch may have been refused because of one of its rows alone; it is then
+    /// retried row by row.
+    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+        is_unique_violation(error)
+    }
+
+    /// What the caller of `row` sees when `row`, written alone, failed with `error`.
+    async fn row_failed(&self, row: &Self::Row, error: sqlx::Error) -> AiError;
+
+    /// What every caller of a failed batch of several rows sees.
+    fn batch_failed(error: sqlx::Error) -> AiError;
+
+    /// What a caller sees once the writer is closed.
+    fn closed() -> AiError;
 }
 
 type Ack = oneshot::Sender<Result<(), AiError>>;
 
-// Nearly every command is a record: boxing it would cost an allocation per record.
-#[allow(clippy::large_enum_variant)]
-enum Command {
-    Record(AuditRow, Ack),
+enum Command<R> {
+    Write(R, Ack),
     /// Acknowledged once everything queued before it is committed.
     Flush(oneshot::Sender<()>),
     /// Like `Flush`, and stops intake first.
     Close(oneshot::Sender<()>),
 }
 
-/// The handle callers use; one per store, shared by its clones.
-#[derive(Debug)]
-pub(crate) struct AuditWriter {
-    commands: mpsc::Sender<Command>,
+/// The handle callers use; one per store and kind of row, shared by the store's clones.
+pub(crate) struct GroupCommitWriter<R> {
+    commands: mpsc::Sender<Command<R>>,
     /// Set by `close` before the writer even sees the command, so that intake stops at once.
     closing: AtomicBool,
+    closed: fn() -> AiError,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl std::fmt::Debug for Command {
+impl<R> std::fmt::Debug for GroupCommitWriter<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Record(row, _) => f.debug_tuple("Record").field(&row.id).finish(),
-            Self::Flush(_) => f.write_str("Flush"),
-            Self::Close(_) => f.write_str("Close"),
-        }
+        f.debug_struct("GroupCommitWriter")
+            .field("closing", &self.closing)
+            .finish_non_exhaustive()
     }
 }
 
-fn closed() -> AiError {
-    AiError::internal(
-        "audit_store_closed",
-        "the audit store is closed; the record was not written",
-    )
-}
-
-impl AuditWriter {
+impl<R: Send + Sync + 'static> GroupCommitWriter<R> {
     /// Starts the writer task on the current tokio runtime.
-    pub fn spawn(backend: impl AuditBatchInsert, batching: AuditBatching) -> Self {
+    pub fn spawn<B: BatchInsert<Row = R>>(backend: B, batching: Batching) -> Self {
         let (commands, queue) = mpsc::channel(batching.queue_capacity.max(1));
         let task = tokio::spawn(run(Arc::new(backend), queue, batching));
         Self {
             commands,
             closing: AtomicBool::new(false),
+            closed: B::closed,
             task: Mutex::new(Some(task)),
         }
     }
 
     /// Writes `row` and returns once it is committed, or with the reason it is not.
-    pub async fn record(&self, row: AuditRow) -> Result<(), AiError> {
+    pub async fn write(&self, row: R) -> Result<(), AiError> {
         if self.closing.load(Ordering::Acquire) {
-            return Err(closed());
+            return Err((self.closed)());
         }
         let (ack, acknowledged) = oneshot::channel();
         self.commands
-            .send(Command::Record(row, ack))
+            .send(Command::Write(row, ack))
             .await
-            .map_err(|_| closed())?;
-        // A writer that stops without answering has not committed the record.
-        acknowledged.await.map_err(|_| closed())?
+            .map_err(|_| (self.closed)())?;
+        // A writer that stops without answering has not committed the row.
+        acknowledged.await.map_err(|_| (self.closed)())?
     }
 
-    /// Returns once every record accepted before the call is committed (or failed).
+    /// Returns once every row accepted before the call is committed (or failed).
     pub async fn flush(&self) -> Result<(), AiError> {
         let (ack, done) = oneshot::channel();
         self.commands
             .send(Command::Flush(ack))
             .await
-            .map_err(|_| closed())?;
-        done.await.map_err(|_| closed())
+            .map_err(|_| (self.closed)())?;
+        done.await.map_err(|_| (self.closed)())
     }
 
-    /// Stops intake, writes every accepted record and waits for the writer to end.
-    /// Later `record` calls fail with `audit_store_closed`. Idempotent.
+    /// Stops intake, writes every accepted row and waits for the writer to end. Later
+    /// `write` calls fail with the backend's `closed` error. Idempotent.
     pub async fn close(&self) {
         self.closing.store(true, Ordering::Release);
         let (ack, done) = oneshot::channel();
@@ -147,10 +159,10 @@ impl AuditWriter {
     }
 }
 
-async fn run<B: AuditBatchInsert>(
+async fn run<B: BatchInsert>(
     backend: Arc<B>,
-    mut queue: mpsc::Receiver<Command>,
-    batching: AuditBatching,
+    mut queue: mpsc::Receiver<Command<B::Row>>,
+    batching: Batching,
 ) {
     let max_batch = batching.max_batch.max(1);
     let concurrency = backend.concurrent_batches().max(1);
@@ -159,7 +171,7 @@ async fn run<B: AuditBatchInsert>(
     // The size of the previous batch: what the next one waits (at most `linger`) to reach.
     let mut expected = 1;
     loop {
-        // Take the next command only while a batch slot is free; meanwhile records queue up
+        // Take the next command only while a batch slot is free; meanwhile rows queue up
         // and the next batch grows.
         let first = tokio::select! {
             biased;
@@ -213,14 +225,14 @@ async fn run<B: AuditBatchInsert>(
     }
 }
 
-/// The batch being gathered: its records with their callers, and flushes waiting for it.
-struct Batch {
-    rows: Vec<AuditRow>,
+/// The batch being gathered: its rows with their callers, and flushes waiting for it.
+struct Batch<R> {
+    rows: Vec<R>,
     acks: Vec<Ack>,
     flushes: Vec<oneshot::Sender<()>>,
 }
 
-impl Batch {
+impl<R> Batch<R> {
     fn with_capacity(capacity: usize) -> Self {
         Self {
             rows: Vec::with_capacity(capacity),
@@ -231,12 +243,12 @@ impl Batch {
 
     fn take(
         &mut self,
-        command: Command,
-        queue: &mut mpsc::Receiver<Command>,
+        command: Command<R>,
+        queue: &mut mpsc::Receiver<Command<R>>,
         closers: &mut Vec<oneshot::Sender<()>>,
     ) {
         match command {
-            Command::Record(row, ack) => {
+            Command::Write(row, ack) => {
                 self.rows.push(row);
                 self.acks.push(ack);
             }
@@ -249,10 +261,10 @@ impl Batch {
         }
     }
 
-    /// Takes whatever is already queued, up to `max_batch` records or a flush.
+    /// Takes whatever is already queued, up to `max_batch` rows or a flush.
     fn drain(
         &mut self,
-        queue: &mut mpsc::Receiver<Command>,
+        queue: &mut mpsc::Receiver<Command<R>>,
         closers: &mut Vec<oneshot::Sender<()>>,
         max_batch: usize,
     ) {
@@ -268,30 +280,30 @@ impl Batch {
 /// A batch task that panicked dropped its acknowledgements: its callers see an error.
 fn report_panic(written: Result<(), tokio::task::JoinError>) {
     if let Err(error) = written {
-        tracing::error!(%error, "an audit batch failed unexpectedly; its records were refused");
+        tracing::error!(%error, "a batch failed unexpectedly; its rows were refused");
     }
 }
 
-async fn write(backend: &impl AuditBatchInsert, rows: Vec<AuditRow>, acks: Vec<Ack>) {
+async fn write<B: BatchInsert>(backend: &B, rows: Vec<B::Row>, acks: Vec<Ack>) {
     match backend.insert(&rows).await {
         Ok(()) => {
             for ack in acks {
                 let _ = ack.send(Ok(()));
             }
         }
-        Err(error) if rows.len() > 1 && is_unique_violation(&error) => {
+        Err(error) if rows.len() > 1 && backend.is_row_refusal(&error) => {
             for (row, ack) in rows.iter().zip(acks) {
-                let result = backend
-                    .insert(std::slice::from_ref(row))
-                    .await
-                    .map_err(|error| insert_failed(row, error));
+                let result = match backend.insert(std::slice::from_ref(row)).await {
+                    Ok(()) => Ok(()),
+                    Err(error) => Err(backend.row_failed(row, error).await),
+                };
                 let _ = ack.send(result);
             }
         }
         Err(error) => {
             let error = match rows.as_slice() {
-                [row] => insert_failed(row, error),
-                _ => failed("writing audit events", error),
+                [row] => backend.row_failed(row, error).await,
+                _ => B::batch_failed(error),
             };
             for ack in acks {
                 let _ = ack.send(Err(error.clone()));
@@ -300,7 +312,8 @@ async fn write(backend: &impl AuditBatchInsert, rows: Vec<AuditRow>, acks: Vec<A
     }
 }
 
-fn insert_failed(row: &AuditRow, error: sqlx::Error) -> AiError {
+/// Why an audit record alone was not written (both backends word it alike).
+pub(crate) fn audit_record_failed(row: &AuditRow, error: sqlx::Error) -> AiError {
     if is_unique_violation(&error) {
         AiError::conflict(
             "audit_event_exists",
@@ -309,6 +322,19 @@ fn insert_failed(row: &AuditRow, error: sqlx::Error) -> AiError {
     } else {
         failed("writing an audit event", error)
     }
+}
+
+/// Why a batch of audit records was not written.
+pub(crate) fn audit_batch_failed(error: sqlx::Error) -> AiError {
+    failed("writing audit events", error)
+}
+
+/// What `record` answers once the store is closed.
+pub(crate) fn audit_closed() -> AiError {
+    AiError::internal(
+        "audit_store_closed",
+        "the audit store is closed; the record was not written",
+    )
 }
 
 #[cfg(test)]
@@ -332,6 +358,8 @@ mod tests {
         concurrency: usize,
         committing: Arc<AtomicUsize>,
         most_committing: Arc<AtomicUsize>,
+        /// Ids whose rows the backend refuses, as a row refusal.
+        refused: Vec<String>,
     }
 
     impl Default for Gated {
@@ -343,6 +371,7 @@ mod tests {
                 concurrency: 1,
                 committing: Arc::default(),
                 most_committing: Arc::default(),
+                refused: Vec::new(),
             }
         }
     }
@@ -354,7 +383,9 @@ mod tests {
     }
 
     #[async_trait]
-    impl AuditBatchInsert for Gated {
+    impl BatchInsert for Gated {
+        type Row = AuditRow;
+
         async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
             let now = self.committing.fetch_add(1, Ordering::SeqCst) + 1;
             self.most_committing.fetch_max(now, Ordering::SeqCst);
@@ -363,6 +394,9 @@ mod tests {
             if self.failing {
                 return Err(sqlx::Error::PoolClosed);
             }
+            if rows.iter().any(|row| self.refused.contains(&row.id)) {
+                return Err(sqlx::Error::RowNotFound);
+            }
             let ids = rows.iter().map(|r| r.id.clone()).collect();
             self.batches.lock().unwrap().push(ids);
             Ok(())
@@ -370,6 +404,22 @@ mod tests {
 
         fn concurrent_batches(&self) -> usize {
             self.concurrency
+        }
+
+        fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+            matches!(error, sqlx::Error::RowNotFound)
+        }
+
+        async fn row_failed(&self, row: &AuditRow, error: sqlx::Error) -> AiError {
+            AiError::conflict("refused", format!("{} refused: {error}", row.id))
+        }
+
+        fn batch_failed(error: sqlx::Error) -> AiError {
+            audit_batch_failed(error)
+        }
+
+        fn closed() -> AiError {
+            audit_closed()
         }
     }
 
@@ -384,11 +434,14 @@ mod tests {
         AuditRow::new(&event).unwrap()
     }
 
-    fn spawn_records(writer: &Arc<AuditWriter>, n: usize) -> Vec<JoinHandle<Result<(), AiError>>> {
+    fn spawn_records(
+        writer: &Arc<GroupCommitWriter<AuditRow>>,
+        n: usize,
+    ) -> Vec<JoinHandle<Result<(), AiError>>> {
         (0..n)
             .map(|i| {
                 let writer = writer.clone();
-                tokio::spawn(async move { writer.record(row(i)).await })
+                tokio::spawn(async move { writer.write(row(i)).await })
             })
             .collect()
     }
@@ -401,9 +454,9 @@ mod tests {
     #[tokio::test]
     async fn a_record_is_acknowledged_only_after_its_batch_commits() {
         let backend = Gated::default();
-        let writer = Arc::new(AuditWriter::spawn(
+        let writer = Arc::new(GroupCommitWriter::spawn(
             backend.clone(),
-            AuditBatching::default(),
+            Batching::default(),
         ));
         let record = spawn_records(&writer, 1).remove(0);
         settle().await;
@@ -419,12 +472,12 @@ mod tests {
     #[tokio::test]
     async fn records_queued_during_a_commit_share_the_next_transaction_up_to_max_batch() {
         let backend = Gated::default();
-        let batching = AuditBatching {
+        let batching = Batching {
             max_batch: 4,
             queue_capacity: 100,
             linger: Duration::ZERO,
         };
-        let writer = Arc::new(AuditWriter::spawn(backend.clone(), batching));
+        let writer = Arc::new(GroupCommitWriter::spawn(backend.clone(), batching));
         let first = spawn_records(&writer, 1);
         settle().await;
         let rest = spawn_records(&writer, 9);
@@ -442,9 +495,9 @@ mod tests {
             concurrency: 2,
             ..Gated::default()
         };
-        let writer = Arc::new(AuditWriter::spawn(
+        let writer = Arc::new(GroupCommitWriter::spawn(
             backend.clone(),
-            AuditBatching::default(),
+            Batching::default(),
         ));
         let mut records = spawn_records(&writer, 1);
         settle().await;
@@ -471,12 +524,12 @@ mod tests {
     async fn a_batch_smaller_than_the_last_one_lingers_for_more_unless_flushed() {
         let backend = Gated::default();
         backend.permits.add_permits(100);
-        let batching = AuditBatching {
+        let batching = Batching {
             linger: Duration::from_secs(30),
-            ..AuditBatching::default()
+            ..Batching::default()
         };
-        let writer = Arc::new(AuditWriter::spawn(backend.clone(), batching));
-        writer.record(row(0)).await.unwrap();
+        let writer = Arc::new(GroupCommitWriter::spawn(backend.clone(), batching));
+        writer.write(row(0)).await.unwrap();
         for record in spawn_records(&writer, 3) {
             record.await.unwrap().unwrap();
         }
@@ -515,9 +568,9 @@ mod tests {
             failing: true,
             ..Gated::default()
         };
-        let writer = Arc::new(AuditWriter::spawn(
+        let writer = Arc::new(GroupCommitWriter::spawn(
             backend.clone(),
-            AuditBatching::default(),
+            Batching::default(),
         ));
         let records = spawn_records(&writer, 5);
         settle().await;
@@ -529,11 +582,50 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_batch_refused_because_of_one_row_is_retried_row_by_row_so_only_its_caller_fails() {
+        let rows: Vec<AuditRow> = (0..5).map(row).collect();
+        let backend = Gated {
+            refused: vec![rows[2].id.clone()],
+            ..Gated::default()
+        };
+        let writer = Arc::new(GroupCommitWriter::spawn(
+            backend.clone(),
+            Batching::default(),
+        ));
+        let first = tokio::spawn({
+            let writer = writer.clone();
+            let row = row(99);
+            async move { writer.write(row).await }
+        });
+        settle().await;
+        let records: Vec<_> = rows
+            .into_iter()
+            .map(|row| {
+                let writer = writer.clone();
+                tokio::spawn(async move { writer.write(row).await })
+            })
+            .collect();
+        settle().await;
+        backend.permits.add_permits(100);
+        first.await.unwrap().unwrap();
+        for (i, record) in records.into_iter().enumerate() {
+            let result = record.await.unwrap();
+            if i == 2 {
+                assert_eq!(result.unwrap_err().code(), "refused");
+            } else {
+                result.unwrap();
+            }
+        }
+        // The first batch, then the refused batch of five row by row: four of them written.
+        assert_eq!(backend.batch_sizes(), [1, 1, 1, 1, 1]);
+    }
+
+    #[tokio::test]
     async fn flush_returns_after_earlier_records_are_committed() {
         let backend = Gated::default();
-        let writer = Arc::new(AuditWriter::spawn(
+        let writer = Arc::new(GroupCommitWriter::spawn(
             backend.clone(),
-            AuditBatching::default(),
+            Batching::default(),
         ));
         let records = spawn_records(&writer, 3);
         settle().await;
@@ -554,9 +646,9 @@ mod tests {
     #[tokio::test]
     async fn close_writes_what_was_accepted_and_refuses_what_comes_after() {
         let backend = Gated::default();
-        let writer = Arc::new(AuditWriter::spawn(
+        let writer = Arc::new(GroupCommitWriter::spawn(
             backend.clone(),
-            AuditBatching::default(),
+            Batching::default(),
         ));
         let accepted = spawn_records(&writer, 6);
         settle().await;
@@ -565,7 +657,7 @@ mod tests {
             async move { writer.close().await }
         });
         settle().await;
-        let late = writer.record(row(99)).await.unwrap_err();
+        let late = writer.write(row(99)).await.unwrap_err();
         assert_eq!(late.code(), "audit_store_closed");
         backend.permits.add_permits(6);
         close.await.unwrap();
