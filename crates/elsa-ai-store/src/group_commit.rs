@@ -1,7 +1,8 @@
 //! Group commit: many callers' rows written in few transactions.
 //!
-//! The audit trail and the SQLite stream journal hand every row to one writer task per store
-//! (a [`GroupCommitWriter`]) and wait for their own acknowledgement. The writer takes whatever
+//! Audit records (both backends) and every other group-committed SQLite write (journal
+//! appends, conversation writes) hand their row to one writer task per store (a
+//! [`GroupCommitWriter`]) and wait for their own acknowledgement. The writer takes whatever
 //! has queued up (up to [`Batching::max_batch`]), writes it in one transaction and
 //! acknowledges each caller only after the commit, so throughput grows with concurrency while
 //! no caller proceeds before its row is durable. Where the database overlaps commits
@@ -25,8 +26,8 @@ use tokio::time::Instant;
 use crate::error::{failed, is_unique_violation};
 use crate::rows::AuditRow;
 
-/// How a group-commit writer (the audit trail's, the SQLite stream journal's) groups rows
-/// into transactions.
+/// How a group-commit writer (PostgreSQL's audit trail, SQLite's writes) groups rows into
+/// transactions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Batching {
     /// The most rows written in one transaction.
@@ -77,8 +78,8 @@ pub(crate) trait BatchInsert: Send + Sync + 'static {
     /// What every caller of a failed batch of several rows sees.
     fn batch_failed(error: sqlx::Error) -> AiError;
 
-    /// What a caller sees once the writer is closed.
-    fn closed() -> AiError;
+    /// What the caller of `row` (or of a flush, for `None`) sees once the writer is closed.
+    fn closed(row: Option<&Self::Row>) -> AiError;
 }
 
 type Ack = oneshot::Sender<Result<(), AiError>>;
@@ -96,7 +97,7 @@ pub(crate) struct GroupCommitWriter<R> {
     commands: mpsc::Sender<Command<R>>,
     /// Set by `close` before the writer even sees the command, so that intake stops at once.
     closing: AtomicBool,
-    closed: fn() -> AiError,
+    closed: fn(Option<&R>) -> AiError,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -124,15 +125,21 @@ impl<R: Send + Sync + 'static> GroupCommitWriter<R> {
     /// Writes `row` and returns once it is committed, or with the reason it is not.
     pub async fn write(&self, row: R) -> Result<(), AiError> {
         if self.closing.load(Ordering::Acquire) {
-            return Err((self.closed)());
+            return Err((self.closed)(Some(&row)));
         }
         let (ack, acknowledged) = oneshot::channel();
-        self.commands
-            .send(Command::Write(row, ack))
-            .await
-            .map_err(|_| (self.closed)())?;
-        // A writer that stops without answering has not committed the row.
-        acknowledged.await.map_err(|_| (self.closed)())?
+        if let Err(mpsc::error::SendError(refused)) =
+            self.commands.send(Command::Write(row, ack)).await
+        {
+            let row = match &refused {
+                Command::Write(row, _) => Some(row),
+                _ => None,
+            };
+            return Err((self.closed)(row));
+        }
+        // A writer that stops without answering (it panicked, the runtime ended) has not
+        // committed the row.
+        acknowledged.await.map_err(|_| (self.closed)(None))?
     }
 
     /// Returns once every row accepted before the call is committed (or failed).
@@ -141,8 +148,8 @@ impl<R: Send + Sync + 'static> GroupCommitWriter<R> {
         self.commands
             .send(Command::Flush(ack))
             .await
-            .map_err(|_| (self.closed)())?;
-        done.await.map_err(|_| (self.closed)())
+            .map_err(|_| (self.closed)(None))?;
+        done.await.map_err(|_| (self.closed)(None))
     }
 
     /// Stops intake, writes every accepted row and waits for the writer to end. Later
@@ -418,7 +425,7 @@ mod tests {
             audit_batch_failed(error)
         }
 
-        fn closed() -> AiError {
+        fn closed(_: Option<&AuditRow>) -> AiError {
             audit_closed()
         }
     }

@@ -197,7 +197,7 @@ impl BatchInsert for AuditInserts {
         audit_batch_failed(error)
     }
 
-    fn closed() -> AiError {
+    fn closed(_: Option<&AuditRow>) -> AiError {
         audit_closed()
     }
 }

@@ -14,13 +14,14 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
 };
 use sqlx::{QueryBuilder, Sqlite};
 
 use crate::error::{StoreError, failed, is_unique_violation};
 use crate::group_commit::{
-    BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
+    BatchInsert, Batching, GroupCommitWriter, audit_closed, audit_record_failed,
 };
 use crate::rows::{
     AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
@@ -38,21 +39,18 @@ pub struct SqliteStoreOptions {
     path: PathBuf,
     busy_timeout: Duration,
     max_connections: u32,
-    audit: Batching,
-    journal: Batching,
+    batching: Batching,
 }
 
 impl SqliteStoreOptions {
     /// The database file at `path` (created when missing), with the defaults: a 5 s busy
-    /// timeout, 8 reading connections and [`Batching::default`] for the audit trail and the
-    /// stream journal.
+    /// timeout, 8 reading connections and [`Batching::default`].
     pub fn new(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
             busy_timeout: Duration::from_secs(5),
             max_connections: 8,
-            audit: Batching::default(),
-            journal: Batching::default(),
+            batching: Batching::default(),
         }
     }
 
@@ -70,15 +68,10 @@ impl SqliteStoreOptions {
         self
     }
 
-    /// How audit records are grouped into transactions.
-    pub fn audit_batching(mut self, batching: Batching) -> Self {
-        self.audit = batching;
-        self
-    }
-
-    /// How stream-journal appends are grouped into transactions.
-    pub fn journal_batching(mut self, batching: Batching) -> Self {
-        self.journal = batching;
+    /// How group-committed writes (audit records, journal appends, conversation writes) are
+    /// grouped into transactions.
+    pub fn batching(mut self, batching: Batching) -> Self {
+        self.batching = batching;
         self
     }
 }
@@ -90,19 +83,20 @@ impl SqliteStoreOptions {
 /// disk; migrations run on open. Reads use a pool of connections; every write of this process
 /// goes through one writer connection, so writers queue in order here instead of polling for
 /// SQLite's write lock, and every writing transaction starts `IMMEDIATE` (it holds the lock
-/// from its first statement, so it never fails upgrading a read). Audit records and
-/// stream-journal appends are group-committed: many callers' rows in one transaction, each
-/// acknowledged after the commit. Several processes may open the same file: their writers
-/// take turns through SQLite's lock (waiting up to the busy timeout) and every
-/// compare-and-set is one conditional statement. Clones share the connections and writers.
+/// from its first statement, so it never fails upgrading a read). Audit records, journal
+/// appends and conversation writes are group-committed: what many callers queued meanwhile
+/// goes into one transaction, and each caller is acknowledged after its commit. Several
+/// processes may open the same file: their writers take turns through SQLite's lock (waiting
+/// up to the busy timeout) and every compare-and-set is one conditional statement. Clones
+/// share the connections and the writer.
 #[derive(Clone, Debug)]
 pub struct SqliteStore {
     /// Connections for reading.
     pool: SqlitePool,
     /// The one connection every write goes through.
     writer: SqlitePool,
-    audit: Arc<GroupCommitWriter<AuditRow>>,
-    journal: Arc<GroupCommitWriter<StreamRow>>,
+    /// Audit records, journal appends and conversation writes, group-committed.
+    writes: Arc<GroupCommitWriter<SqliteWrite>>,
 }
 
 impl SqliteStore {
@@ -147,32 +141,30 @@ impl SqliteStore {
             .connect_with(connect)
             .await
             .map_err(StoreError::Connect)?;
-        let audit = GroupCommitWriter::spawn(AuditInserts(writer.clone()), options.audit);
-        let journal = GroupCommitWriter::spawn(
-            JournalAppends {
+        let writes = GroupCommitWriter::spawn(
+            Writes {
                 writer: writer.clone(),
                 reader: pool.clone(),
             },
-            options.journal,
+            options.batching,
         );
         Ok(Self {
             pool,
             writer,
-            audit: Arc::new(audit),
-            journal: Arc::new(journal),
+            writes: Arc::new(writes),
         })
     }
 
-    /// Returns once every audit record accepted so far is committed.
+    /// Returns once every audit record (and other group-committed write) accepted so far is
+    /// committed.
     pub async fn flush(&self) -> Result<(), AiError> {
-        self.audit.flush().await
+        self.writes.flush().await
     }
 
-    /// Writes every accepted audit record and journal append, then closes the database.
-    /// Later calls on this store (and its clones) fail.
+    /// Writes every accepted audit record, journal append and conversation write, then closes
+    /// the database. Later calls on this store (and its clones) fail.
     pub async fn close(&self) {
-        self.audit.close().await;
-        self.journal.close().await;
+        self.writes.close().await;
         self.writer.close().await;
         self.pool.close().await;
     }
@@ -187,118 +179,273 @@ impl SqliteStore {
 /// fail with `SQLITE_BUSY` (not wait) when it upgrades while another process writes.
 const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 
-/// Audit batches on the writer connection.
-struct AuditInserts(SqlitePool);
-
-/// Rows per `INSERT`: few statements per batch, always the same few statement texts.
+/// Rows per audit `INSERT`: few statements per batch, always the same few statement texts.
 const AUDIT_ROWS_PER_STATEMENT: usize = 64;
 
-#[async_trait]
-impl BatchInsert for AuditInserts {
-    type Row = AuditRow;
-
-    async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
-        let mut tx = self.0.begin_with(BEGIN_WRITE).await?;
-        for chunk in rows.chunks(AUDIT_ROWS_PER_STATEMENT) {
-            let mut insert = QueryBuilder::<Sqlite>::new(
-                "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, \
-                 outcome, conversation_id, proposal_id, tool_name, body) ",
-            );
-            insert.push_values(chunk, |mut values, row| {
-                values
-                    .push_bind(row.id.as_str())
-                    .push_bind(row.tenant_id.as_str())
-                    .push_bind(row.occurred_at_ns)
-                    .push_bind(row.actor_id.as_str())
-                    .push_bind(row.action.as_str())
-                    .push_bind(row.outcome)
-                    .push_bind(row.conversation_id.as_deref())
-                    .push_bind(row.proposal_id.as_deref())
-                    .push_bind(row.tool_name.as_deref())
-                    .push_bind(row.body.as_str());
-            });
-            insert.build().execute(&mut *tx).await?;
-        }
-        tx.commit().await
-    }
-
-    async fn row_failed(&self, row: &AuditRow, error: sqlx::Error) -> AiError {
-        audit_record_failed(row, error)
-    }
-
-    fn batch_failed(error: sqlx::Error) -> AiError {
-        audit_batch_failed(error)
-    }
-
-    fn closed() -> AiError {
-        audit_closed()
-    }
+/// One caller's write, group-committed with others on the writer connection.
+enum SqliteWrite {
+    Audit(AuditRow),
+    /// A journal append, inserted only when it is exactly the next sequence of its
+    /// conversation (the batch's earlier appends included).
+    Journal(StreamRow),
+    Conversation(ConversationWrite),
 }
 
-/// Journal appends on the writer connection, each inserted only when it is exactly the next
-/// sequence of its conversation (the batch's earlier rows included).
-struct JournalAppends {
+/// The group-commit backend: every batch is one `IMMEDIATE` transaction on the writer
+/// connection, whatever kinds of rows it mixes, so a busy store pays one commit per batch.
+struct Writes {
     writer: SqlitePool,
     reader: SqlitePool,
 }
 
 #[async_trait]
-impl BatchInsert for JournalAppends {
-    type Row = StreamRow;
+impl BatchInsert for Writes {
+    type Row = SqliteWrite;
 
-    async fn insert(&self, rows: &[StreamRow]) -> Result<(), sqlx::Error> {
+    async fn insert(&self, rows: &[SqliteWrite]) -> Result<(), sqlx::Error> {
         let mut tx = self.writer.begin_with(BEGIN_WRITE).await?;
+        let audit: Vec<&AuditRow> = rows
+            .iter()
+            .filter_map(|row| match row {
+                SqliteWrite::Audit(row) => Some(row),
+                _ => None,
+            })
+            .collect();
+        for chunk in audit.chunks(AUDIT_ROWS_PER_STATEMENT) {
+            insert_audit(&mut tx, chunk).await?;
+        }
         for row in rows {
-            let inserted = sqlx::query(
-                "INSERT INTO stream_events (conversation_id, sequence, event_type, \
-                 occurred_at_ns, body) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 = \
-                 (SELECT COALESCE(MAX(sequence), 0) + 1 FROM stream_events \
-                 WHERE conversation_id = ?1)",
-            )
-            .bind(row.conversation_id.as_str())
-            .bind(row.sequence)
-            .bind(row.event_type)
-            .bind(row.occurred_at_ns)
-            .bind(row.body.as_str())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if inserted != 1 {
-                // Not the next sequence: the whole batch rolls back and is retried row by row.
-                return Err(sqlx::Error::RowNotFound);
+            match row {
+                SqliteWrite::Audit(_) => {}
+                SqliteWrite::Journal(row) => append_stream_event(&mut tx, row).await?,
+                SqliteWrite::Conversation(write) => write_conversation(&mut tx, write).await?,
             }
         }
         tx.commit().await
     }
 
+    /// A duplicate key, a journal sequence that is not the next, a message for a conversation
+    /// that does not exist.
     fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
         matches!(error, sqlx::Error::RowNotFound) || is_unique_violation(error)
     }
 
-    async fn row_failed(&self, row: &StreamRow, error: sqlx::Error) -> AiError {
-        if !self.is_row_refusal(&error) {
-            return failed("appending to the stream journal", error);
-        }
-        match last_sequence(&self.reader, &row.conversation_id).await {
-            Ok(last) => conflicts::sequence_of(
-                &row.conversation_id,
-                u64::try_from(row.sequence).unwrap_or(0),
-                last,
-            ),
-            Err(error) => error,
+    async fn row_failed(&self, row: &SqliteWrite, error: sqlx::Error) -> AiError {
+        match row {
+            SqliteWrite::Audit(row) => audit_record_failed(row, error),
+            SqliteWrite::Journal(row) if self.is_row_refusal(&error) => {
+                match last_sequence(&self.reader, &row.conversation_id).await {
+                    Ok(last) => conflicts::sequence_of(
+                        &row.conversation_id,
+                        u64::try_from(row.sequence).unwrap_or(0),
+                        last,
+                    ),
+                    Err(error) => error,
+                }
+            }
+            SqliteWrite::Journal(_) => failed("appending to the stream journal", error),
+            SqliteWrite::Conversation(write) => {
+                let id = ConversationId::new(write.conversation_id());
+                match write {
+                    ConversationWrite::Create { .. } if is_unique_violation(&error) => {
+                        conflicts::conversation_exists(&id)
+                    }
+                    ConversationWrite::Create { .. } => failed("creating a conversation", error),
+                    ConversationWrite::Append { .. }
+                        if matches!(error, sqlx::Error::RowNotFound) =>
+                    {
+                        conflicts::conversation_not_found(&id)
+                    }
+                    ConversationWrite::Append { .. } => failed("appending a message", error),
+                }
+            }
         }
     }
 
     fn batch_failed(error: sqlx::Error) -> AiError {
-        failed("appending to the stream journal", error)
+        failed("committing a batch of writes", error)
     }
 
-    fn closed() -> AiError {
-        AiError::internal(
-            "store_closed",
-            "the store is closed; the stream event was not journaled",
-        )
+    fn closed(row: Option<&SqliteWrite>) -> AiError {
+        match row {
+            Some(SqliteWrite::Audit(_)) => audit_closed(),
+            _ => AiError::internal(
+                "store_closed",
+                "the store is closed; the write was not committed",
+            ),
+        }
     }
+}
+
+async fn insert_audit(tx: &mut SqliteConnection, rows: &[&AuditRow]) -> Result<(), sqlx::Error> {
+    let mut insert = QueryBuilder::<Sqlite>::new(
+        "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, outcome, \
+         conversation_id, proposal_id, tool_name, body) ",
+    );
+    insert.push_values(rows, |mut values, row| {
+        values
+            .push_bind(row.id.as_str())
+            .push_bind(row.tenant_id.as_str())
+            .push_bind(row.occurred_at_ns)
+            .push_bind(row.actor_id.as_str())
+            .push_bind(row.action.as_str())
+            .push_bind(row.outcome)
+            .push_bind(row.conversation_id.as_deref())
+            .push_bind(row.proposal_id.as_deref())
+            .push_bind(row.tool_name.as_deref())
+            .push_bind(row.body.as_str());
+    });
+    insert.build().execute(tx).await?;
+    Ok(())
+}
+
+async fn append_stream_event(
+    tx: &mut SqliteConnection,
+    row: &StreamRow,
+) -> Result<(), sqlx::Error> {
+    let inserted = sqlx::query(
+        "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
+         body) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 = (SELECT COALESCE(MAX(sequence), 0) + 1 \
+         FROM stream_events WHERE conversation_id = ?1)",
+    )
+    .bind(row.conversation_id.as_str())
+    .bind(row.sequence)
+    .bind(row.event_type)
+    .bind(row.occurred_at_ns)
+    .bind(row.body.as_str())
+    .execute(tx)
+    .await?
+    .rows_affected();
+    if inserted == 1 {
+        Ok(())
+    } else {
+        // Not the next sequence: the batch rolls back and is retried row by row.
+        Err(sqlx::Error::RowNotFound)
+    }
+}
+
+async fn write_conversation(
+    tx: &mut SqliteConnection,
+    write: &ConversationWrite,
+) -> Result<(), sqlx::Error> {
+    match write {
+        ConversationWrite::Create {
+            id,
+            tenant_id,
+            owner_id,
+            agent,
+            title,
+            created_at_ns,
+            updated_at_ns,
+            messages,
+        } => {
+            sqlx::query(
+                "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
+                 created_at_ns, updated_at_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(id.as_str())
+            .bind(tenant_id.as_str())
+            .bind(owner_id.as_str())
+            .bind(agent.as_str())
+            .bind(title.as_str())
+            .bind(created_at_ns)
+            .bind(updated_at_ns)
+            .execute(&mut *tx)
+            .await?;
+            for message in messages {
+                insert_message(tx, id, message).await?;
+            }
+        }
+        ConversationWrite::Append {
+            conversation_id,
+            tenant_id,
+            message,
+        } => {
+            let touched = sqlx::query(
+                "UPDATE conversations SET updated_at_ns = MAX(updated_at_ns, ?) \
+                 WHERE id = ? AND tenant_id = ?",
+            )
+            .bind(message.created_at_ns)
+            .bind(conversation_id.as_str())
+            .bind(tenant_id.as_str())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if touched == 0 {
+                // No such conversation in the tenant: the batch is retried row by row.
+                return Err(sqlx::Error::RowNotFound);
+            }
+            insert_message(tx, conversation_id, message).await?;
+        }
+    }
+    Ok(())
+}
+
+/// A message as it is appended to its conversation.
+struct MessageRow {
+    role: &'static str,
+    content: String,
+    created_at_ns: i64,
+}
+
+impl MessageRow {
+    fn new(message: &AiMessage) -> Result<Self, AiError> {
+        Ok(Self {
+            role: role_name(message.role),
+            content: message.content.clone(),
+            created_at_ns: to_nanos(message.timestamp, "message")?,
+        })
+    }
+}
+
+/// One caller's conversation write, group-committed with others.
+enum ConversationWrite {
+    /// A new conversation with its first messages.
+    Create {
+        id: String,
+        tenant_id: String,
+        owner_id: String,
+        agent: String,
+        title: String,
+        created_at_ns: i64,
+        updated_at_ns: i64,
+        messages: Vec<MessageRow>,
+    },
+    /// A message appended to an existing conversation of the tenant.
+    Append {
+        conversation_id: String,
+        tenant_id: String,
+        message: MessageRow,
+    },
+}
+
+impl ConversationWrite {
+    fn conversation_id(&self) -> &str {
+        match self {
+            Self::Create { id, .. } => id,
+            Self::Append {
+                conversation_id, ..
+            } => conversation_id,
+        }
+    }
+}
+
+async fn insert_message(
+    tx: &mut SqliteConnection,
+    conversation_id: &str,
+    message: &MessageRow,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO conversation_messages (conversation_id, role, content, created_at_ns) \
+         VALUES (?, ?, ?, ?)",
+    )
+    .bind(conversation_id)
+    .bind(message.role)
+    .bind(message.content.as_str())
+    .bind(message.created_at_ns)
+    .execute(tx)
+    .await?;
+    Ok(())
 }
 
 /// The last journaled sequence of `conversation_id` (0 when there is none).
@@ -436,7 +583,9 @@ impl AiProposalStore for SqliteStore {
 #[async_trait]
 impl AiAuditSink for SqliteStore {
     async fn record(&self, event: AiAuditEvent) -> Result<(), AiError> {
-        self.audit.write(AuditRow::new(&event)?).await
+        self.writes
+            .write(SqliteWrite::Audit(AuditRow::new(&event)?))
+            .await
     }
 }
 
@@ -479,49 +628,21 @@ impl AiAuditLog for SqliteStore {
 #[async_trait]
 impl AiConversationStore for SqliteStore {
     async fn create(&self, conversation: &AiConversation) -> Result<(), AiError> {
-        let created_at = to_nanos(conversation.created_at, "conversation creation")?;
-        let updated_at = to_nanos(conversation.updated_at, "conversation update")?;
-        let messages = conversation
-            .messages
-            .iter()
-            .map(|m| Ok((m, to_nanos(m.timestamp, "message")?)))
-            .collect::<Result<Vec<_>, AiError>>()?;
-        let doing = "creating a conversation";
-        let mut tx = self.begin_write().await.map_err(|e| failed(doing, e))?;
-        sqlx::query(
-            "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, created_at_ns, \
-             updated_at_ns) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(conversation.id.as_str())
-        .bind(conversation.tenant_id.as_str())
-        .bind(conversation.owner_id.as_str())
-        .bind(conversation.agent.as_str())
-        .bind(conversation.title.as_str())
-        .bind(created_at)
-        .bind(updated_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                conflicts::conversation_exists(&conversation.id)
-            } else {
-                failed(doing, e)
-            }
-        })?;
-        for (message, at) in messages {
-            sqlx::query(
-                "INSERT INTO conversation_messages (conversation_id, role, content, \
-                 created_at_ns) VALUES (?, ?, ?, ?)",
-            )
-            .bind(conversation.id.as_str())
-            .bind(role_name(message.role))
-            .bind(message.content.as_str())
-            .bind(at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| failed(doing, e))?;
-        }
-        tx.commit().await.map_err(|e| failed(doing, e))
+        let write = ConversationWrite::Create {
+            id: conversation.id.as_str().to_owned(),
+            tenant_id: conversation.tenant_id.as_str().to_owned(),
+            owner_id: conversation.owner_id.clone(),
+            agent: conversation.agent.as_str().to_owned(),
+            title: conversation.title.clone(),
+            created_at_ns: to_nanos(conversation.created_at, "conversation creation")?,
+            updated_at_ns: to_nanos(conversation.updated_at, "conversation update")?,
+            messages: conversation
+                .messages
+                .iter()
+                .map(MessageRow::new)
+                .collect::<Result<_, _>>()?,
+        };
+        self.writes.write(SqliteWrite::Conversation(write)).await
     }
 
     async fn find(
@@ -572,35 +693,12 @@ impl AiConversationStore for SqliteStore {
         tenant_id: &TenantId,
         message: &AiMessage,
     ) -> Result<(), AiError> {
-        let at = to_nanos(message.timestamp, "message")?;
-        let doing = "appending a message";
-        let mut tx = self.begin_write().await.map_err(|e| failed(doing, e))?;
-        let touched = sqlx::query(
-            "UPDATE conversations SET updated_at_ns = MAX(updated_at_ns, ?) \
-             WHERE id = ? AND tenant_id = ?",
-        )
-        .bind(at)
-        .bind(id.as_str())
-        .bind(tenant_id.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| failed(doing, e))?
-        .rows_affected();
-        if touched == 0 {
-            return Err(conflicts::conversation_not_found(id));
-        }
-        sqlx::query(
-            "INSERT INTO conversation_messages (conversation_id, role, content, created_at_ns) \
-             VALUES (?, ?, ?, ?)",
-        )
-        .bind(id.as_str())
-        .bind(role_name(message.role))
-        .bind(message.content.as_str())
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| failed(doing, e))?;
-        tx.commit().await.map_err(|e| failed(doing, e))
+        let write = ConversationWrite::Append {
+            conversation_id: id.as_str().to_owned(),
+            tenant_id: tenant_id.as_str().to_owned(),
+            message: MessageRow::new(message)?,
+        };
+        self.writes.write(SqliteWrite::Conversation(write)).await
     }
 
     async fn list(
@@ -672,7 +770,7 @@ impl AiStreamJournal for SqliteStore {
             // A sequence beyond i64 can never be the next one.
             return Err(self.sequence_conflict(event).await);
         };
-        self.journal.write(row).await
+        self.writes.write(SqliteWrite::Journal(row)).await
     }
 
     async fn read_after(
