@@ -1,5 +1,6 @@
 //! The embedded backend: one SQLite file in WAL mode.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -179,8 +180,8 @@ impl SqliteStore {
 /// fail with `SQLITE_BUSY` (not wait) when it upgrades while another process writes.
 const BEGIN_WRITE: &str = "BEGIN IMMEDIATE";
 
-/// Rows per audit `INSERT`: few statements per batch, always the same few statement texts.
-const AUDIT_ROWS_PER_STATEMENT: usize = 64;
+/// Rows per multi-row statement: few statements per batch, always the same few texts.
+const ROWS_PER_STATEMENT: usize = 64;
 
 /// One caller's write, group-committed with others on the writer connection.
 enum SqliteWrite {
@@ -204,23 +205,20 @@ impl BatchInsert for Writes {
 
     async fn insert(&self, rows: &[SqliteWrite]) -> Result<(), sqlx::Error> {
         let mut tx = self.writer.begin_with(BEGIN_WRITE).await?;
-        let audit: Vec<&AuditRow> = rows
-            .iter()
-            .filter_map(|row| match row {
-                SqliteWrite::Audit(row) => Some(row),
-                _ => None,
-            })
-            .collect();
-        for chunk in audit.chunks(AUDIT_ROWS_PER_STATEMENT) {
-            insert_audit(&mut tx, chunk).await?;
-        }
+        // Kinds are independent of each other; within a kind, rows keep their order.
+        let mut audit = Vec::new();
+        let mut journal = Vec::new();
         for row in rows {
             match row {
-                SqliteWrite::Audit(_) => {}
-                SqliteWrite::Journal(row) => append_stream_event(&mut tx, row).await?,
+                SqliteWrite::Audit(row) => audit.push(row),
+                SqliteWrite::Journal(row) => journal.push(row),
                 SqliteWrite::Conversation(write) => write_conversation(&mut tx, write).await?,
             }
         }
+        for chunk in audit.chunks(ROWS_PER_STATEMENT) {
+            insert_audit(&mut tx, chunk).await?;
+        }
+        append_stream_events(&mut tx, &journal).await?;
         tx.commit().await
     }
 
@@ -299,29 +297,63 @@ async fn insert_audit(tx: &mut SqliteConnection, rows: &[&AuditRow]) -> Result<(
     Ok(())
 }
 
-async fn append_stream_event(
+/// Appends `rows` in order, each only when it is exactly the next sequence of its
+/// conversation (earlier rows of the batch included). The batch runs in an `IMMEDIATE`
+/// transaction, so no other writer can append between the check and the insert; a row that is
+/// not the next refuses the whole batch, which is then retried row by row.
+async fn append_stream_events(
     tx: &mut SqliteConnection,
-    row: &StreamRow,
+    rows: &[&StreamRow],
 ) -> Result<(), sqlx::Error> {
-    let inserted = sqlx::query(
-        "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
-         body) SELECT ?1, ?2, ?3, ?4, ?5 WHERE ?2 = (SELECT COALESCE(MAX(sequence), 0) + 1 \
-         FROM stream_events WHERE conversation_id = ?1)",
-    )
-    .bind(row.conversation_id.as_str())
-    .bind(row.sequence)
-    .bind(row.event_type)
-    .bind(row.occurred_at_ns)
-    .bind(row.body.as_str())
-    .execute(tx)
-    .await?
-    .rows_affected();
-    if inserted == 1 {
-        Ok(())
-    } else {
-        // Not the next sequence: the batch rolls back and is retried row by row.
-        Err(sqlx::Error::RowNotFound)
+    if rows.is_empty() {
+        return Ok(());
     }
+    let mut last: HashMap<&str, i64> = HashMap::with_capacity(rows.len());
+    for row in rows {
+        last.insert(row.conversation_id.as_str(), 0);
+    }
+    let conversations: Vec<&str> = last.keys().copied().collect();
+    for chunk in conversations.chunks(ROWS_PER_STATEMENT) {
+        let mut select = QueryBuilder::<Sqlite>::new(
+            "SELECT conversation_id, MAX(sequence) FROM stream_events WHERE conversation_id IN (",
+        );
+        let mut ids = select.separated(", ");
+        for id in chunk {
+            ids.push_bind(*id);
+        }
+        select.push(") GROUP BY conversation_id");
+        let found: Vec<(String, i64)> = select.build_query_as().fetch_all(&mut *tx).await?;
+        for (id, sequence) in found {
+            if let Some(known) = last.get_mut(id.as_str()) {
+                *known = sequence;
+            }
+        }
+    }
+    for row in rows {
+        let known = last
+            .get_mut(row.conversation_id.as_str())
+            .expect("every conversation of the batch was looked up");
+        if row.sequence != known.saturating_add(1) {
+            return Err(sqlx::Error::RowNotFound);
+        }
+        *known = row.sequence;
+    }
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        let mut insert = QueryBuilder::<Sqlite>::new(
+            "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
+             body) ",
+        );
+        insert.push_values(chunk, |mut values, row| {
+            values
+                .push_bind(row.conversation_id.as_str())
+                .push_bind(row.sequence)
+                .push_bind(row.event_type)
+                .push_bind(row.occurred_at_ns)
+                .push_bind(row.body.as_str());
+        });
+        insert.build().execute(&mut *tx).await?;
+    }
+    Ok(())
 }
 
 async fn write_conversation(
