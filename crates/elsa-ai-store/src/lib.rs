@@ -12,8 +12,9 @@
 //! - [`SqliteStore`] (feature `sqlite`, the default) is the embedded store: one file in WAL
 //!   mode (`synchronous = FULL`), every write on disk before it returns. Reads share a pool of
 //!   connections; writes queue for one writer connection and start `IMMEDIATE`, and stream
-//!   journal appends are group-committed like audit records (see [`Batching`]), so hundreds
-//!   of concurrent streams cost a few commits per interval instead of one each.
+//!   journal appends and conversation writes are group-committed together with audit records
+//!   (see [`Batching`]), so hundreds of concurrent streams cost one commit per batch instead
+//!   of one per event.
 //! - [`PostgresStore`] (feature `postgres`) is for several server replicas sharing one
 //!   database: the same schema, correct under concurrent writers in different processes.
 //!
