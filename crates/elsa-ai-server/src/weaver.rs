@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::serve::ListenerExt;
 use chrono::TimeDelta;
 use elsa_ai_abstractions::{
     AiAuditLog, AiAuditSink, AiCaller, AiConversationStore, AiProposalStore, AiProvider,
@@ -558,6 +559,13 @@ impl Weaver {
     ) -> std::io::Result<()> {
         self.start_background();
         let stopping = CancellationToken::new();
+        // A stream is a series of small writes: with Nagle's algorithm on, an event written
+        // just after the response head waits for the client's (delayed, ~40 ms) ACK.
+        let listener = listener.tap_io(|connection| {
+            if let Err(error) = connection.set_nodelay(true) {
+                tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
+            }
+        });
         let server = axum::serve(listener, self.router()).with_graceful_shutdown({
             let stopping = stopping.clone();
             async move {
