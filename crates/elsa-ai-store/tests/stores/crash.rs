@@ -1,23 +1,28 @@
-//! A writer process killed in the middle of its audit batches loses nothing it acknowledged.
+//! A writer process killed in the middle of its batches loses nothing it acknowledged.
 //!
 //! The parent test re-runs this test binary as a child (the ignored test below, selected by
-//! an environment variable) that records audit events from many concurrent callers and prints
-//! each id only after `record` returned. The parent kills it with SIGKILL mid-stream, reopens
+//! an environment variable) that records audit events from many concurrent callers and, at
+//! the same time, appends to many stream journals, and prints each audit id and each journal
+//! (conversation, sequence) only after `record` or `append` returned. The parent kills it with SIGKILL mid-stream, reopens
 //! the store and checks that every printed id is there.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::process::ExitStatusExt;
 use std::process::Stdio;
 use std::sync::Arc;
 
-use elsa_ai_abstractions::{AiAuditEvent, AiAuditSink, AuditAction, AuditEventId, AuditOutcome};
+use chrono::Utc;
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiStreamEvent, AiStreamEventType, AuditAction, AuditEventId, AuditOutcome,
+    ConversationId,
+};
 use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::TenantId;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use crate::support::{PATIENCE, TestDb, audit_trail, on_both_backends};
+use crate::support::{PATIENCE, Store, TestDb, audit_trail, on_both_backends};
 
 /// Set in the child: `sqlite:<path>` or `postgres:<url>`.
 const TARGET: &str = "WEAVER_AUDIT_WRITER_TARGET";
@@ -26,6 +31,8 @@ const TENANT: &str = "WEAVER_AUDIT_WRITER_TENANT";
 /// How many acknowledgements the parent waits for before it kills the child.
 const KILL_AFTER: usize = 3000;
 const ACK: &str = "ACK ";
+/// A journal append acknowledged: `JOURNAL <conversation> <sequence>`.
+const JOURNAL: &str = "JOURNAL ";
 
 on_both_backends!(every_acknowledged_record_survives_killing_the_writer);
 
@@ -54,11 +61,20 @@ async fn every_acknowledged_record_survives_killing_the_writer(db: TestDb) {
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
 
     let mut acknowledged = BTreeSet::new();
+    let mut journaled: BTreeMap<ConversationId, u64> = BTreeMap::new();
     let mut killed = false;
     let read_all = async {
         // Every complete line is an acknowledgement the child received before it died; a
         // line cut off by the kill does not end in a newline and is not counted.
         while let Some(line) = lines.next_line().await.expect("readable child output") {
+            if let Some(append) = line.strip_prefix(JOURNAL) {
+                let (conversation, sequence) = append.split_once(' ').expect("JOURNAL id seq");
+                let sequence: u64 = sequence.parse().expect("a sequence");
+                let last = journaled
+                    .entry(ConversationId::new(conversation))
+                    .or_default();
+                *last = (*last).max(sequence);
+            }
             if let Some(id) = line.strip_prefix(ACK) {
                 acknowledged.insert(AuditEventId::new(id));
                 if acknowledged.len() >= KILL_AFTER && !killed {
@@ -101,6 +117,21 @@ async fn every_acknowledged_record_survives_killing_the_writer(db: TestDb) {
         lost.len()
     );
     assert!(kept.len() >= acknowledged.len());
+
+    assert!(!journaled.is_empty(), "the child journaled nothing");
+    for (conversation, acknowledged) in &journaled {
+        let events = reopened
+            .read_after(conversation, 0, usize::MAX)
+            .await
+            .unwrap();
+        let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
+        let last = sequences.len() as u64;
+        assert_eq!(sequences, (1..=last).collect::<Vec<_>>(), "gap-free");
+        assert!(
+            last >= *acknowledged,
+            "{conversation}: appended up to {acknowledged} but {last} found after the crash"
+        );
+    }
 }
 
 /// The child half of the crash tests; it does nothing unless a parent set [`TARGET`].
@@ -111,7 +142,7 @@ async fn audit_writer_child() {
         return;
     };
     let tenant = TenantId::new(std::env::var(TENANT).expect("the parent names the tenant"));
-    let sink: Arc<dyn AiAuditSink> = match target.split_once(':') {
+    let sink: Arc<dyn Store> = match target.split_once(':') {
         Some(("sqlite", path)) => Arc::new(SqliteStore::open(path).await.unwrap()),
         Some(("postgres", url)) => Arc::new(PostgresStore::connect(url).await.unwrap()),
         _ => panic!("unknown target {target}"),
@@ -136,7 +167,29 @@ async fn audit_writer_child() {
             })
         })
         .collect();
-    for caller in callers {
-        caller.await.unwrap();
+    let streams: Vec<_> = (0..32)
+        .map(|stream| {
+            let (journal, tenant) = (sink.clone(), tenant.clone());
+            tokio::spawn(async move {
+                let conversation = ConversationId::new(format!("{tenant}-stream-{stream}"));
+                for sequence in 1u64.. {
+                    let event = AiStreamEvent {
+                        event_type: AiStreamEventType::AssistantDelta,
+                        conversation_id: conversation.clone(),
+                        sequence,
+                        timestamp: Utc::now(),
+                        data: json!({"text": format!("delta {sequence}")}),
+                    };
+                    journal
+                        .append(&event)
+                        .await
+                        .expect("the event is journaled");
+                    println!("{JOURNAL}{conversation} {sequence}");
+                }
+            })
+        })
+        .collect();
+    for task in callers.into_iter().chain(streams) {
+        task.await.unwrap();
     }
 }
