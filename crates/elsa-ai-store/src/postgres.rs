@@ -13,7 +13,6 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgPool, PgPoolOptions};
-use sqlx::{Postgres, QueryBuilder};
 
 use crate::error::{StoreError, failed, is_unique_violation};
 use crate::group_commit::{
@@ -21,9 +20,8 @@ use crate::group_commit::{
 };
 use crate::rows::{
     AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
-    conversation_from_row, decode_audit_event, decode_proposal, decode_stream_event,
-    enablement_from_row, from_nanos, from_sql_count, parse_role, role_name, to_nanos, to_sql_count,
-    to_sql_counter,
+    conversation_from_row, decode_proposal, decode_stream_event, enablement_from_row, from_nanos,
+    from_sql_count, parse_role, role_name, to_nanos, to_sql_count, to_sql_counter,
 };
 use crate::{conflicts, filters};
 
@@ -295,33 +293,7 @@ impl AiProposalStore for PostgresStore {
         tenant_id: &TenantId,
         query: &ProposalQuery,
     ) -> Result<Page<AiProposal>, AiError> {
-        let mut count = QueryBuilder::<Postgres>::new("SELECT COUNT(*) FROM proposals");
-        filters::proposals(&mut count, tenant_id, query);
-        let total: i64 = count
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| failed("counting proposals", e))?;
-        let mut select =
-            QueryBuilder::<Postgres>::new("SELECT revision, body::text FROM proposals");
-        filters::proposals(&mut select, tenant_id, query);
-        select.push(" ORDER BY created_at_ns DESC, id DESC");
-        filters::page(&mut select, query.page);
-        let rows: Vec<(i64, String)> = select
-            .build_query_as()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| failed("listing proposals", e))?;
-        let items = rows
-            .into_iter()
-            .map(|(revision, body)| decode_proposal(revision, &body))
-            .collect::<Result<_, _>>()?;
-        Ok(Page {
-            items,
-            total: from_sql_count(total),
-            offset: query.page.offset,
-            limit: query.page.limit,
-        })
+        filters::proposal_page(&self.pool, "body::text", tenant_id, query).await
     }
 }
 
@@ -339,32 +311,7 @@ impl AiAuditLog for PostgresStore {
         tenant_id: &TenantId,
         query: &AuditQuery,
     ) -> Result<Page<AiAuditEvent>, AiError> {
-        let mut count = QueryBuilder::<Postgres>::new("SELECT COUNT(*) FROM audit_events");
-        filters::audit_events(&mut count, tenant_id, query);
-        let total: i64 = count
-            .build_query_scalar()
-            .fetch_one(&self.pool)
-            .await
-            .map_err(|e| failed("counting audit events", e))?;
-        let mut select = QueryBuilder::<Postgres>::new("SELECT body::text FROM audit_events");
-        filters::audit_events(&mut select, tenant_id, query);
-        select.push(" ORDER BY occurred_at_ns DESC, seq DESC");
-        filters::page(&mut select, query.page);
-        let bodies: Vec<String> = select
-            .build_query_scalar()
-            .fetch_all(&self.pool)
-            .await
-            .map_err(|e| failed("reading audit events", e))?;
-        let items = bodies
-            .iter()
-            .map(|body| decode_audit_event(body))
-            .collect::<Result<_, _>>()?;
-        Ok(Page {
-            items,
-            total: from_sql_count(total),
-            offset: query.page.offset,
-            limit: query.page.limit,
-        })
+        filters::audit_page(&self.pool, "body::text", tenant_id, query).await
     }
 }
 
