@@ -5,7 +5,6 @@ use elsa_ai_server::config::StoreConfig;
 use elsa_ai_server::testing::{ALICE_KEY, TestServer, two_tenants};
 use elsa_ai_store::testing::postgres::TestDatabase;
 use reqwest::StatusCode;
-use serde_json::json;
 
 #[tokio::test]
 async fn sqlite_keeps_conversations_proposals_journal_and_audit_across_a_restart() {
@@ -96,29 +95,13 @@ async fn two_servers_on_one_postgres_database_share_the_review_flow() {
         .unwrap()
         .to_owned();
     let (status, _) = second
-        .post(
-            &format!("/ai/proposals/{proposal}/approve"),
-            ALICE_KEY,
-            &json!({}),
-        )
+        .proposal_action(ALICE_KEY, &proposal, "approve")
         .await;
     assert_eq!(status, StatusCode::OK);
     // Each server serves its own workflow data; the proposal store is shared.
-    let (status, _) = first
-        .post(
-            &format!("/ai/proposals/{proposal}/apply"),
-            ALICE_KEY,
-            &json!({}),
-        )
-        .await;
+    let (status, _) = first.proposal_action(ALICE_KEY, &proposal, "apply").await;
     assert_eq!(status, StatusCode::OK);
-    let (status, body) = second
-        .post(
-            &format!("/ai/proposals/{proposal}/apply"),
-            ALICE_KEY,
-            &json!({}),
-        )
-        .await;
+    let (status, body) = second.proposal_action(ALICE_KEY, &proposal, "apply").await;
     assert_eq!(
         status,
         StatusCode::CONFLICT,

@@ -126,11 +126,7 @@ async fn a_chat_reads_a_definition_that_lives_in_elsa_and_an_applied_proposal_is
     // Write: propose, approve, apply; the new version is saved to Elsa.
     let (proposal, _) = server.demo_proposal(ALICE_KEY, DEFINITION).await;
     let (status, approved) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/approve"),
-            ALICE_KEY,
-            &json!({}),
-        )
+        .proposal_action(ALICE_KEY, &proposal, "approve")
         .await;
     assert_eq!(
         (status, approved["status"].as_str()),
@@ -144,13 +140,7 @@ async fn a_chat_reads_a_definition_that_lives_in_elsa_and_an_applied_proposal_is
             .any(|r| r.method == "POST" && r.path_and_query == "/elsa/api/workflow-definitions"),
         "nothing is written before apply"
     );
-    let (status, applied) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/apply"),
-            ALICE_KEY,
-            &json!({}),
-        )
-        .await;
+    let (status, applied) = server.proposal_action(ALICE_KEY, &proposal, "apply").await;
     assert_eq!(
         (status, applied["status"].as_str()),
         (StatusCode::OK, Some("Applied")),
@@ -181,13 +171,7 @@ async fn a_chat_reads_a_definition_that_lives_in_elsa_and_an_applied_proposal_is
     );
 
     // Applying again writes nothing more.
-    let (status, _) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/apply"),
-            ALICE_KEY,
-            &json!({}),
-        )
-        .await;
+    let (status, _) = server.proposal_action(ALICE_KEY, &proposal, "apply").await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert_eq!(elsa.versions(DEFINITION).len(), 2);
 

@@ -232,13 +232,7 @@ async fn missing_permissions_are_403() {
         "permission_denied",
     );
     let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
-    let (status, _) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/approve"),
-            BOB_KEY,
-            &json!({}),
-        )
-        .await;
+    let (status, _) = server.proposal_action(BOB_KEY, &proposal, "approve").await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     // The denied enablement change was audited.
     let (_, trail) = server
@@ -329,16 +323,10 @@ async fn a_second_turn_while_one_runs_and_acting_on_a_final_proposal_are_409() {
 
     let server = TestServer::start(two_tenants()).await;
     let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
-    let path = |action: &str| format!("/ai/proposals/{proposal}/{action}");
-    assert_eq!(
-        server.post(&path("approve"), ALICE_KEY, &json!({})).await.0,
-        StatusCode::OK
-    );
-    assert_eq!(
-        server.post(&path("apply"), ALICE_KEY, &json!({})).await.0,
-        StatusCode::OK
-    );
-    let (status, body) = server.post(&path("apply"), ALICE_KEY, &json!({})).await;
+    let act = |action| server.proposal_action(ALICE_KEY, &proposal, action);
+    assert_eq!(act("approve").await.0, StatusCode::OK);
+    assert_eq!(act("apply").await.0, StatusCode::OK);
+    let (status, body) = act("apply").await;
     assert_eq!(status, StatusCode::CONFLICT, "applied at most once: {body}");
     assert_eq!(body["currentState"], "Applied");
 
@@ -350,34 +338,15 @@ async fn a_second_turn_while_one_runs_and_acting_on_a_final_proposal_are_409() {
         .demo_proposal(ALICE_KEY, "sample-http-hello-world")
         .await;
     for id in [&second, &third] {
-        let (status, _) = server
-            .post(
-                &format!("/ai/proposals/{id}/approve"),
-                ALICE_KEY,
-                &json!({}),
-            )
-            .await;
+        let (status, _) = server.proposal_action(ALICE_KEY, id, "approve").await;
         assert_eq!(status, StatusCode::OK);
     }
     assert_eq!(
-        server
-            .post(
-                &format!("/ai/proposals/{second}/apply"),
-                ALICE_KEY,
-                &json!({})
-            )
-            .await
-            .0,
+        server.proposal_action(ALICE_KEY, &second, "apply").await.0,
         StatusCode::OK
     );
     assert_error(
-        server
-            .post(
-                &format!("/ai/proposals/{third}/apply"),
-                ALICE_KEY,
-                &json!({}),
-            )
-            .await,
+        server.proposal_action(ALICE_KEY, &third, "apply").await,
         409,
         "stale_baseline",
     );
@@ -389,22 +358,12 @@ async fn an_apply_whose_validation_fails_now_is_422_with_the_diagnostics() {
     let server = TestServer::start(two_tenants()).await;
     let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
     let (status, _) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/approve"),
-            ALICE_KEY,
-            &json!({}),
-        )
+        .proposal_action(ALICE_KEY, &proposal, "approve")
         .await;
     assert_eq!(status, StatusCode::OK);
     // The tenant's activity catalog loses every activity between approval and apply.
     server.workflows.set_catalog(&"acme".into(), Vec::new());
-    let (status, body) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/apply"),
-            ALICE_KEY,
-            &json!({}),
-        )
-        .await;
+    let (status, body) = server.proposal_action(ALICE_KEY, &proposal, "apply").await;
     assert_eq!(status.as_u16(), 422, "{body}");
     assert_eq!(body["code"], "validation_failed");
     let diagnostics = body["diagnostics"].as_array().unwrap();

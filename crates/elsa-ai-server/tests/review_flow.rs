@@ -155,24 +155,14 @@ async fn the_quickstart_flow_chat_propose_review_approve_apply_and_audit() {
 
     // Approve and apply: the workflow now exists.
     let (status, approved) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/approve"),
-            ALICE_KEY,
-            &json!({}),
-        )
+        .proposal_action(ALICE_KEY, &proposal, "approve")
         .await;
     assert_eq!(
         (status, approved["status"].as_str()),
         (StatusCode::OK, Some("Approved"))
     );
     assert_eq!(approved["reviewedBy"], "alice");
-    let (status, applied) = server
-        .post(
-            &format!("/ai/proposals/{proposal}/apply"),
-            ALICE_KEY,
-            &json!({}),
-        )
-        .await;
+    let (status, applied) = server.proposal_action(ALICE_KEY, &proposal, "apply").await;
     assert_eq!(
         (status, applied["status"].as_str()),
         (StatusCode::OK, Some("Applied")),
@@ -392,13 +382,7 @@ async fn a_second_tenant_sees_nothing_of_the_first() {
     let (_, inbox) = server.get("/ai/proposals", GINA_KEY).await;
     assert_eq!(inbox["total"], 0);
     for action in ["approve", "apply"] {
-        let (status, _) = server
-            .post(
-                &format!("/ai/proposals/{proposal}/{action}"),
-                GINA_KEY,
-                &json!({}),
-            )
-            .await;
+        let (status, _) = server.proposal_action(GINA_KEY, &proposal, action).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{action}");
     }
     let (_, trail) = server

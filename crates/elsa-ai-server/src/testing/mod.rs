@@ -168,6 +168,22 @@ impl TestServer {
         .await
     }
 
+    /// `POST /ai/proposals/{proposal}/{action}` (`approve`, `apply`, ...) without a body as
+    /// `key`: the status and the JSON body.
+    pub async fn proposal_action(
+        &self,
+        key: &str,
+        proposal: &str,
+        action: &str,
+    ) -> (StatusCode, Value) {
+        self.post(
+            &format!("/ai/proposals/{proposal}/{action}"),
+            key,
+            &serde_json::json!({}),
+        )
+        .await
+    }
+
     /// Starts a chat turn as `key` and returns its event stream.
     ///
     /// # Panics
