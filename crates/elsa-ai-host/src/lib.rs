@@ -243,8 +243,8 @@ pub use audit::{AuditTrail, InMemoryAuditLog};
 pub use clamp::{Clamped, ResultClamp, json_size};
 pub use context::{
     ActivitySelectionContext, ContextRequest, ContextResolver, ContextResolverBuilder,
-    DiagnosticsScopeContext, TenantContext, TimeRangeContext, WorkflowDefinitionContext,
-    WorkflowInstanceContext, builtin_context_providers,
+    DiagnosticsScopeContext, ResolvedContext, TenantContext, TimeRangeContext,
+    WorkflowDefinitionContext, WorkflowInstanceContext, builtin_context_providers,
 };
 pub use conversation::{InMemoryConversationStore, find_owned_conversation};
 pub use enablement::{

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiCaller, AiContextAttachment, AiError, AiResolvedContext, AttachmentKind,
-    AuditAction, AuditOutcome, Permission,
+    AiAuditEvent, AiAuditSink, AiCaller, AiContextAttachment, AiError, AiResolvedContext,
+    AttachmentKind, AuditAction, AuditOutcome, Permission,
 };
 use elsa_ai_host::testing::chat::{ChatHarness, caller_with};
 use elsa_ai_host::testing::data::RecordingWorkflowData;
@@ -157,7 +157,7 @@ async fn resolve(
     attachment: AiContextAttachment,
 ) -> Result<AiResolvedContext, AiError> {
     let agent = test_agent("every-kind", &[], &all_permissions());
-    world
+    let resolved = world
         .resolver
         .resolve(ContextRequest {
             caller,
@@ -165,8 +165,16 @@ async fn resolve(
             conversation_id: None,
             attachments: std::slice::from_ref(&attachment),
         })
-        .await
-        .map(|mut resolved| resolved.remove(0))
+        .await?;
+    // What the orchestrator does before the context is used: write the resolution's records.
+    for event in resolved.audit {
+        world.audit.record(event).await?;
+    }
+    Ok(resolved
+        .attachments
+        .into_iter()
+        .next()
+        .expect("one attachment, one context"))
 }
 
 fn alice(permissions: &[Permission]) -> AiCaller {
@@ -497,4 +505,54 @@ async fn a_chat_naming_another_tenants_object_is_refused_before_anything_starts(
     let turns = harness.provider.turns();
     assert_eq!(turns[0].context.len(), 1);
     assert_eq!(turns[0].context[0].reference_id, world.own.definition);
+    // The resolution is on record, written with the turn's opening records.
+    let actions: Vec<AuditAction> = harness
+        .audit
+        .events(&ACME.into())
+        .into_iter()
+        .map(|e| e.action)
+        .filter(|a| *a != AuditAction::CONTEXT_DENIED)
+        .take(3)
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            AuditAction::CONTEXT_RESOLVED,
+            AuditAction::SESSION_CREATED,
+            AuditAction::PROMPT_SUBMITTED
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_resolved_attachment_whose_record_cannot_be_written_never_reaches_the_model() {
+    let world = world();
+    let harness = ChatHarness::builder()
+        .services(world.data.services())
+        .audit(Arc::new(
+            elsa_ai_host::testing::governance::FailingAuditSink,
+        ))
+        .build();
+    let error = harness
+        .refused(harness.request_with(
+            harness.caller(),
+            TEST_AGENT,
+            vec![attachment(
+                AttachmentKind::WorkflowDefinition,
+                &world.own,
+                ACME,
+            )],
+        ))
+        .await;
+    assert_eq!((error.status(), error.code()), (500, "audit_failed"));
+    assert!(
+        harness.provider.turns().is_empty(),
+        "no model saw the context"
+    );
+    assert!(harness.conversations.is_empty(), "nothing was stored");
+    assert_eq!(
+        harness.provider.closed(),
+        1,
+        "the session opened for it is closed"
+    );
 }

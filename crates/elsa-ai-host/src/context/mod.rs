@@ -5,8 +5,10 @@
 //! traits only, checks the permission its kind needs and summarises what it found. The
 //! [`ContextResolver`] runs the provider of each attachment's kind (only kinds the agent
 //! allows), with the caller's permissions narrowed by the agent's, redacts the result, then
-//! clamps it to the context budget, and audits every resolution (`context.resolved`) and
-//! every refusal (`context.denied`).
+//! clamps it to the context budget, and audits every refusal (`context.denied`) before it
+//! returns. Each resolution's `context.resolved` record comes back with the context, for the
+//! caller to write before any of it is used: the orchestrator writes them together with the
+//! turn's other opening records, in one group commit instead of one per attachment.
 
 mod providers;
 mod summary;
@@ -42,6 +44,17 @@ pub fn builtin_context_providers(
         Arc::new(DiagnosticsScopeContext::new(definitions, instances)),
         Arc::new(TimeRangeContext),
     ]
+}
+
+/// The attachments of a request, resolved, with the audit records of their resolution.
+#[derive(Debug)]
+#[must_use = "the resolution records must be written before the context is used"]
+pub struct ResolvedContext {
+    /// The resolved attachments, redacted and clamped, in request order.
+    pub attachments: Vec<AiResolvedContext>,
+    /// One `context.resolved` record per attachment, redacted and not yet written: the
+    /// caller writes them before any of the context reaches a model or a client.
+    pub audit: Vec<AiAuditEvent>,
 }
 
 /// Builds a [`ContextResolver`].
@@ -164,13 +177,14 @@ impl ContextResolver {
     /// A kind the agent does not allow (or no provider resolves) is 400
     /// `unsupported_attachment`; providers answer 404 `not_found` for unknown, deleted and
     /// other tenants' references alike, 403 `permission_denied` for a missing permission and
-    /// 400 for a malformed reference. Each outcome is audited before it is returned; a
-    /// resolution whose record cannot be written is 500 `audit_failed`.
-    pub async fn resolve(
-        &self,
-        request: ContextRequest<'_>,
-    ) -> Result<Vec<AiResolvedContext>, AiError> {
-        let mut resolved = Vec::with_capacity(request.attachments.len());
+    /// 400 for a malformed reference. A refusal is audited before it is returned (a refusal
+    /// whose record cannot be written is 500 `audit_failed`); the `context.resolved` records
+    /// of a success are returned unwritten in [`ResolvedContext::audit`].
+    pub async fn resolve(&self, request: ContextRequest<'_>) -> Result<ResolvedContext, AiError> {
+        let mut resolved = ResolvedContext {
+            attachments: Vec::with_capacity(request.attachments.len()),
+            audit: Vec::with_capacity(request.attachments.len()),
+        };
         // The agent narrows what the caller may read, as it narrows what tools may do.
         let narrowed = AiCaller {
             permissions: AgentRegistry::effective_permissions(request.caller, request.agent),
@@ -179,8 +193,10 @@ impl ContextResolver {
         for attachment in request.attachments {
             match self.resolve_one(&narrowed, &request, attachment).await {
                 Ok(context) => {
-                    self.audit_resolved(&request, attachment, &context).await?;
-                    resolved.push(context);
+                    resolved
+                        .audit
+                        .push(self.resolved_event(&request, attachment, &context));
+                    resolved.attachments.push(context);
                 }
                 Err(error) => {
                     let error = self.redactor.redact_error(error);
@@ -259,13 +275,13 @@ impl ContextResolver {
         event
     }
 
-    async fn audit_resolved(
+    fn resolved_event(
         &self,
         request: &ContextRequest<'_>,
         attachment: &AiContextAttachment,
         context: &AiResolvedContext,
-    ) -> Result<(), AiError> {
-        let event = self.audit_event(
+    ) -> AiAuditEvent {
+        self.audit_event(
             request,
             AuditAction::CONTEXT_RESOLVED,
             AuditOutcome::Success,
@@ -279,8 +295,7 @@ impl ContextResolver {
                 "truncated": context.truncated,
                 "bytes": crate::json_size(&context.content),
             }),
-        );
-        self.record(event).await
+        )
     }
 
     async fn audit_denied(
@@ -395,7 +410,7 @@ mod tests {
         caller: &AiCaller,
         agent: &AiAgentDefinition,
         attachments: &[AiContextAttachment],
-    ) -> Result<Vec<AiResolvedContext>, AiError> {
+    ) -> Result<ResolvedContext, AiError> {
         resolver
             .resolve(ContextRequest {
                 caller,
@@ -415,8 +430,26 @@ mod tests {
         let resolved = resolve(&resolver, &nobody, &agent, &[window(18, 19)])
             .await
             .unwrap();
-        assert_eq!(resolved[0].content["durationSeconds"], 86_400);
-        assert_eq!(resolved[0].content["from"], "2024-04-18T00:00:00+00:00");
+        assert_eq!(resolved.attachments[0].content["durationSeconds"], 86_400);
+        assert_eq!(
+            resolved.attachments[0].content["from"],
+            "2024-04-18T00:00:00+00:00"
+        );
+        // A resolution's record is handed back for the orchestrator to write with the turn's
+        // other records; refusals are written at once.
+        let returned: Vec<(AuditAction, AuditOutcome)> = resolved
+            .audit
+            .iter()
+            .map(|e| (e.action.clone(), e.outcome))
+            .collect();
+        assert_eq!(
+            returned,
+            [(AuditAction::CONTEXT_RESOLVED, AuditOutcome::Success)]
+        );
+        assert_eq!(
+            resolved.audit[0].details["bytes"],
+            crate::json_size(&resolved.attachments[0].content)
+        );
 
         let inverted = resolve(&resolver, &nobody, &agent, &[window(19, 18)])
             .await
@@ -438,7 +471,6 @@ mod tests {
         assert_eq!(
             actions,
             [
-                (AuditAction::CONTEXT_RESOLVED, AuditOutcome::Success),
                 (AuditAction::CONTEXT_DENIED, AuditOutcome::Denied),
                 (AuditAction::CONTEXT_DENIED, AuditOutcome::Denied),
             ]
@@ -454,8 +486,8 @@ mod tests {
         let resolved = resolve(&resolver, &alice, &agent, std::slice::from_ref(&own))
             .await
             .unwrap();
-        assert_eq!(resolved[0].content["tenantId"], "acme");
-        assert_eq!(resolved[0].content["definitionCount"], 0);
+        assert_eq!(resolved.attachments[0].content["tenantId"], "acme");
+        assert_eq!(resolved.attachments[0].content["definitionCount"], 0);
 
         let other = resolve(
             &resolver,
@@ -539,20 +571,20 @@ mod tests {
         let resolved = resolve(&resolver, &caller, &every_kind_agent(), &[attachment])
             .await
             .unwrap();
-        let context = &resolved[0];
+        let context = &resolved.attachments[0];
         assert!(context.truncated);
         assert!(crate::json_size(&context.content) <= 2048);
         assert_eq!(context.content["apiKey"], REDACTED);
         let text = serde_json::to_string(context).unwrap();
         assert!(!text.contains("pw-"), "no password survives: {text}");
         assert!(!text.contains("ghp_"));
-        let audited = serde_json::to_string(&audit.events(&"acme".into())).unwrap();
+        let audited = serde_json::to_string(&resolved.audit).unwrap();
         assert!(!audited.contains("ghp_"));
         assert!(audited.contains("\"truncated\":true"));
     }
 
     #[tokio::test]
-    async fn a_resolution_that_cannot_be_audited_is_refused() {
+    async fn a_refusal_that_cannot_be_audited_is_an_audit_failure() {
         let resolver =
             ContextResolver::builder(Arc::new(crate::testing::governance::FailingAuditSink))
                 .providers(builtin_context_providers(
@@ -562,7 +594,7 @@ mod tests {
                 ))
                 .build();
         let caller = AiCaller::new("alice", "acme", []);
-        let error = resolve(&resolver, &caller, &every_kind_agent(), &[window(18, 19)])
+        let error = resolve(&resolver, &caller, &every_kind_agent(), &[window(19, 18)])
             .await
             .unwrap_err();
         assert_eq!((error.status(), error.code()), (500, "audit_failed"));

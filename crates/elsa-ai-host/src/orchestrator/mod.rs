@@ -23,11 +23,12 @@ use elsa_ai_abstractions::{
     AiStreamEventType, AiStreamJournal, AiToolQuery, AiToolRegistry, AuditAction, AuditOutcome,
     Clock, ConversationId, MessageRole, SystemClock,
 };
+use futures::future;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::context::{ContextRequest, ContextResolver};
+use crate::context::{ContextRequest, ContextResolver, ResolvedContext};
 use crate::conversation::find_owned_conversation;
 use crate::stream::{HubLimits, StreamEnd, StreamHub};
 use crate::{
@@ -286,6 +287,14 @@ impl Core {
         })
     }
 
+    /// Writes `events` all at once, so that a group-committing sink commits them together
+    /// (one wait instead of one per record); succeeds once every one is written.
+    async fn record_all(&self, events: Vec<AiAuditEvent>) -> Result<(), AiError> {
+        future::try_join_all(events.into_iter().map(|event| self.record(event)))
+            .await
+            .map(drop)
+    }
+
     fn audit_event(
         &self,
         caller: &AiCaller,
@@ -415,7 +424,10 @@ impl AiOrchestrator for ChatOrchestrator {
         let channel = core.hub.channel(&conversation_id);
         let slot = channel.begin_turn()?;
 
-        let context = core
+        let ResolvedContext {
+            attachments: context,
+            audit: mut opening,
+        } = core
             .context
             .resolve(ContextRequest {
                 caller: &caller,
@@ -444,15 +456,14 @@ impl AiOrchestrator for ChatOrchestrator {
             created,
         };
         if created {
-            let event = core.audit_event(
+            opening.push(core.audit_event(
                 &caller,
                 &conversation_id,
                 AuditAction::SESSION_CREATED,
                 AuditOutcome::Success,
                 format!("provider session opened with '{}'", session.provider),
                 json!({"provider": session.provider, "sessionId": session.session_id, "agent": agent.name}),
-            );
-            opened.or_close(core.record(event).await).await?;
+            ));
         }
 
         let message = core.redactor.redact_str(&message).into_owned();
@@ -461,7 +472,7 @@ impl AiOrchestrator for ChatOrchestrator {
             .iter()
             .map(|a| json!({"kind": a.kind, "referenceId": a.reference_id, "activityId": a.activity_id}))
             .collect();
-        let event = core.audit_event(
+        opening.push(core.audit_event(
             &caller,
             &conversation_id,
             AuditAction::PROMPT_SUBMITTED,
@@ -474,8 +485,10 @@ impl AiOrchestrator for ChatOrchestrator {
                 "attachments": attachment_refs,
                 "tools": tool_names,
             }),
-        );
-        opened.or_close(core.record(event).await).await?;
+        ));
+        // The context's, the session's and the prompt's records are written before the
+        // conversation is stored or anything streams.
+        opened.or_close(core.record_all(opening).await).await?;
 
         let now = core.clock.now();
         let user_message = AiMessage {
