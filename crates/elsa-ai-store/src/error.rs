@@ -12,12 +12,16 @@ pub enum StoreError {
     /// The schema migrations could not be applied.
     #[error("cannot migrate the store's schema: {0}")]
     Migrate(#[source] sqlx::migrate::MigrateError),
+    /// The SQLite writer (its connection or its thread) could not be started.
+    #[cfg(feature = "sqlite")]
+    #[error("cannot start the SQLite writer: {0}")]
+    Writer(String),
 }
 
 /// A database failure while `doing` something, as the 500 every caller can report.
 ///
 /// The message names the operation and the driver's reason, never a value that was written.
-pub(crate) fn failed(doing: &str, error: sqlx::Error) -> AiError {
+pub(crate) fn failed(doing: &str, error: impl std::fmt::Display) -> AiError {
     tracing::warn!(%error, "store failed while {doing}");
     AiError::internal(
         "store_failed",
@@ -26,6 +30,7 @@ pub(crate) fn failed(doing: &str, error: sqlx::Error) -> AiError {
 }
 
 /// Whether the database refused a write because a unique key already exists.
+#[cfg(feature = "postgres")]
 pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
 }

@@ -20,10 +20,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use elsa_ai_abstractions::AiError;
 use tokio::sync::{Mutex, mpsc, oneshot};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::error::{failed, is_unique_violation};
+use crate::error::failed;
 use crate::rows::AuditRow;
 
 /// How a group-commit writer (PostgreSQL's audit trail, SQLite's writes) groups rows into
@@ -56,9 +56,11 @@ impl Default for Batching {
 pub(crate) trait BatchInsert: Send + Sync + 'static {
     /// The row one caller writes.
     type Row: Send + Sync + 'static;
+    /// Why a batch was not written.
+    type Error: Send + 'static;
 
     /// Inserts `rows` in one transaction: all of them or none.
-    async fn insert(&self, rows: &[Self::Row]) -> Result<(), sqlx::Error>;
+    async fn insert(&self, rows: &[Self::Row]) -> Result<(), Self::Error>;
 
     /// How many batches may be committing at once: 1 where writers take turns anyway
     /// (SQLite); more where commits of different transactions overlap (PostgreSQL).
@@ -68,15 +70,13 @@ pub(crate) trait BatchInsert: Send + Sync + 'static {
 
     /// Whether a batch may have been refused because of one of its rows alone; it is then
     /// retried row by row.
-    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
-        is_unique_violation(error)
-    }
+    fn is_row_refusal(&self, error: &Self::Error) -> bool;
 
     /// What the caller of `row` sees when `row`, written alone, failed with `error`.
-    async fn row_failed(&self, row: &Self::Row, error: sqlx::Error) -> AiError;
+    async fn row_failed(&self, row: &Self::Row, error: Self::Error) -> AiError;
 
     /// What every caller of a failed batch of several rows sees.
-    fn batch_failed(error: sqlx::Error) -> AiError;
+    fn batch_failed(error: Self::Error) -> AiError;
 
     /// What the caller of `row` (or of a flush, for `None`) sees once the writer is closed.
     fn closed(row: Option<&Self::Row>) -> AiError;
@@ -98,7 +98,8 @@ pub(crate) struct GroupCommitWriter<R> {
     /// Set by `close` before the writer even sees the command, so that intake stops at once.
     closing: AtomicBool,
     closed: fn(Option<&R>) -> AiError,
-    task: Mutex<Option<JoinHandle<()>>>,
+    /// Answered (or dropped) when the writer has ended.
+    ended: Mutex<Option<oneshot::Receiver<()>>>,
 }
 
 impl<R> std::fmt::Debug for GroupCommitWriter<R> {
@@ -110,15 +111,56 @@ impl<R> std::fmt::Debug for GroupCommitWriter<R> {
 }
 
 impl<R: Send + Sync + 'static> GroupCommitWriter<R> {
-    /// Starts the writer task on the current tokio runtime.
+    /// Starts the writer as a task on the current tokio runtime, for a backend whose
+    /// `insert` only awaits.
+    #[cfg(any(feature = "postgres", test))]
     pub fn spawn<B: BatchInsert<Row = R>>(backend: B, batching: Batching) -> Self {
         let (commands, queue) = mpsc::channel(batching.queue_capacity.max(1));
-        let task = tokio::spawn(run(Arc::new(backend), queue, batching));
+        let (ended, end) = oneshot::channel();
+        tokio::spawn(async move {
+            run(Arc::new(backend), queue, batching).await;
+            let _ = ended.send(());
+        });
+        Self::handle(commands, B::closed, end)
+    }
+
+    /// Starts the writer on a thread of its own, for a backend whose `insert` blocks (it
+    /// runs the whole batch synchronously): the batch then never waits for the shared
+    /// runtime between statements, and blocks nothing but the writer.
+    ///
+    /// # Errors
+    ///
+    /// When the operating system refuses the thread.
+    #[cfg(feature = "sqlite")]
+    pub fn spawn_on_thread<B: BatchInsert<Row = R>>(
+        backend: B,
+        batching: Batching,
+        name: &str,
+    ) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()?;
+        let (commands, queue) = mpsc::channel(batching.queue_capacity.max(1));
+        let (ended, end) = oneshot::channel();
+        std::thread::Builder::new()
+            .name(name.to_owned())
+            .spawn(move || {
+                runtime.block_on(run(Arc::new(backend), queue, batching));
+                let _ = ended.send(());
+            })?;
+        Ok(Self::handle(commands, B::closed, end))
+    }
+
+    fn handle(
+        commands: mpsc::Sender<Command<R>>,
+        closed: fn(Option<&R>) -> AiError,
+        end: oneshot::Receiver<()>,
+    ) -> Self {
         Self {
             commands,
             closing: AtomicBool::new(false),
-            closed: B::closed,
-            task: Mutex::new(Some(task)),
+            closed,
+            ended: Mutex::new(Some(end)),
         }
     }
 
@@ -160,8 +202,8 @@ impl<R: Send + Sync + 'static> GroupCommitWriter<R> {
         if self.commands.send(Command::Close(ack)).await.is_ok() {
             let _ = done.await;
         }
-        if let Some(task) = self.task.lock().await.take() {
-            let _ = task.await;
+        if let Some(end) = self.ended.lock().await.take() {
+            let _ = end.await;
         }
     }
 }
@@ -319,9 +361,14 @@ async fn write<B: BatchInsert>(backend: &B, rows: Vec<B::Row>, acks: Vec<Ack>) {
     }
 }
 
-/// Why an audit record alone was not written (both backends word it alike).
-pub(crate) fn audit_record_failed(row: &AuditRow, error: sqlx::Error) -> AiError {
-    if is_unique_violation(&error) {
+/// Why an audit record alone was not written (both backends word it alike); `exists` when
+/// the database refused it as a duplicate id.
+pub(crate) fn audit_record_failed(
+    row: &AuditRow,
+    exists: bool,
+    error: impl std::fmt::Display,
+) -> AiError {
+    if exists {
         AiError::conflict(
             "audit_event_exists",
             format!("audit event '{}' already exists", row.id),
@@ -332,7 +379,8 @@ pub(crate) fn audit_record_failed(row: &AuditRow, error: sqlx::Error) -> AiError
 }
 
 /// Why a batch of audit records was not written.
-pub(crate) fn audit_batch_failed(error: sqlx::Error) -> AiError {
+#[cfg(any(feature = "postgres", test))]
+pub(crate) fn audit_batch_failed(error: impl std::fmt::Display) -> AiError {
     failed("writing audit events", error)
 }
 
@@ -392,6 +440,7 @@ mod tests {
     #[async_trait]
     impl BatchInsert for Gated {
         type Row = AuditRow;
+        type Error = sqlx::Error;
 
         async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
             let now = self.committing.fetch_add(1, Ordering::SeqCst) + 1;
@@ -444,7 +493,7 @@ mod tests {
     fn spawn_records(
         writer: &Arc<GroupCommitWriter<AuditRow>>,
         n: usize,
-    ) -> Vec<JoinHandle<Result<(), AiError>>> {
+    ) -> Vec<tokio::task::JoinHandle<Result<(), AiError>>> {
         (0..n)
             .map(|i| {
                 let writer = writer.clone();

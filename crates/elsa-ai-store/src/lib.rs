@@ -11,7 +11,8 @@
 //!
 //! - [`SqliteStore`] (feature `sqlite`, the default) is the embedded store: one file in WAL
 //!   mode (`synchronous = FULL`), every write on disk before it returns. Reads share a pool of
-//!   connections; writes queue for one writer connection and start `IMMEDIATE`, and stream
+//!   connections; writes queue for one synchronous writer connection and start `IMMEDIATE`
+//!   (a batch runs start to finish on the writer's own thread), and stream
 //!   journal appends and conversation writes are group-committed together with audit records
 //!   (see [`Batching`]), so hundreds of concurrent streams cost one commit per batch instead
 //!   of one per event.

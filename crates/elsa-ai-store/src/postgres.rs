@@ -154,6 +154,7 @@ struct AuditInserts {
 #[async_trait]
 impl BatchInsert for AuditInserts {
     type Row = AuditRow;
+    type Error = sqlx::Error;
 
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
         // One statement for the whole batch: the columns travel as arrays.
@@ -187,8 +188,12 @@ impl BatchInsert for AuditInserts {
         self.concurrency
     }
 
+    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+        is_unique_violation(error)
+    }
+
     async fn row_failed(&self, row: &AuditRow, error: sqlx::Error) -> AiError {
-        audit_record_failed(row, error)
+        audit_record_failed(row, is_unique_violation(&error), error)
     }
 
     fn batch_failed(error: sqlx::Error) -> AiError {

@@ -1,0 +1,539 @@
+//! The embedded backend: one SQLite file in WAL mode.
+
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
+    AiProposal, AiProposalStore, AiStreamEvent, AiStreamJournal, AiToolEnablementStore, AuditQuery,
+    ConversationId, ProposalId, ProposalQuery, ToolEnablement,
+};
+use elsa_workflows::{Page, PageRequest, TenantId};
+use rusqlite::{OptionalExtension, params};
+use sqlx::Connection;
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
+};
+
+use crate::error::{StoreError, failed};
+use crate::group_commit::{Batching, GroupCommitWriter};
+use crate::rows::{
+    AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
+    conversation_from_row, decode_proposal, decode_stream_event, enablement_from_row, from_nanos,
+    from_sql_count, parse_role, to_nanos, to_sql_count, to_sql_counter,
+};
+use crate::{conflicts, filters};
+use writer::{ConversationWrite, MessageRow, SqliteWrite, WriterConnection, Writes};
+
+static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// Where and how to open a [`SqliteStore`].
+#[derive(Clone, Debug)]
+pub struct SqliteStoreOptions {
+    path: PathBuf,
+    busy_timeout: Duration,
+    max_connections: u32,
+    batching: Batching,
+}
+
+impl SqliteStoreOptions {
+    /// The database file at `path` (created when missing), with the defaults: a 5 s busy
+    /// timeout, 8 reading connections and [`Batching::default`].
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        Self {
+            path: path.into(),
+            busy_timeout: Duration::from_secs(5),
+            max_connections: 8,
+            batching: Batching::default(),
+        }
+    }
+
+    /// How long a write waits for another connection or process to release the database
+    /// before it fails.
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// The most connections opened for reading (readers run in parallel); every write goes
+    /// through one more, the writer connection.
+    pub fn max_connections(mut self, connections: u32) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// How group-committed writes (audit records, journal appends, conversation writes) are
+    /// grouped into transactions.
+    pub fn batching(mut self, batching: Batching) -> Self {
+        self.batching = batching;
+        self
+    }
+}
+
+/// Every Weaver store in one SQLite file: proposals, the audit trail, conversations and their
+/// messages, the stream journal and tool enablement.
+///
+/// The file is opened in WAL mode with `synchronous = FULL`, so a write that returned is on
+/// disk; migrations run on open. Reads use a pool of connections; every write of this process
+/// goes through one writer connection, so writers queue in order here instead of polling for
+/// SQLite's write lock, and every writing transaction starts `IMMEDIATE` (it holds the lock
+/// from its first statement, so it never fails upgrading a read). Audit records, journal
+/// appends and conversation writes are group-committed: what many callers queued meanwhile
+/// goes into one transaction, written start to finish on the writer's own thread, and each
+/// caller is acknowledged after its commit. Several
+/// processes may open the same file: their writers take turns through SQLite's lock (waiting
+/// up to the busy timeout) and every compare-and-set is one conditional statement. Clones
+/// share the connections and the writer.
+#[derive(Clone, Debug)]
+pub struct SqliteStore {
+    /// Connections for reading.
+    pool: SqlitePool,
+    /// The one connection every write goes through.
+    writer: Arc<WriterConnection>,
+    /// Audit records, journal appends and conversation writes, group-committed.
+    writes: Arc<GroupCommitWriter<SqliteWrite>>,
+}
+
+impl SqliteStore {
+    /// Opens (or creates) the database file at `path` with the default options.
+    pub async fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::open_with(SqliteStoreOptions::new(path.as_ref())).await
+    }
+
+    /// Opens (or creates) the database `options` name and brings its schema up to date.
+    pub async fn open_with(options: SqliteStoreOptions) -> Result<Self, StoreError> {
+        let connect = SqliteConnectOptions::new()
+            .filename(&options.path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(options.busy_timeout);
+        // SQLite's migrator takes no lock of its own: one immediate transaction around the
+        // whole run makes processes that open a new file together migrate it once, in turn.
+        let mut migrator = SqliteConnection::connect_with(&connect)
+            .await
+            .map_err(StoreError::Connect)?;
+        let mut migrating = migrator
+            .begin_with("BEGIN IMMEDIATE")
+            .await
+            .map_err(StoreError::Connect)?;
+        MIGRATOR
+            .run(&mut *migrating)
+            .await
+            .map_err(StoreError::Migrate)?;
+        migrating.commit().await.map_err(StoreError::Connect)?;
+        migrator.close().await.map_err(StoreError::Connect)?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(options.max_connections)
+            .connect_with(connect)
+            .await
+            .map_err(StoreError::Connect)?;
+        let writer = {
+            let (path, busy_timeout) = (options.path.clone(), options.busy_timeout);
+            tokio::task::spawn_blocking(move || WriterConnection::open(&path, busy_timeout))
+                .await
+                .map_err(|error| StoreError::Writer(std::io::Error::other(error).to_string()))?
+                .map_err(|error| StoreError::Writer(error.to_string()))?
+        };
+        let writer = Arc::new(writer);
+        let writes = GroupCommitWriter::spawn_on_thread(
+            Writes {
+                writer: writer.clone(),
+            },
+            options.batching,
+            "weaver-sqlite-writer",
+        )
+        .map_err(|error| StoreError::Writer(error.to_string()))?;
+        Ok(Self {
+            pool,
+            writer,
+            writes: Arc::new(writes),
+        })
+    }
+
+    /// Returns once every audit record (and other group-committed write) accepted so far is
+    /// committed.
+    pub async fn flush(&self) -> Result<(), AiError> {
+        self.writes.flush().await
+    }
+
+    /// Writes every accepted audit record, journal append and conversation write, then closes
+    /// the database. Later calls on this store (and its clones) fail.
+    pub async fn close(&self) {
+        self.writes.close().await;
+        self.writer.close();
+        self.pool.close().await;
+    }
+}
+
+async fn last_sequence(pool: &SqlitePool, conversation_id: &str) -> Result<u64, AiError> {
+    let last: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?",
+    )
+    .bind(conversation_id)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| failed("reading the stream journal", e))?;
+    Ok(u64::try_from(last).unwrap_or(0))
+}
+
+#[async_trait]
+impl AiProposalStore for SqliteStore {
+    async fn find(
+        &self,
+        id: &ProposalId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiProposal>, AiError> {
+        let row: Option<(i64, String)> =
+            sqlx::query_as("SELECT revision, body FROM proposals WHERE id = ? AND tenant_id = ?")
+                .bind(id.as_str())
+                .bind(tenant_id.as_str())
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(|e| failed("reading a proposal", e))?;
+        row.map(|(revision, body)| decode_proposal(revision, &body))
+            .transpose()
+    }
+
+    async fn save(&self, proposal: &AiProposal) -> Result<(), AiError> {
+        let row = ProposalRow::new(proposal)?;
+        self.writer
+            .run(move |tx| {
+                tx.prepare_cached(
+                    "INSERT INTO proposals (id, tenant_id, conversation_id, definition_id, \
+                     status, created_by, created_at_ns, revision, body) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                )?
+                .execute(params![
+                    row.id,
+                    row.tenant_id,
+                    row.conversation_id,
+                    row.definition_id,
+                    row.status,
+                    row.created_by,
+                    row.created_at_ns,
+                    row.revision,
+                    row.body,
+                ])?;
+                Ok(())
+            })
+            .await
+            .map_err(|e| {
+                if e.is_unique_violation() {
+                    conflicts::proposal_exists(&proposal.id)
+                } else {
+                    e.into_ai("saving a proposal")
+                }
+            })
+    }
+
+    async fn update(&self, proposal: &AiProposal, expected_revision: u64) -> Result<(), AiError> {
+        let row = ProposalRow::successor(proposal, expected_revision)?;
+        let expected = to_sql_counter(expected_revision, "proposal revision")?;
+        // One conditional statement: SQLite runs it under the database's write lock, so of
+        // several writers (threads or processes) holding the same revision exactly one wins.
+        // A refusal reads what is there now in the same transaction.
+        let refused = self
+            .writer
+            .run(move |tx| {
+                let updated = tx
+                    .prepare_cached(
+                        "UPDATE proposals SET conversation_id = ?1, definition_id = ?2, \
+                         status = ?3, created_by = ?4, created_at_ns = ?5, revision = ?6, \
+                         body = ?7 WHERE id = ?8 AND tenant_id = ?9 AND revision = ?10",
+                    )?
+                    .execute(params![
+                        row.conversation_id,
+                        row.definition_id,
+                        row.status,
+                        row.created_by,
+                        row.created_at_ns,
+                        row.revision,
+                        row.body,
+                        row.id,
+                        row.tenant_id,
+                        expected,
+                    ])?;
+                if updated == 1 {
+                    return Ok(None);
+                }
+                let current = tx
+                    .prepare_cached(
+                        "SELECT status, revision FROM proposals WHERE id = ?1 AND tenant_id = ?2",
+                    )?
+                    .query_row(params![row.id, row.tenant_id], |r| {
+                        Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                    })
+                    .optional()?;
+                Ok(Some(current))
+            })
+            .await
+            .map_err(|e| e.into_ai("updating a proposal"))?;
+        match refused {
+            None => Ok(()),
+            Some(current) => Err(conflicts::proposal_update_refused(
+                &proposal.id,
+                expected_revision,
+                current,
+            )),
+        }
+    }
+
+    async fn list(
+        &self,
+        tenant_id: &TenantId,
+        query: &ProposalQuery,
+    ) -> Result<Page<AiProposal>, AiError> {
+        filters::proposal_page(&self.pool, "body", tenant_id, query).await
+    }
+}
+
+#[async_trait]
+impl AiAuditSink for SqliteStore {
+    async fn record(&self, event: AiAuditEvent) -> Result<(), AiError> {
+        self.writes
+            .write(SqliteWrite::Audit(AuditRow::new(&event)?))
+            .await
+    }
+}
+
+#[async_trait]
+impl AiAuditLog for SqliteStore {
+    async fn query(
+        &self,
+        tenant_id: &TenantId,
+        query: &AuditQuery,
+    ) -> Result<Page<AiAuditEvent>, AiError> {
+        filters::audit_page(&self.pool, "body", tenant_id, query).await
+    }
+}
+
+#[async_trait]
+impl AiConversationStore for SqliteStore {
+    async fn create(&self, conversation: &AiConversation) -> Result<(), AiError> {
+        let write = ConversationWrite::Create {
+            id: conversation.id.as_str().to_owned(),
+            tenant_id: conversation.tenant_id.as_str().to_owned(),
+            owner_id: conversation.owner_id.clone(),
+            agent: conversation.agent.as_str().to_owned(),
+            title: conversation.title.clone(),
+            created_at_ns: to_nanos(conversation.created_at, "conversation creation")?,
+            updated_at_ns: to_nanos(conversation.updated_at, "conversation update")?,
+            messages: conversation
+                .messages
+                .iter()
+                .map(MessageRow::new)
+                .collect::<Result<_, _>>()?,
+        };
+        self.writes.write(SqliteWrite::Conversation(write)).await
+    }
+
+    async fn find(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiConversation>, AiError> {
+        let doing = "reading a conversation";
+        // One read transaction: the conversation and its messages come from one snapshot.
+        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        let row: Option<ConversationRow> = sqlx::query_as(
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
+             FROM conversations WHERE id = ? AND tenant_id = ?",
+        )
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let messages: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT role, content, created_at_ns FROM conversation_messages \
+             WHERE conversation_id = ? ORDER BY seq",
+        )
+        .bind(id.as_str())
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        tx.commit().await.map_err(|e| failed(doing, e))?;
+        let messages = messages
+            .into_iter()
+            .map(|(role, content, at)| {
+                Ok(AiMessage {
+                    role: parse_role(&role)?,
+                    content,
+                    timestamp: from_nanos(at),
+                })
+            })
+            .collect::<Result<_, AiError>>()?;
+        Ok(Some(conversation_from_row(row, messages)))
+    }
+
+    async fn append_message(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        message: &AiMessage,
+    ) -> Result<(), AiError> {
+        let write = ConversationWrite::Append {
+            conversation_id: id.as_str().to_owned(),
+            tenant_id: tenant_id.as_str().to_owned(),
+            message: MessageRow::new(message)?,
+        };
+        self.writes.write(SqliteWrite::Conversation(write)).await
+    }
+
+    async fn list(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<AiConversation>, AiError> {
+        let doing = "listing conversations";
+        let total: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM conversations WHERE tenant_id = ? AND owner_id = ?",
+        )
+        .bind(tenant_id.as_str())
+        .bind(owner_id)
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        let rows: Vec<ConversationRow> = sqlx::query_as(
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
+             FROM conversations WHERE tenant_id = ? AND owner_id = ? \
+             ORDER BY updated_at_ns DESC, id LIMIT ? OFFSET ?",
+        )
+        .bind(tenant_id.as_str())
+        .bind(owner_id)
+        .bind(to_sql_count(page.limit))
+        .bind(to_sql_count(page.offset))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        Ok(Page {
+            items: rows
+                .into_iter()
+                .map(|row| conversation_from_row(row, Vec::new()))
+                .collect(),
+            total: from_sql_count(total),
+            offset: page.offset,
+            limit: page.limit,
+        })
+    }
+
+    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
+        let cutoff = clamp_nanos(cutoff);
+        self.writer
+            .run(move |tx| {
+                tx.execute(
+                    "DELETE FROM stream_events WHERE conversation_id IN \
+                     (SELECT id FROM conversations WHERE updated_at_ns < ?1)",
+                    [cutoff],
+                )?;
+                // Messages go with their conversation (ON DELETE CASCADE).
+                Ok(tx.execute(
+                    "DELETE FROM conversations WHERE updated_at_ns < ?1",
+                    [cutoff],
+                )?)
+            })
+            .await
+            .map_err(|e| e.into_ai("purging conversations"))
+    }
+}
+
+#[async_trait]
+impl AiStreamJournal for SqliteStore {
+    async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError> {
+        let Ok(row) = StreamRow::new(event) else {
+            // A sequence beyond i64 can never be the next one.
+            return Err(self.sequence_conflict(event).await);
+        };
+        self.writes.write(SqliteWrite::Journal(row)).await
+    }
+
+    async fn read_after(
+        &self,
+        conversation_id: &ConversationId,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<AiStreamEvent>, AiError> {
+        let bodies: Vec<String> = sqlx::query_scalar(
+            "SELECT body FROM stream_events WHERE conversation_id = ? AND sequence > ? \
+             ORDER BY sequence LIMIT ?",
+        )
+        .bind(conversation_id.as_str())
+        .bind(i64::try_from(after).unwrap_or(i64::MAX))
+        .bind(to_sql_count(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed("reading the stream journal", e))?;
+        bodies
+            .iter()
+            .map(|body| decode_stream_event(body))
+            .collect()
+    }
+
+    async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError> {
+        last_sequence(&self.pool, conversation_id.as_str()).await
+    }
+}
+
+impl SqliteStore {
+    async fn sequence_conflict(&self, event: &AiStreamEvent) -> AiError {
+        match self.last_sequence(&event.conversation_id).await {
+            Ok(last) => conflicts::sequence(event, last),
+            Err(error) => error,
+        }
+    }
+}
+
+#[async_trait]
+impl AiToolEnablementStore for SqliteStore {
+    async fn list(&self, tenant_id: &TenantId) -> Result<Vec<ToolEnablement>, AiError> {
+        let rows: Vec<EnablementRow> = sqlx::query_as(
+            "SELECT tenant_id, tool_name, agent, enabled, changed_by, changed_at_ns \
+             FROM tool_enablements WHERE tenant_id = ? ORDER BY tool_name, agent_key",
+        )
+        .bind(tenant_id.as_str())
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed("reading tool enablement", e))?;
+        Ok(rows.into_iter().map(enablement_from_row).collect())
+    }
+
+    async fn set(&self, enablement: &ToolEnablement) -> Result<(), AiError> {
+        let changed_at = to_nanos(enablement.changed_at, "enablement change")?;
+        let enablement = enablement.clone();
+        self.writer
+            .run(move |tx| {
+                tx.prepare_cached(
+                    "INSERT INTO tool_enablements (tenant_id, tool_name, agent_key, agent, \
+                     enabled, changed_by, changed_at_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) \
+                     ON CONFLICT (tenant_id, tool_name, agent_key) DO UPDATE SET \
+                     agent = excluded.agent, enabled = excluded.enabled, \
+                     changed_by = excluded.changed_by, changed_at_ns = excluded.changed_at_ns",
+                )?
+                .execute(params![
+                    enablement.tenant_id.as_str(),
+                    enablement.tool_name,
+                    agent_key(enablement.agent.as_deref()),
+                    enablement.agent,
+                    enablement.enabled,
+                    enablement.changed_by,
+                    changed_at,
+                ])?;
+                Ok(())
+            })
+            .await
+            .map_err(|e| e.into_ai("recording tool enablement"))
+    }
+}
