@@ -33,7 +33,6 @@ use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{ApiKeyConfig, AuthConfig, StoreConfig, TenantConfig, WeaverConfig};
 use elsa_ai_server::testing::SseStream;
 use serde_json::json;
-use tokio::net::TcpListener;
 use tokio::sync::Barrier;
 
 const KEY: &str = "bench-key-alice-acme-0001";
@@ -133,7 +132,7 @@ fn serve(store: &str, dir: &str, provider: &str) {
             builder = builder.provider(Arc::new(paced_provider()));
         }
         let weaver = builder.build().await.expect("the server starts");
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let listener = Weaver::listen(([127, 0, 0, 1], 0).into()).expect("a port");
         println!("LISTENING {}", listener.local_addr().expect("an address"));
         std::io::stdout().flush().expect("stdout");
         let stdin_closed = tokio::task::spawn_blocking(|| {

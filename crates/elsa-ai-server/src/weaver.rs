@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,7 +28,7 @@ use elsa_workflows::{
     ElsaServerBackend, ElsaServerConfig, InMemoryWorkflowBackend, TenantId, TenantRouter,
     WorkflowServices, samples,
 };
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{WeaverApi, WeaverApiParts};
@@ -284,6 +285,31 @@ impl std::fmt::Debug for Weaver {
 }
 
 impl Weaver {
+    /// How many connections may wait to be accepted on a [`listen`](Self::listen)ing socket
+    /// (the kernel's `somaxconn` caps it).
+    pub const LISTEN_BACKLOG: u32 = 1024;
+
+    /// A listener on `address` for [`serve`](Self::serve), with room for
+    /// [`LISTEN_BACKLOG`](Self::LISTEN_BACKLOG) connections waiting to be accepted. tokio's
+    /// and the standard library's `bind` leave room for 128: when more clients than that
+    /// connect at once, the kernel drops the others' handshakes and their kernels retry a
+    /// second later, which a burst of chat clients sees as a one-second stall.
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound (in use, not local, not permitted).
+    pub fn listen(address: SocketAddr) -> std::io::Result<TcpListener> {
+        let socket = if address.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        // Restarting the server must not wait for the old connections' TIME_WAIT to pass.
+        socket.set_reuseaddr(true)?;
+        socket.bind(address)?;
+        socket.listen(Self::LISTEN_BACKLOG)
+    }
+
     /// A builder over `config`, reading the process environment.
     pub fn builder(config: WeaverConfig) -> WeaverBuilder {
         WeaverBuilder {
@@ -882,5 +908,35 @@ fn build_provider(
                 .map_err(|e| StartupError::Provider(e.message().to_owned()))?;
             Ok((Arc::new(copilot.clone()), Some(copilot)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// More clients than the standard library's backlog of 128 connect at once while the
+    /// server accepts nothing: every handshake still completes (none is dropped for a retry a
+    /// second later).
+    #[tokio::test]
+    async fn a_burst_of_connections_fits_in_the_listen_backlog() {
+        let listener = Weaver::listen(([127, 0, 0, 1], 0).into()).unwrap();
+        let address = listener.local_addr().unwrap();
+        let clients: Vec<_> = (0..300)
+            .map(|_| tokio::spawn(tokio::net::TcpStream::connect(address)))
+            .collect();
+        // A dropped handshake is retried after 1 s, 3 s, 7 s ...: with the queue still full
+        // it never completes, so this bound only decides how long a failure takes to show.
+        let connected = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut connected = Vec::new();
+            for client in clients {
+                connected.push(client.await.unwrap().unwrap());
+            }
+            connected
+        })
+        .await
+        .expect("every handshake completes without an accept");
+        assert_eq!(connected.len(), 300);
+        drop(listener);
     }
 }

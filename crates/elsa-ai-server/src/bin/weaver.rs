@@ -8,7 +8,6 @@ use std::process::ExitCode;
 use clap::Parser;
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{Overrides, REFERENCE, WeaverConfig};
-use tokio::net::TcpListener;
 
 /// Weaver: the AI copilot for Elsa Workflows, as an HTTP server.
 ///
@@ -148,9 +147,8 @@ async fn run(cli: Cli) -> Result<(), String> {
     for line in weaver.startup_report() {
         tracing::info!("{line}");
     }
-    let listener = TcpListener::bind(address)
-        .await
-        .map_err(|e| format!("cannot listen on {address}: {e}"))?;
+    let listener =
+        Weaver::listen(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;
     tracing::info!("Weaver listens on http://{address} (API description: /ai/openapi.json)");
     weaver
         .serve(listener, shutdown_signal())

@@ -11,7 +11,6 @@ use elsa_ai_host::ProposalService;
 use elsa_workflows::InMemoryWorkflowBackend;
 use reqwest::{Method, RequestBuilder, StatusCode};
 use serde_json::Value;
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -118,9 +117,8 @@ impl TestServer {
             .build()
             .await
             .unwrap_or_else(|e| panic!("the test server cannot start: {e}"));
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a free port on 127.0.0.1");
+        let listener =
+            Weaver::listen(([127, 0, 0, 1], 0).into()).expect("a free port on 127.0.0.1");
         let address = listener.local_addr().expect("a bound address");
         let proposals = weaver.proposals().clone();
         let workflows = weaver.workflows().clone();
