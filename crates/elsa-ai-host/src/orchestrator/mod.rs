@@ -421,29 +421,33 @@ impl AiOrchestrator for ChatOrchestrator {
             .map_or_else(ConversationId::generate, |c| c.id.clone());
 
         // One turn at a time per conversation.
-        let channel = core.hub.channel(&conversation_id);
+        let channel = match &existing {
+            Some(_) => core.hub.channel(&conversation_id),
+            None => core.hub.new_channel(&conversation_id),
+        };
         let slot = channel.begin_turn()?;
 
-        let ResolvedContext {
-            attachments: context,
-            audit: mut opening,
-        } = core
-            .context
-            .resolve(ContextRequest {
+        // The context and the authorized tool set do not depend on each other: both are
+        // read at once.
+        let tool_query = AiToolQuery {
+            agent: Some(agent.name.clone()),
+            ..AiToolQuery::for_caller(caller.clone())
+        };
+        let (
+            ResolvedContext {
+                attachments: context,
+                audit: mut opening,
+            },
+            tools,
+        ) = tokio::try_join!(
+            core.context.resolve(ContextRequest {
                 caller: &caller,
                 agent: &agent,
                 conversation_id: Some(&conversation_id),
                 attachments: &attachments,
-            })
-            .await?;
-        let tools = core
-            .governor
-            .registry()
-            .list(&AiToolQuery {
-                agent: Some(agent.name.clone()),
-                ..AiToolQuery::for_caller(caller.clone())
-            })
-            .await?;
+            }),
+            core.governor.registry().list(&tool_query),
+        )?;
 
         let (session, created) = core
             .sessions

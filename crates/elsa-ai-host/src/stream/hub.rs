@@ -69,6 +69,16 @@ impl StreamHub {
     /// publishers. A channel nobody holds is dropped; the next one continues the journal's
     /// sequence.
     pub fn channel(self: &Arc<Self>, id: &ConversationId) -> Arc<Channel> {
+        self.open(id, None)
+    }
+
+    /// The channel of a conversation whose id was generated just now: nothing is journaled
+    /// under it yet, so its first append reads nothing from the journal.
+    pub fn new_channel(self: &Arc<Self>, id: &ConversationId) -> Arc<Channel> {
+        self.open(id, Some(0))
+    }
+
+    fn open(self: &Arc<Self>, id: &ConversationId, last: Option<u64>) -> Arc<Channel> {
         let mut channels = self.channels.lock();
         if let Some(channel) = channels.live.get(id).and_then(Weak::upgrade) {
             return channel;
@@ -84,7 +94,7 @@ impl StreamHub {
             id: id.clone(),
             hub: self.clone(),
             sender,
-            last: tokio::sync::Mutex::new(None),
+            last: tokio::sync::Mutex::new(last),
             turn: watch::Sender::new(None),
             turns: AtomicU64::new(0),
             attached: watch::Sender::new(0),
@@ -300,5 +310,74 @@ impl std::fmt::Debug for TurnSlot {
             .field("conversation", &self.channel.id)
             .field("turn", &self.number)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use elsa_ai_abstractions::{AiStreamEventType, SystemClock};
+    use serde_json::json;
+
+    use super::*;
+    use crate::InMemoryStreamJournal;
+
+    /// A journal that stores appends but cannot say where a conversation's stream stands.
+    struct NoLastSequence(InMemoryStreamJournal);
+
+    #[async_trait]
+    impl AiStreamJournal for NoLastSequence {
+        async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError> {
+            self.0.append(event).await
+        }
+
+        async fn read_after(
+            &self,
+            conversation_id: &ConversationId,
+            after: u64,
+            limit: usize,
+        ) -> Result<Vec<AiStreamEvent>, AiError> {
+            self.0.read_after(conversation_id, after, limit).await
+        }
+
+        async fn last_sequence(&self, _: &ConversationId) -> Result<u64, AiError> {
+            Err(AiError::internal(
+                "unreadable",
+                "the journal cannot be read",
+            ))
+        }
+    }
+
+    fn hub() -> Arc<StreamHub> {
+        StreamHub::new(
+            Arc::new(NoLastSequence(InMemoryStreamJournal::new())),
+            Arc::new(Redactor::default()),
+            Arc::new(SystemClock),
+            HubLimits {
+                live_buffer: 16,
+                replay_batch: 16,
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn a_new_conversations_channel_starts_at_one_without_reading_the_journal() {
+        let hub = hub();
+        let fresh = ConversationId::generate();
+        let started = hub
+            .new_channel(&fresh)
+            .append(AiStreamEventType::ConversationStarted, json!({}))
+            .await
+            .unwrap();
+        assert_eq!(started.sequence, 1);
+
+        // A conversation the hub does not know may have a journal: it must be read first.
+        let known = ConversationId::generate();
+        let error = hub
+            .channel(&known)
+            .append(AiStreamEventType::ConversationStarted, json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "unreadable");
     }
 }
