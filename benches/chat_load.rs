@@ -21,7 +21,10 @@
 //! ```
 //!
 //! Targets: first event p99 under 50 ms at 500 concurrent streams on a 2-core machine, server
-//! memory under 200 MB. Client and server share the machine's cores.
+//! memory under 200 MB. Client and server share the machine's cores. On SQLite every turn
+//! waits for a few synced commits before its first event, so the figures follow the disk's
+//! sync latency: measure on a quiet machine (not right after a build, whose write-back of
+//! the target directory slows every `fsync` for a while; `sync` first).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
