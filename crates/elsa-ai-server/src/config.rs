@@ -43,9 +43,11 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   id = "acme"                       Tenant id.
   workflows = "data/acme"           Folder of Elsa 3 definition / instance JSON files (also
                                     definitions/, instances/, activities/ subfolders), held in
-                                    memory; without it (and without elsa_url), the tenant gets
-                                    the built-in samples. Files that are not valid Elsa JSON
-                                    are skipped with a warning at start-up.
+                                    memory; applied proposals are saved back into it as
+                                    <definitionId>.v<version>.json. Without it (and without
+                                    elsa_url), the tenant gets the built-in samples (in memory
+                                    only). Files that are not valid Elsa JSON are skipped with a
+                                    warning at start-up.
   elsa_url = "https://elsa.example.com"
                                     Instead of workflows: the Elsa 3 Server holding the tenant's
                                     workflows, read and written through its REST API (applied

@@ -25,8 +25,8 @@ use elsa_ai_host::{
 };
 use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::{
-    ElsaServerBackend, ElsaServerConfig, InMemoryWorkflowBackend, TenantId, TenantRouter,
-    WorkflowServices, samples,
+    ElsaServerBackend, ElsaServerConfig, FolderDefinitionWriter, InMemoryWorkflowBackend, TenantId,
+    TenantRouter, WorkflowServices, samples,
 };
 use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
@@ -375,7 +375,12 @@ impl Weaver {
             for skipped in &seeded.skipped {
                 report.push(format!("tenant '{tenant}': skipped {skipped}"));
             }
-            router = router.with(tenant.clone(), WorkflowServices::of(memory.clone()));
+            let mut services = WorkflowServices::of(memory.clone());
+            if let Some(folder) = folder {
+                // Applied proposals are saved into the folder, so a restart keeps them.
+                services.writer = Arc::new(FolderDefinitionWriter::new(memory.clone(), folder));
+            }
+            router = router.with(tenant.clone(), services);
         }
         let workflows = Arc::new(router);
 

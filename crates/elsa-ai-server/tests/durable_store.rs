@@ -1,5 +1,6 @@
 //! The server on its durable stores: SQLite keeps everything across a restart (the audit
-//! batches are flushed at shutdown), and PostgreSQL lets two servers share one database.
+//! batches are flushed at shutdown), a tenant's workflow folder keeps applied proposals, and
+//! PostgreSQL lets two servers share one database.
 
 use elsa_ai_server::config::StoreConfig;
 use elsa_ai_server::testing::{ALICE_KEY, TestServer, two_tenants};
@@ -70,6 +71,53 @@ async fn sqlite_keeps_conversations_proposals_journal_and_audit_across_a_restart
         .find(|t| t["name"] == "workflow.proposeUpdate")
         .unwrap();
     assert_eq!(propose["enabled"], true);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_applied_proposal_is_saved_into_the_tenants_workflow_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("acme");
+    std::fs::create_dir(&folder).unwrap();
+    for definition in elsa_workflows::samples::definitions() {
+        let file = folder.join(format!("{}.json", definition.definition_id()));
+        std::fs::write(file, serde_json::to_vec(definition).unwrap()).unwrap();
+    }
+    let mut config = two_tenants();
+    config.store = StoreConfig {
+        sqlite: Some(dir.path().join("weaver.db")),
+        ..StoreConfig::default()
+    };
+    config.tenants[0].workflows = Some(folder.clone());
+
+    let server = TestServer::start(config.clone()).await;
+    let (proposal, _) = server
+        .demo_proposal(ALICE_KEY, "sample-order-approval")
+        .await;
+    for action in ["approve", "apply"] {
+        let (status, body) = server.proposal_action(ALICE_KEY, &proposal, action).await;
+        assert_eq!(status, StatusCode::OK, "{action}: {body}");
+    }
+    let applied = server
+        .workflows
+        .definition_versions(&"acme".into(), "sample-order-approval");
+    assert_eq!(applied.len(), 2);
+    server.shutdown().await.unwrap();
+    let version = applied[1].version();
+    assert!(
+        folder
+            .join(format!("sample-order-approval.v{version}.json"))
+            .is_file()
+    );
+
+    // A restart seeds the folder again: the applied version is the latest.
+    let server = TestServer::start(config).await;
+    let reloaded = server
+        .workflows
+        .definition_versions(&"acme".into(), "sample-order-approval");
+    assert_eq!(reloaded.len(), 2);
+    assert_eq!(reloaded[1].to_value(), applied[1].to_value());
+    assert!(reloaded[1].is_latest() && !reloaded[0].is_latest());
     server.shutdown().await.unwrap();
 }
 

@@ -111,7 +111,9 @@ pub use instance::{
     ActivityExecutionRecord, ActivityStatus, Bookmark, ExceptionInfo, ExecutionRecordSource,
     Incident, WorkflowInstance, WorkflowStatus, WorkflowSubStatus,
 };
-pub use memory::{InMemoryWorkflowBackend, SeedReport, SkippedFile, SupersededSnapshot};
+pub use memory::{
+    FolderDefinitionWriter, InMemoryWorkflowBackend, SeedReport, SkippedFile, SupersededSnapshot,
+};
 pub use page::{Page, PageRequest, TimeRange};
 pub use router::{TenantRouter, WorkflowServices};
 pub use store::{

@@ -6,6 +6,7 @@
 //! friends), from a folder of Elsa JSON files ([`InMemoryWorkflowBackend::seed_from_dir`])
 //! or from the samples shipped with the crate ([`crate::samples`]).
 
+mod folder;
 mod seed;
 
 use std::collections::{BTreeMap, HashMap};
@@ -14,6 +15,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
 
+pub use folder::FolderDefinitionWriter;
 pub use seed::{SeedReport, SkippedFile, SupersededSnapshot};
 
 use crate::json::{self, Seg};
@@ -141,6 +143,34 @@ impl InMemoryWorkflowBackend {
         }
         catalog.extend_from_slice(descriptors);
         true
+    }
+
+    /// Every version of one definition as stored now, for [`Self::restore_versions`].
+    fn versions_of(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+    ) -> Option<BTreeMap<i32, WorkflowDefinition>> {
+        self.tenants
+            .read()
+            .get(tenant)
+            .and_then(|data| data.definitions.get(definition_id))
+            .cloned()
+    }
+
+    /// Puts back what [`Self::versions_of`] returned (`None`: the definition did not exist).
+    fn restore_versions(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        versions: Option<BTreeMap<i32, WorkflowDefinition>>,
+    ) {
+        let mut tenants = self.tenants.write();
+        let definitions = &mut tenants.entry(tenant.clone()).or_default().definitions;
+        match versions {
+            Some(versions) => definitions.insert(definition_id.to_owned(), versions),
+            None => definitions.remove(definition_id),
+        };
     }
 
     /// Every stored version of a definition, oldest first (empty when the tenant has no
