@@ -18,6 +18,7 @@
 //! ```text
 //! cargo bench -p weaver-benches --bench chat_load                       # SQLite, 500 streams
 //! cargo bench -p weaver-benches --bench chat_load -- --store memory --streams 500 --seconds 10
+//! WEAVER_TEST_POSTGRES_URL=postgres://… cargo bench -p weaver-benches --bench chat_load -- --store postgres
 //! ```
 //!
 //! Targets: first event p99 under 50 ms at 500 concurrent streams on a 2-core machine, server
@@ -35,6 +36,7 @@ use elsa_ai_host::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{ApiKeyConfig, AuthConfig, StoreConfig, TenantConfig, WeaverConfig};
 use elsa_ai_server::testing::SseStream;
+use elsa_ai_store::testing::postgres::TestDatabase;
 use serde_json::json;
 use tokio::sync::Barrier;
 
@@ -76,11 +78,17 @@ fn options() -> Options {
     options
 }
 
-fn config(store: &str, dir: &std::path::Path) -> WeaverConfig {
+/// The server's configuration; `place` is the scratch folder (SQLite) or the database URL
+/// (PostgreSQL).
+fn config(store: &str, place: &str) -> WeaverConfig {
     WeaverConfig {
         store: match store {
             "sqlite" => StoreConfig {
-                sqlite: Some(dir.join("weaver-bench.db")),
+                sqlite: Some(std::path::Path::new(place).join("weaver-bench.db")),
+                ..StoreConfig::default()
+            },
+            "postgres" => StoreConfig {
+                postgres: Some(place.to_owned()),
                 ..StoreConfig::default()
             },
             _ => StoreConfig {
@@ -124,13 +132,13 @@ fn paced_provider() -> ScriptedProvider {
 }
 
 /// The child: serves until its standard input closes.
-fn serve(store: &str, dir: &str, provider: &str) {
+fn serve(store: &str, place: &str, provider: &str) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("a runtime");
     runtime.block_on(async {
-        let mut builder = Weaver::builder(config(store, std::path::Path::new(dir)));
+        let mut builder = Weaver::builder(config(store, place));
         if provider == "paced" {
             builder = builder.provider(Arc::new(paced_provider()));
         }
@@ -211,14 +219,9 @@ async fn round(base: &str, client: &reqwest::Client, streams: usize) -> Round {
     }
 }
 
-fn start_server(store: &str, dir: &std::path::Path, provider: &str) -> (Child, String) {
+fn start_server(store: &str, place: &str, provider: &str) -> (Child, String) {
     let mut child = Command::new(std::env::current_exe().expect("this binary"))
-        .args([
-            "--serve",
-            store,
-            dir.to_str().expect("a UTF-8 path"),
-            provider,
-        ])
+        .args(["--serve", store, place, provider])
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -349,7 +352,14 @@ fn main() {
             std::process::id()
         ));
         std::fs::create_dir_all(&dir).expect("a scratch folder");
-        let (mut server, base) = start_server(&options.store, &dir, provider);
+        // A fresh database per scenario, dropped at its end.
+        let database =
+            (options.store == "postgres").then(|| runtime.block_on(TestDatabase::create()));
+        let place = match &database {
+            Some(database) => database.url().to_owned(),
+            None => dir.to_str().expect("a UTF-8 path").to_owned(),
+        };
+        let (mut server, base) = start_server(&options.store, &place, provider);
         let pid = server.id();
         let (idle, _) = memory_mib(pid);
         println!("{scenario}: server idle RSS {idle:.1} MiB");
@@ -369,6 +379,7 @@ fn main() {
         });
         drop(server.stdin.take());
         let _ = server.wait();
+        drop(database);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,8 +1,8 @@
 //! Group commit: many callers' rows written in few transactions.
 //!
-//! Audit records (both backends) and every other group-committed SQLite write (journal
-//! appends, conversation writes) hand their row to one writer task per store (a
-//! [`GroupCommitWriter`]) and wait for their own acknowledgement. The writer takes whatever
+//! Audit records and stream-journal appends (both backends) and SQLite's conversation writes
+//! hand their row to a writer (a [`GroupCommitWriter`]: on PostgreSQL one per kind of row,
+//! on SQLite one for all) and wait for their own acknowledgement. The writer takes whatever
 //! has queued up (up to [`Batching::max_batch`]), writes it in one transaction and
 //! acknowledges each caller only after the commit, so throughput grows with concurrency while
 //! no caller proceeds before its row is durable. Where the database overlaps commits

@@ -1,5 +1,6 @@
 //! The shared backend: one PostgreSQL database for several server replicas.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,14 +78,16 @@ impl PostgresStoreOptions {
         self
     }
 
-    /// How audit records are grouped into transactions.
+    /// How audit records (and, by the same rules, stream-journal appends) are grouped into
+    /// transactions.
     pub fn audit_batching(mut self, batching: Batching) -> Self {
         self.audit = batching;
         self
     }
 
-    /// How many audit batches may be committing at once, each on a connection of its own
-    /// (PostgreSQL overlaps their commits). Keep it below `max_connections`.
+    /// How many audit batches (and as many journal batches) may be committing at once, each
+    /// on a connection of its own (PostgreSQL overlaps their commits). Keep twice this below
+    /// `max_connections`.
     pub fn audit_concurrency(mut self, batches: usize) -> Self {
         self.audit_concurrency = batches.max(1);
         self
@@ -99,11 +102,14 @@ impl PostgresStoreOptions {
 /// conditional `UPDATE` (PostgreSQL re-checks the revision after a concurrent writer commits,
 /// so exactly one of them wins), journal sequences are guarded by the primary key, and
 /// migrations take PostgreSQL's advisory lock so that replicas starting together migrate
-/// once. Clones share the pool and the audit writer.
+/// once. Audit records and journal appends are group-committed. Clones share the pool and
+/// the writers.
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,
     audit: Arc<GroupCommitWriter<AuditRow>>,
+    /// Stream-journal appends, group-committed like the audit records.
+    journal: Arc<GroupCommitWriter<StreamRow>>,
 }
 
 impl PostgresStore {
@@ -126,21 +132,29 @@ impl PostgresStore {
             concurrency: options.audit_concurrency,
         };
         let audit = GroupCommitWriter::spawn(batches, options.audit);
+        let appends = JournalInserts {
+            pool: pool.clone(),
+            concurrency: options.audit_concurrency,
+        };
+        let journal = GroupCommitWriter::spawn(appends, options.audit);
         Ok(Self {
             pool,
             audit: Arc::new(audit),
+            journal: Arc::new(journal),
         })
     }
 
-    /// Returns once every audit record accepted so far is committed.
+    /// Returns once every audit record and journal append accepted so far is committed.
     pub async fn flush(&self) -> Result<(), AiError> {
-        self.audit.flush().await
+        self.audit.flush().await?;
+        self.journal.flush().await
     }
 
-    /// Writes every accepted audit record, then closes the pool. Later calls on this store
-    /// (and its clones) fail.
+    /// Writes every accepted audit record and journal append, then closes the pool. Later
+    /// calls on this store (and its clones) fail.
     pub async fn close(&self) {
         self.audit.close().await;
+        self.journal.close().await;
         self.pool.close().await;
     }
 }
@@ -203,6 +217,107 @@ impl BatchInsert for AuditInserts {
     fn closed(_: Option<&AuditRow>) -> AiError {
         audit_closed()
     }
+}
+
+/// Stream-journal batches: one transaction that checks each row is exactly the next sequence
+/// of its conversation (the batch's earlier rows included) and inserts them all. The primary
+/// key refuses a row another process appended meanwhile; the batch is then retried row by
+/// row.
+struct JournalInserts {
+    pool: PgPool,
+    concurrency: usize,
+}
+
+#[async_trait]
+impl BatchInsert for JournalInserts {
+    type Row = StreamRow;
+    type Error = sqlx::Error;
+
+    async fn insert(&self, rows: &[StreamRow]) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let conversations: Vec<&str> = rows.iter().map(|r| r.conversation_id.as_str()).collect();
+        let found: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT conversation_id, MAX(sequence) FROM stream_events \
+             WHERE conversation_id = ANY($1) GROUP BY conversation_id",
+        )
+        .bind(&conversations)
+        .fetch_all(&mut *tx)
+        .await?;
+        let mut last: HashMap<&str, i64> = conversations.iter().map(|c| (*c, 0)).collect();
+        for (conversation, sequence) in &found {
+            if let Some(known) = last.get_mut(conversation.as_str()) {
+                *known = *sequence;
+            }
+        }
+        for row in rows {
+            let known = last
+                .get_mut(row.conversation_id.as_str())
+                .expect("every conversation of the batch was looked up");
+            if row.sequence != known.saturating_add(1) {
+                // Not the next sequence: refused on its own (see `is_row_refusal`).
+                return Err(sqlx::Error::RowNotFound);
+            }
+            *known = row.sequence;
+        }
+        sqlx::query(
+            "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
+             body) SELECT conversation_id, sequence, event_type, occurred_at_ns, body::json \
+             FROM UNNEST($1::text[], $2::int8[], $3::text[], $4::int8[], $5::text[]) \
+             AS batch (conversation_id, sequence, event_type, occurred_at_ns, body)",
+        )
+        .bind(&conversations)
+        .bind(rows.iter().map(|r| r.sequence).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.event_type).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.occurred_at_ns).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await
+    }
+
+    fn concurrent_batches(&self) -> usize {
+        self.concurrency
+    }
+
+    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+        matches!(error, sqlx::Error::RowNotFound) || is_unique_violation(error)
+    }
+
+    async fn row_failed(&self, row: &StreamRow, error: sqlx::Error) -> AiError {
+        if !self.is_row_refusal(&error) {
+            return failed("appending to the stream journal", error);
+        }
+        match last_sequence(&self.pool, &row.conversation_id).await {
+            Ok(last) => conflicts::sequence_of(
+                &row.conversation_id,
+                u64::try_from(row.sequence).unwrap_or(0),
+                last,
+            ),
+            Err(error) => error,
+        }
+    }
+
+    fn batch_failed(error: sqlx::Error) -> AiError {
+        failed("appending to the stream journal", error)
+    }
+
+    fn closed(_: Option<&StreamRow>) -> AiError {
+        AiError::internal(
+            "store_closed",
+            "the store is closed; the write was not committed",
+        )
+    }
+}
+
+async fn last_sequence(pool: &PgPool, conversation_id: &str) -> Result<u64, AiError> {
+    let last: i64 = sqlx::query_scalar(
+        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = $1",
+    )
+    .bind(conversation_id)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| failed("reading the stream journal", e))?;
+    Ok(u64::try_from(last).unwrap_or(0))
 }
 
 #[async_trait]
@@ -516,26 +631,7 @@ impl AiStreamJournal for PostgresStore {
             // A sequence beyond i64 can never be the next one.
             return Err(self.sequence_conflict(event).await);
         };
-        // Inserted only when it is exactly the next sequence; the primary key refuses a
-        // duplicate that races past the check.
-        let inserted = sqlx::query(
-            "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
-             body) SELECT $1, $2, $3, $4, $5::json WHERE $2 = (SELECT COALESCE(MAX(sequence), 0) + 1 \
-             FROM stream_events WHERE conversation_id = $1)",
-        )
-        .bind(row.conversation_id)
-        .bind(row.sequence)
-        .bind(row.event_type)
-        .bind(row.occurred_at_ns)
-        .bind(row.body)
-        .execute(&self.pool)
-        .await;
-        match inserted {
-            Ok(done) if done.rows_affected() == 1 => Ok(()),
-            Ok(_) => Err(self.sequence_conflict(event).await),
-            Err(e) if is_unique_violation(&e) => Err(self.sequence_conflict(event).await),
-            Err(e) => Err(failed("appending to the stream journal", e)),
-        }
+        self.journal.write(row).await
     }
 
     async fn read_after(
@@ -561,14 +657,7 @@ impl AiStreamJournal for PostgresStore {
     }
 
     async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError> {
-        let last: i64 = sqlx::query_scalar(
-            "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = $1",
-        )
-        .bind(conversation_id.as_str())
-        .fetch_one(&self.pool)
-        .await
-        .map_err(|e| failed("reading the stream journal", e))?;
-        Ok(u64::try_from(last).unwrap_or(0))
+        last_sequence(&self.pool, conversation_id.as_str()).await
     }
 }
 
