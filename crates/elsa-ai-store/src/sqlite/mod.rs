@@ -77,6 +77,56 @@ impl SqliteStoreOptions {
     }
 }
 
+/// Opens the connection that brings the schema up to date and switches the file to WAL (the
+/// mode persists in the file), and runs the migrations on it.
+///
+/// SQLite's migrator takes no lock of its own: one immediate transaction around the whole run
+/// makes processes that open a new file together migrate it once, in turn. Switching to WAL
+/// needs a lock that SQLite's busy timeout does not wait for, so a connection refused with
+/// "database is locked" by another opener is retried until `busy_timeout` has passed.
+async fn migrate(
+    connect: &SqliteConnectOptions,
+    busy_timeout: Duration,
+) -> Result<SqliteConnection, StoreError> {
+    let connect = connect.clone().journal_mode(SqliteJournalMode::Wal);
+    let deadline = tokio::time::Instant::now() + busy_timeout;
+    loop {
+        match migrate_once(&connect).await {
+            Err(StoreError::Connect(sqlx::Error::Database(error)))
+                if is_busy(error.as_ref()) && tokio::time::Instant::now() < deadline =>
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            done => return done,
+        }
+    }
+}
+
+/// `SQLITE_BUSY`, plain or extended ("database is locked").
+fn is_busy(error: &dyn sqlx::error::DatabaseError) -> bool {
+    const SQLITE_BUSY: i32 = 5;
+    error
+        .code()
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == SQLITE_BUSY)
+}
+
+async fn migrate_once(connect: &SqliteConnectOptions) -> Result<SqliteConnection, StoreError> {
+    let mut migrator = SqliteConnection::connect_with(connect)
+        .await
+        .map_err(StoreError::Connect)?;
+    let mut migrating = migrator
+        .begin_with("BEGIN IMMEDIATE")
+        .await
+        .map_err(StoreError::Connect)?;
+    MIGRATOR
+        .run(&mut *migrating)
+        .await
+        .map_err(StoreError::Migrate)?;
+    migrating.commit().await.map_err(StoreError::Connect)?;
+    Ok(migrator)
+}
+
 /// Every Weaver store in one SQLite file: proposals, the audit trail, conversations and their
 /// messages, the stream journal and tool enablement.
 ///
@@ -112,25 +162,10 @@ impl SqliteStore {
         let connect = SqliteConnectOptions::new()
             .filename(&options.path)
             .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .foreign_keys(true)
             .busy_timeout(options.busy_timeout);
-        // SQLite's migrator takes no lock of its own: one immediate transaction around the
-        // whole run makes processes that open a new file together migrate it once, in turn.
-        let mut migrator = SqliteConnection::connect_with(&connect)
-            .await
-            .map_err(StoreError::Connect)?;
-        let mut migrating = migrator
-            .begin_with("BEGIN IMMEDIATE")
-            .await
-            .map_err(StoreError::Connect)?;
-        MIGRATOR
-            .run(&mut *migrating)
-            .await
-            .map_err(StoreError::Migrate)?;
-        migrating.commit().await.map_err(StoreError::Connect)?;
-        migrator.close().await.map_err(StoreError::Connect)?;
+        let migrator = migrate(&connect, options.busy_timeout).await?;
         let pool = SqlitePoolOptions::new()
             .max_connections(options.max_connections)
             .connect_with(connect)
@@ -140,9 +175,13 @@ impl SqliteStore {
             let (path, busy_timeout) = (options.path.clone(), options.busy_timeout);
             tokio::task::spawn_blocking(move || WriterConnection::open(&path, busy_timeout))
                 .await
-                .map_err(|error| StoreError::Writer(std::io::Error::other(error).to_string()))?
+                .map_err(|error| StoreError::Writer(error.to_string()))?
                 .map_err(|error| StoreError::Writer(error.to_string()))?
         };
+        // Closed only once the store's own connections are open: closing the file's last
+        // connection checkpoints and removes the WAL under an exclusive lock, which another
+        // process opening the file at that moment could not wait for.
+        migrator.close().await.map_err(StoreError::Connect)?;
         let writer = Arc::new(writer);
         let writes = GroupCommitWriter::spawn_on_thread(
             Writes {
