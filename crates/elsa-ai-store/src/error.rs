@@ -29,6 +29,14 @@ pub(crate) fn failed(doing: &str, error: impl std::fmt::Display) -> AiError {
     )
 }
 
+/// What a write answers once its store is closed (both backends word it alike).
+pub(crate) fn store_closed() -> AiError {
+    AiError::internal(
+        "store_closed",
+        "the store is closed; the write was not committed",
+    )
+}
+
 /// Whether the database refused a write because a unique key already exists.
 #[cfg(feature = "postgres")]
 pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {

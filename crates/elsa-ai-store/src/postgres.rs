@@ -15,7 +15,7 @@ use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgPool, PgPoolOptions};
 
-use crate::error::{StoreError, failed, is_unique_violation};
+use crate::error::{StoreError, failed, is_unique_violation, store_closed};
 use crate::group_commit::{
     BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
 };
@@ -302,10 +302,7 @@ impl BatchInsert for JournalInserts {
     }
 
     fn closed(_: Option<&StreamRow>) -> AiError {
-        AiError::internal(
-            "store_closed",
-            "the store is closed; the write was not committed",
-        )
+        store_closed()
     }
 }
 

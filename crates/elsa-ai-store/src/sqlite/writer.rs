@@ -20,7 +20,7 @@ use elsa_ai_abstractions::{AiError, AiMessage, ConversationId};
 use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior, params};
 
 use crate::conflicts;
-use crate::error::failed;
+use crate::error::{failed, store_closed};
 use crate::group_commit::{BatchInsert, audit_closed, audit_record_failed};
 use crate::rows::{AuditRow, StreamRow, role_name, to_nanos};
 
@@ -80,14 +80,6 @@ impl WriteError {
     }
 }
 
-/// What a write answers once the store is closed.
-fn store_closed() -> AiError {
-    AiError::internal(
-        "store_closed",
-        "the store is closed; the write was not committed",
-    )
-}
-
 /// The one connection every write of this process goes through; `None` once closed.
 #[derive(Debug)]
 pub(super) struct WriterConnection {
@@ -118,17 +110,28 @@ impl WriterConnection {
         &self,
         write: impl FnOnce(&Transaction<'_>) -> Result<T, WriteError>,
     ) -> Result<T, WriteError> {
+        self.with_connection(|connection| {
+            let transaction =
+                connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = write(&transaction)?;
+            transaction.commit()?;
+            Ok(value)
+        })
+    }
+
+    /// Runs `use_it` with the connection, outside any transaction (a read needs no write
+    /// lock). Blocks the calling thread.
+    fn with_connection<T>(
+        &self,
+        use_it: impl FnOnce(&mut Connection) -> Result<T, WriteError>,
+    ) -> Result<T, WriteError> {
         // A panic inside an earlier write rolled its transaction back when it unwound, so the
         // connection behind a poisoned lock is still consistent.
         let mut connection = self
             .connection
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let connection = connection.as_mut().ok_or(WriteError::Closed)?;
-        let transaction = connection.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let value = write(&transaction)?;
-        transaction.commit()?;
-        Ok(value)
+        use_it(connection.as_mut().ok_or(WriteError::Closed)?)
     }
 
     /// [`transaction`](Self::transaction) from async code, on tokio's blocking pool.
@@ -242,7 +245,7 @@ impl BatchInsert for Writes {
                 let conversation = row.conversation_id.as_str();
                 match self
                     .writer
-                    .transaction(|tx| Ok(last_sequence(tx, conversation)?))
+                    .with_connection(|connection| Ok(last_sequence(connection, conversation)?))
                 {
                     Ok(last) => conflicts::sequence_of(
                         conversation,
@@ -317,11 +320,12 @@ fn insert_audit(tx: &Transaction<'_>, row: &AuditRow) -> Result<(), WriteError> 
 }
 
 /// The last journaled sequence of a conversation (0 for none).
-fn last_sequence(tx: &Transaction<'_>, conversation_id: &str) -> rusqlite::Result<i64> {
-    tx.prepare_cached(
-        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?1",
-    )?
-    .query_row([conversation_id], |row| row.get(0))
+fn last_sequence(connection: &Connection, conversation_id: &str) -> rusqlite::Result<i64> {
+    connection
+        .prepare_cached(
+            "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?1",
+        )?
+        .query_row([conversation_id], |row| row.get(0))
 }
 
 /// Appends `rows` in order, each only when it is exactly the next sequence of its

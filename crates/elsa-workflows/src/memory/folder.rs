@@ -1,6 +1,5 @@
 //! Definitions written back into the folder a tenant's workflows were seeded from.
 
-use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -9,7 +8,8 @@ use async_trait::async_trait;
 
 use super::InMemoryWorkflowBackend;
 use crate::{
-    DefinitionVersionRef, TenantId, WorkflowDefinition, WorkflowDefinitionWriter, WorkflowError,
+    DefinitionVersionRef, TenantId, VersionOptions, WorkflowDefinition, WorkflowDefinitionStore,
+    WorkflowDefinitionWriter, WorkflowError,
 };
 
 /// The writer of a tenant whose workflows come from a folder: it writes through an
@@ -80,7 +80,7 @@ impl FolderDefinitionWriter {
         let _one_at_a_time = self.writing.lock().await;
         let before = self.backend.versions_of(tenant, definition_id);
         let stored = write.await?;
-        let saved = match self.stored_document(tenant, &stored) {
+        let saved = match self.stored_document(tenant, &stored).await {
             Ok(document) => {
                 let dir = self.definitions_dir();
                 let stem = file_stem(&stored);
@@ -108,19 +108,22 @@ impl FolderDefinitionWriter {
     }
 
     /// The version `stored` refers to, as the JSON its file holds.
-    fn stored_document(
+    async fn stored_document(
         &self,
         tenant: &TenantId,
         stored: &DefinitionVersionRef,
     ) -> Result<Vec<u8>, String> {
-        let versions: BTreeMap<i32, WorkflowDefinition> = self
+        let definition = self
             .backend
-            .versions_of(tenant, &stored.definition_id)
-            .unwrap_or_default();
-        let definition = versions
-            .get(&stored.version)
+            .find(
+                tenant,
+                &stored.definition_id,
+                VersionOptions::Specific(stored.version),
+            )
+            .await
+            .map_err(|error| error.to_string())?
             .ok_or_else(|| "the stored version is gone".to_owned())?;
-        serde_json::to_vec_pretty(definition).map_err(|error| error.to_string())
+        serde_json::to_vec_pretty(&definition).map_err(|error| error.to_string())
     }
 
     /// Where definition files go: the `definitions/` subfolder when the folder has one (the
@@ -219,7 +222,6 @@ fn write_new_file(dir: &Path, stem: &str, bytes: &[u8]) -> std::io::Result<PathB
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{VersionOptions, WorkflowDefinitionStore};
 
     fn acme() -> TenantId {
         TenantId::new("acme")
