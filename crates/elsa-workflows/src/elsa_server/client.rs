@@ -135,6 +135,24 @@ impl ElsaHttp {
         Ok(Answer { status, body })
     }
 
+    /// GETs one object: `None` on 404, the object `parse` reads from a success, a typed
+    /// error otherwise.
+    pub async fn get_optional<T>(
+        &self,
+        what: &str,
+        url: Url,
+        parse: fn(&[u8]) -> Result<T, ParseError>,
+    ) -> Result<Option<T>, WorkflowError> {
+        let answer = self.send(what, Method::GET, url, None).await?;
+        match answer.status {
+            StatusCode::NOT_FOUND => Ok(None),
+            status if status.is_success() => parse(&answer.body)
+                .map(Some)
+                .map_err(|e| self.invalid_answer(what, e)),
+            _ => Err(self.failure(what, &answer)),
+        }
+    }
+
     /// The error for an answer whose status means failure. A 404 reaching this point is a
     /// missing endpoint (lookups handle their own 404 as "not found").
     pub fn failure(&self, what: &str, answer: &Answer) -> WorkflowError {

@@ -110,7 +110,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Timelike, Utc};
-use reqwest::{Method, StatusCode, Url};
+use reqwest::{Method, Url};
 use serde_json::{Map, Value, json};
 
 use self::client::ElsaHttp;
@@ -592,14 +592,9 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
             .url(&["workflow-definitions", "by-definition-id", definition_id]);
         url.query_pairs_mut()
             .append_pair("versionOptions", &version_options(version));
-        let answer = self.http.send(&what, Method::GET, url, None).await?;
-        match answer.status {
-            StatusCode::NOT_FOUND => Ok(None),
-            status if status.is_success() => WorkflowDefinition::from_slice(&answer.body)
-                .map(Some)
-                .map_err(|e| self.http.invalid_answer(&what, e)),
-            _ => Err(self.http.failure(&what, &answer)),
-        }
+        self.http
+            .get_optional(&what, url, WorkflowDefinition::from_slice)
+            .await
     }
 
     async fn search(
@@ -675,14 +670,9 @@ impl WorkflowInstanceStore for ElsaServerBackend {
         }
         let what = format!("reading workflow instance '{instance_id}'");
         let url = self.http.url(&["workflow-instances", instance_id]);
-        let answer = self.http.send(&what, Method::GET, url, None).await?;
-        match answer.status {
-            StatusCode::NOT_FOUND => Ok(None),
-            status if status.is_success() => WorkflowInstance::from_slice(&answer.body)
-                .map(Some)
-                .map_err(|e| self.http.invalid_answer(&what, e)),
-            _ => Err(self.http.failure(&what, &answer)),
-        }
+        self.http
+            .get_optional(&what, url, WorkflowInstance::from_slice)
+            .await
     }
 
     async fn search(
