@@ -31,7 +31,7 @@ pub fn pinned_cli() -> PathBuf {
         );
         return path;
     }
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let cli = workspace.join("tools/copilot-cli/node_modules/.bin/copilot");
     assert!(
         cli.is_file(),

@@ -1,8 +1,8 @@
 //! Test helpers shared by every Weaver test suite, kept in one place.
 //!
-//! The team's fixture data lives outside the repository, in `../shared/fixtures/elsa/`
-//! next to the checkout. Tests find it through [`fixtures_dir`] and list its folders;
-//! they never name fixture files. Nothing here is used at runtime.
+//! The Elsa test data lives in the repository's `testdata/elsa/` (its README and
+//! `SOURCES.tsv` say where each file came from). Tests find it through [`fixtures_dir`] and
+//! list its folders; they never name fixture files. Nothing here is used at runtime.
 
 pub mod conformance;
 pub mod elsa_api;
@@ -14,7 +14,7 @@ use elsa_workflows::{InMemoryWorkflowBackend, TenantId};
 
 /// The root of the Elsa fixture folders (`definitions/`, `instances/`, `activities/`).
 ///
-/// `WEAVER_FIXTURES` overrides the default `<workspace>/../shared/fixtures/elsa`.
+/// `WEAVER_FIXTURES` overrides the default `<workspace>/testdata/elsa`.
 ///
 /// # Panics
 ///
@@ -29,21 +29,15 @@ pub fn fixtures_dir() -> PathBuf {
     dir
 }
 
-/// The fixture root when it exists: for benchmarks, which fall back to built-in samples
-/// instead of failing on a checkout without fixtures.
-pub fn fixtures_dir_if_present() -> Option<PathBuf> {
-    Some(fixtures_location()).filter(|dir| dir.is_dir())
-}
-
 fn fixtures_location() -> PathBuf {
     std::env::var_os("WEAVER_FIXTURES")
         .map(PathBuf::from)
-        .unwrap_or_else(|| workspace_root().join("../shared/fixtures/elsa"))
+        .unwrap_or_else(|| workspace_root().join("testdata/elsa"))
 }
 
 /// The workspace root (the folder holding the root `Cargo.toml`).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 /// Every file in one fixture folder (`"definitions"`, `"instances"`, `"activities"`), sorted.

@@ -73,25 +73,20 @@ fn violations(roots: &[PathBuf]) -> Vec<String> {
     found
 }
 
-/// Every crate of the workspace except this one: `crates/*` and the other members.
+/// Every crate of the workspace except this one: each folder beside `Cargo.toml` that holds a
+/// crate of its own (the library crates, `examples`, `benches`).
 fn other_crates() -> Vec<PathBuf> {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let this = Path::new(env!("CARGO_MANIFEST_DIR"))
         .canonicalize()
         .unwrap();
-    let mut roots: Vec<PathBuf> = std::fs::read_dir(workspace.join("crates"))
-        .expect("the workspace's crates folder")
+    let mut roots: Vec<PathBuf> = std::fs::read_dir(&workspace)
+        .expect("the workspace folder")
         .flatten()
         .map(|entry| entry.path())
         .filter(|path| path.join("Cargo.toml").is_file())
         .filter(|path| path.canonicalize().unwrap() != this)
         .collect();
-    for member in ["examples", "benches"] {
-        let path = workspace.join(member);
-        if path.join("Cargo.toml").is_file() {
-            roots.push(path);
-        }
-    }
     roots.sort();
     roots
 }
@@ -100,10 +95,15 @@ fn other_crates() -> Vec<PathBuf> {
 fn no_copilot_sdk_name_leaves_the_adapter_crate() {
     let roots = other_crates();
     assert!(
-        roots.iter().any(|root| root.ends_with("elsa-ai-host"))
-            && roots
-                .iter()
-                .any(|root| root.ends_with("elsa-ai-abstractions")),
+        [
+            "elsa-ai-host",
+            "elsa-ai-abstractions",
+            "elsa-ai-server",
+            "examples",
+            "benches"
+        ]
+        .iter()
+        .all(|name| roots.iter().any(|root| root.ends_with(name))),
         "the scan covers the other crates: {roots:?}"
     );
     let found = violations(&roots);
