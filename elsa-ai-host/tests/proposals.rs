@@ -302,6 +302,34 @@ async fn validation_failing_at_apply_time_is_422_blocked_and_writes_nothing() {
 }
 
 #[tokio::test]
+async fn a_draft_holding_the_redaction_marker_is_blocked_and_cannot_be_applied() {
+    let h = ProposalHarness::new();
+    let baseline = h.seed(sample_definition("orders", "Hello")).await;
+    // A model saw the secret only as the marker and copied it into its draft.
+    let draft = h.update_draft(
+        &baseline,
+        sample_definition("orders", &format!("Connect with password {REDACTED}")),
+        None,
+    );
+    let proposal = h.service.create(&h.caller(), draft).await.unwrap();
+    assert_eq!(proposal.status, ProposalStatus::Blocked);
+    let finding = proposal
+        .diagnostics
+        .iter()
+        .find(|d| d.code == DiagnosticCode::RedactedValue)
+        .unwrap_or_else(|| panic!("no redacted_value finding: {:?}", proposal.diagnostics));
+    assert!(finding.is_error());
+    assert_eq!(finding.activity_id.as_deref(), Some("write1"));
+
+    let error = refused(h.service.approve(&h.caller(), &proposal.id).await);
+    assert_eq!(error.to_body().current_state.as_deref(), Some("Blocked"));
+    let error = refused(h.service.apply(&h.caller(), &proposal.id).await);
+    assert_eq!(error.status(), 409, "{error:?}");
+    assert_eq!(h.writer.attempts(), 0, "nothing written");
+    assert_eq!(h.latest("orders").await.unwrap().version(), 1);
+}
+
+#[tokio::test]
 async fn another_tenants_proposal_is_indistinguishable_from_a_missing_one() {
     let h = ProposalHarness::new();
     let proposal = h.approved_update("orders", None).await;

@@ -39,6 +39,9 @@ pub enum DiagnosticCode {
     MalformedExpression,
     /// A literal cron expression that does not parse.
     InvalidCronExpression,
+    /// A value holds a redaction marker: a secret the author never saw would be written
+    /// into the workflow as the marker's text.
+    RedactedValue,
 }
 
 impl DiagnosticCode {
@@ -57,6 +60,7 @@ impl DiagnosticCode {
             Self::VariableNameClash => "variable_name_clash",
             Self::MalformedExpression => "malformed_expression",
             Self::InvalidCronExpression => "invalid_cron_expression",
+            Self::RedactedValue => "redacted_value",
         }
     }
 }

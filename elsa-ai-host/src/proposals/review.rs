@@ -3,15 +3,66 @@
 //! themselves live in `elsa-workflows`; this is the one place the service calls them.
 
 use elsa_workflows::{
-    ActivityDescriptor, Diagnostic, DraftValidator, GraphDiff, Severity, WorkflowDefinition,
+    ActivityDescriptor, Diagnostic, DiagnosticCode, DraftValidator, GraphDiff, Severity,
+    WorkflowDefinition,
 };
+use serde_json::Value;
 
-/// Validation findings for `definition` against `catalog`.
+use crate::REDACTED;
+
+/// Validation findings for `definition` against `catalog`, and a blocking finding for each
+/// value that carries the redaction marker.
 pub(crate) fn validate(
     definition: &WorkflowDefinition,
     catalog: Vec<ActivityDescriptor>,
 ) -> Vec<Diagnostic> {
-    DraftValidator::new(catalog).validate(definition)
+    let mut diagnostics = DraftValidator::new(catalog).validate(definition);
+    redacted_values(&definition.to_value(), "$", None, &mut diagnostics);
+    diagnostics
+}
+
+/// A model sees secrets only as the marker; a draft that still holds one would write the
+/// marker's text where the secret belonged, so applying it must wait for a person to fix it.
+fn redacted_values(value: &Value, path: &str, activity: Option<&str>, out: &mut Vec<Diagnostic>) {
+    let found = |out: &mut Vec<Diagnostic>, what: &str| {
+        out.push(Diagnostic {
+            severity: Severity::Error,
+            code: DiagnosticCode::RedactedValue,
+            message: format!(
+                "{what} holds the redaction marker {REDACTED} instead of a real value: \
+                 the model never saw it, so a person must supply it"
+            ),
+            activity_id: activity.map(str::to_owned),
+            path: path.to_owned(),
+        });
+    };
+    match value {
+        Value::String(text) if text.contains(REDACTED) => found(out, "the value"),
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                redacted_values(item, &format!("{path}[{i}]"), activity, out);
+            }
+        }
+        Value::Object(map) => {
+            // An object with an id and a type is an activity: findings inside name it.
+            let activity = match (map.get("id"), map.get("type")) {
+                (Some(Value::String(id)), Some(Value::String(_))) => Some(id.as_str()),
+                _ => activity,
+            };
+            for (key, item) in map {
+                let at = if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                    format!("{path}.{key}")
+                } else {
+                    format!("{path}[{}]", Value::String(key.clone()))
+                };
+                if key.contains(REDACTED) {
+                    found(out, "a property name");
+                }
+                redacted_values(item, &at, activity, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The changes from `before` to `after`; for a creation (`None`), everything is added.
@@ -72,4 +123,59 @@ pub(crate) fn warnings(diagnostics: &[Diagnostic]) -> impl Iterator<Item = Strin
             Some(activity) => format!("{} (activity '{activity}')", d.message),
             None => d.message.clone(),
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn definition(value: Value) -> WorkflowDefinition {
+        WorkflowDefinition::from_value(value).expect("a definition")
+    }
+
+    #[test]
+    fn every_redaction_marker_is_a_blocking_finding_at_its_path() {
+        let draft = definition(json!({
+            "definitionId": "d", "name": "n",
+            "root": {"id": "flow", "type": "Elsa.Flowchart", "activities": [
+                {"id": "call", "type": "Elsa.SendHttpRequest",
+                 "headers": {"typeName": "Object", "expression": {"type": "Literal",
+                    "value": format!("Authorization: Bearer {REDACTED}")}}},
+            ], "connections": []},
+            "variables": [{"id": "v", "name": "token", "value": REDACTED}]
+        }));
+        let found: Vec<_> = validate(&draft, elsa_workflows::builtin_catalog().to_vec())
+            .into_iter()
+            .filter(|d| d.code == DiagnosticCode::RedactedValue)
+            .collect();
+        assert_eq!(found.len(), 2, "{found:#?}");
+        assert!(found.iter().all(Diagnostic::is_error));
+        assert!(is_blocking(&found));
+        let call = found
+            .iter()
+            .find(|d| d.activity_id.as_deref() == Some("call"))
+            .unwrap();
+        assert_eq!(call.path, "$.root.activities[0].headers.expression.value");
+        let variable = found.iter().find(|d| d.activity_id.is_none()).unwrap();
+        assert_eq!(variable.path, "$.variables[0].value");
+        assert_eq!(
+            serde_json::to_value(call.code).unwrap(),
+            json!("redacted_value")
+        );
+    }
+
+    #[test]
+    fn a_draft_without_the_marker_draws_no_redaction_finding() {
+        let draft = definition(json!({
+            "definitionId": "d", "name": "REDACTED is only a word here",
+            "root": {"id": "w", "type": "Elsa.WriteLine",
+                     "text": {"typeName": "String", "expression": {"type": "Literal", "value": "[redacted]"}}}
+        }));
+        assert!(
+            validate(&draft, elsa_workflows::builtin_catalog().to_vec())
+                .iter()
+                .all(|d| d.code != DiagnosticCode::RedactedValue)
+        );
+    }
 }
