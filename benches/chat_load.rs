@@ -34,7 +34,9 @@ use std::time::{Duration, Instant};
 
 use elsa_ai_host::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
-use elsa_ai_server::config::{ApiKeyConfig, AuthConfig, StoreConfig, TenantConfig, WeaverConfig};
+use elsa_ai_server::config::{
+    ApiKeyConfig, AuthConfig, ProviderConfig, StoreConfig, TenantConfig, WeaverConfig,
+};
 use elsa_ai_server::testing::SseStream;
 use elsa_ai_store::testing::postgres::TestDatabase;
 use serde_json::json;
@@ -113,6 +115,8 @@ fn config(store: &str, place: &str) -> WeaverConfig {
             }],
             jwt: None,
         },
+        // The demo provider serves unless the paced one is handed to the builder.
+        provider: Some(ProviderConfig::Demo),
         ..WeaverConfig::default()
     }
 }

@@ -80,10 +80,13 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   leeway_secs = 60                  Clock skew tolerated on exp and nbf.
 
   Without [auth], the server creates one development key for actor "demo" in every served
-  tenant with all permissions and prints it at start-up (set it with env WEAVER_DEV_KEY).
+  tenant with all permissions (set it with env WEAVER_DEV_KEY; a generated one is printed
+  once on standard error, never logged). Only on a loopback address: listening elsewhere
+  without [auth] is refused. With [auth], [provider] must be set too.
 
   [provider]                        The model provider (flag --provider, env WEAVER_PROVIDER).
-  kind = "demo"                     demo: a scripted provider, no model (the default). It is
+  kind = "demo"                     demo: a scripted provider, no model (the default without
+                                    [auth]; with [auth] it must be chosen here). It is
                                     labelled as such in /ai/capabilities and at start-up.
   kind = "copilot"                  GitHub Copilot through the Copilot CLI, with:
     cli_path = "node_modules/.bin/copilot"   default: COPILOT_CLI_PATH, then copilot on PATH
@@ -122,16 +125,16 @@ pub struct WeaverConfig {
     /// Identity.
     #[serde(default)]
     pub auth: AuthConfig,
-    /// The model provider.
-    #[serde(default)]
-    pub provider: ProviderConfig,
+    /// The model provider; `None` when the file has no `[provider]` (then the demo provider
+    /// serves, unless `[auth]` is configured: see [`WeaverConfig::chosen_provider`]).
+    pub provider: Option<ProviderConfig>,
     /// Sizes and durations.
     #[serde(default)]
     pub limits: LimitsConfig,
 }
 
-/// `[store]`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+/// `[store]`. `Debug` never shows a password in the URL.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StoreConfig {
     /// A SQLite file.
@@ -147,7 +150,8 @@ pub struct StoreConfig {
 
 /// One `[[tenants]]` entry: its workflow data comes from a folder (`workflows`), from an
 /// Elsa Server (`elsa_url` and the other `elsa_*` keys), or from the built-in samples.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+/// `Debug` never shows a password in the URL.
+#[derive(Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantConfig {
     /// The tenant id.
@@ -165,6 +169,30 @@ pub struct TenantConfig {
     /// The Elsa tenant id, sent as `X-Tenant-Id` (for an Elsa Server resolving its tenant
     /// from that header).
     pub elsa_tenant: Option<String>,
+}
+
+impl std::fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("sqlite", &self.sqlite)
+            .field("postgres", &self.postgres.as_deref().map(redact_url))
+            .field("postgres_env", &self.postgres_env)
+            .field("memory", &self.memory)
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for TenantConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TenantConfig")
+            .field("id", &self.id)
+            .field("workflows", &self.workflows)
+            .field("elsa_url", &self.elsa_url.as_deref().map(redact_url))
+            .field("elsa_api_path", &self.elsa_api_path)
+            .field("elsa_api_key_env", &self.elsa_api_key_env)
+            .field("elsa_tenant", &self.elsa_tenant)
+            .finish()
+    }
 }
 
 impl TenantConfig {
@@ -186,6 +214,13 @@ pub struct AuthConfig {
     pub api_keys: Vec<ApiKeyConfig>,
     /// Bearer JWTs.
     pub jwt: Option<JwtConfig>,
+}
+
+impl AuthConfig {
+    /// Whether any identity is configured (API keys or JWTs).
+    pub fn is_configured(&self) -> bool {
+        !self.api_keys.is_empty() || self.jwt.is_some()
+    }
 }
 
 /// One `[[auth.api_keys]]` entry. `Debug` never shows the key.
@@ -254,14 +289,106 @@ pub struct JwtConfig {
     pub leeway_secs: Option<u64>,
 }
 
-/// `[provider]`: which provider, with that provider's own settings.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// `[provider]`: which provider, with that provider's own settings. `Debug` shows the
+/// settings with passwords in URLs and any secret-looking value hidden.
+#[derive(Clone, Default, PartialEq)]
 pub enum ProviderConfig {
     /// The scripted demo provider.
     #[default]
     Demo,
     /// GitHub Copilot; the settings are the Copilot provider's own (`kind` included).
     Copilot(toml::Table),
+}
+
+impl std::fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Demo => f.write_str("Demo"),
+            Self::Copilot(table) => {
+                let mut settings = f.debug_map();
+                for (key, value) in table {
+                    settings.entry(key, &SettingValue { key, value });
+                }
+                settings.finish()
+            }
+        }
+    }
+}
+
+/// A provider setting as `Debug` shows it: a value under a secret-looking key (that is not
+/// the name of a variable, `*_env`) is hidden, and URLs lose their passwords.
+struct SettingValue<'a> {
+    key: &'a str,
+    value: &'a toml::Value,
+}
+
+impl std::fmt::Debug for SettingValue<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secret_looking = ["key", "token", "secret", "password"]
+            .iter()
+            .any(|word| self.key.contains(word))
+            && !self.key.ends_with("_env");
+        match self.value {
+            _ if secret_looking => f.write_str("<redacted>"),
+            toml::Value::String(text) => std::fmt::Debug::fmt(&redact_url(text), f),
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
+/// `url` with the password of its user info and the values of password-like query
+/// parameters replaced by `<redacted>`; anything that is not a URL comes back unchanged.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_owned();
+    };
+    let rest_start = scheme_end + 3;
+    let authority_end = url[rest_start..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| rest_start + i);
+    let mut out = String::with_capacity(url.len());
+    out.push_str(&url[..rest_start]);
+    let authority = &url[rest_start..authority_end];
+    match authority.rsplit_once('@') {
+        Some((user_info, host)) => {
+            match user_info.split_once(':') {
+                Some((user, _password)) => {
+                    out.push_str(user);
+                    out.push_str(":<redacted>");
+                }
+                None => out.push_str(user_info),
+            }
+            out.push('@');
+            out.push_str(host);
+        }
+        None => out.push_str(authority),
+    }
+    let tail = &url[authority_end..];
+    match tail.split_once('?') {
+        Some((path, query)) => {
+            out.push_str(path);
+            out.push('?');
+            let (query, fragment) = query
+                .split_once('#')
+                .map_or((query, None), |(q, f)| (q, Some(f)));
+            let parameters: Vec<String> = query
+                .split('&')
+                .map(|parameter| match parameter.split_once('=') {
+                    Some((name, _)) if name.to_ascii_lowercase().contains("pass") => {
+                        format!("{name}=<redacted>")
+                    }
+                    _ => parameter.to_owned(),
+                })
+                .collect();
+            out.push_str(&parameters.join("&"));
+            if let Some(fragment) = fragment {
+                out.push('#');
+                out.push_str(fragment);
+            }
+        }
+        None => out.push_str(tail),
+    }
+    out
 }
 
 impl ProviderConfig {
@@ -351,8 +478,8 @@ pub enum ConfigError {
 }
 
 /// Settings given on the command line or through environment variables; they override the
-/// file.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// file. `Debug` never shows a password in the PostgreSQL URL.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Overrides {
     /// `--listen` / `WEAVER_LISTEN`.
     pub listen: Option<String>,
@@ -370,10 +497,42 @@ pub struct Overrides {
     pub result_budget_bytes: Option<usize>,
 }
 
+impl std::fmt::Debug for Overrides {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Overrides")
+            .field("listen", &self.listen)
+            .field("sqlite", &self.sqlite)
+            .field("postgres", &self.postgres.as_deref().map(redact_url))
+            .field("provider", &self.provider)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("grace_window_secs", &self.grace_window_secs)
+            .field("result_budget_bytes", &self.result_budget_bytes)
+            .finish()
+    }
+}
+
 impl WeaverConfig {
-    /// Parses a TOML document; relative paths stay as written.
+    /// Parses a TOML document; relative paths stay as written. An error says what is wrong
+    /// and where (line and column), never what was written there: toml's own text quotes the
+    /// source line, which may hold a password.
     pub fn from_toml(text: &str) -> Result<Self, String> {
-        toml::from_str(text).map_err(|e| e.to_string())
+        toml::from_str(text).map_err(|error| describe_toml_error(&error, text))
+    }
+
+    /// The provider to serve: the configured one; with no `[provider]`, the demo provider,
+    /// but only on a server without `[auth]` (a server with real identities never falls back
+    /// to a scripted stand-in by omission).
+    pub fn chosen_provider(&self) -> Result<ProviderConfig, ConfigError> {
+        match &self.provider {
+            Some(provider) => Ok(provider.clone()),
+            None if self.auth.is_configured() => Err(ConfigError::Invalid(
+                "[auth] is configured but [provider] is not: name the model provider \
+                 ([provider] kind = \"copilot\"), or set kind = \"demo\" to serve the scripted \
+                 demo provider on purpose"
+                    .to_owned(),
+            )),
+            None => Ok(ProviderConfig::Demo),
+        }
     }
 
     /// Reads a file; relative paths in it are resolved against its folder.
@@ -410,7 +569,7 @@ impl WeaverConfig {
         {
             resolve(key);
         }
-        if let ProviderConfig::Copilot(table) = &mut self.provider
+        if let Some(ProviderConfig::Copilot(table)) = &mut self.provider
             && let Some(toml::Value::String(cli)) = table.get_mut("cli_path")
             && Path::new(cli.as_str()).is_relative()
         {
@@ -436,9 +595,9 @@ impl WeaverConfig {
             };
         }
         if let Some(kind) = overrides.provider
-            && kind != self.provider.kind()
+            && self.provider.as_ref().map(ProviderConfig::kind) != Some(kind.as_str())
         {
-            self.provider = ProviderConfig::of_kind(&kind).map_err(ConfigError::Invalid)?;
+            self.provider = Some(ProviderConfig::of_kind(&kind).map_err(ConfigError::Invalid)?);
         }
         let limits = &mut self.limits;
         limits.max_body_bytes = overrides.max_body_bytes.or(limits.max_body_bytes);
@@ -456,6 +615,54 @@ impl WeaverConfig {
             ))
         })
     }
+}
+
+/// toml's message without the values it quotes, and the position as line and column.
+fn describe_toml_error(error: &toml::de::Error, text: &str) -> String {
+    let message = without_quoted_values(error.message());
+    match error.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("{message} (line {line}, column {column})")
+        }
+        None => message,
+    }
+}
+
+/// serde's messages quote the offending value right after saying what kind it is
+/// (`invalid type: string "…", expected …`, `unknown variant `…``); drop those values and
+/// keep the rest (field names and the expected forms say what to fix).
+fn without_quoted_values(message: &str) -> String {
+    const VALUE_KINDS: [&str; 7] = [
+        "string ", "integer ", "float ", "char ", "boolean ", "bytes ", "variant ",
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(['"', '`']) {
+        let quote = rest[start..].chars().next().unwrap_or('"');
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 1..];
+        let mut escaped = false;
+        let end = after.char_indices().find_map(|(i, c)| {
+            let closes = c == quote && !escaped;
+            escaped = c == '\\' && !escaped;
+            closes.then_some(i)
+        });
+        let Some(end) = end else {
+            out.push_str(&rest[start..]);
+            return out;
+        };
+        if VALUE_KINDS.iter().any(|kind| out.ends_with(kind)) {
+            out.push_str("<value>");
+        } else {
+            out.push_str(&rest[start..=start + 1 + end]);
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(test)]
@@ -519,6 +726,105 @@ mod tests {
                 "the reference does not mention {key}"
             );
         }
+    }
+
+    const PASSWORD: &str = "hunter2-db-password";
+
+    #[test]
+    fn toml_errors_give_line_and_column_and_never_the_value() {
+        let syntax =
+            format!("[store]\npostgres = \"postgres://weaver:{PASSWORD}@db/weaver\" oops\n");
+        let error = WeaverConfig::from_toml(&syntax).unwrap_err();
+        assert!(error.contains("line 2, column"), "{error}");
+        assert!(!error.contains(PASSWORD), "{error}");
+        assert!(!error.contains("postgres://"), "{error}");
+
+        let typed = format!("[limits]\nmax_body_bytes = \"{PASSWORD}\"\n");
+        let error = WeaverConfig::from_toml(&typed).unwrap_err();
+        assert!(error.contains("line 2"), "{error}");
+        assert!(error.contains("invalid type: string <value>"), "{error}");
+        assert!(!error.contains(PASSWORD), "{error}");
+
+        let variant = format!("[auth.jwt]\nalgorithm = \"{PASSWORD}\"\n");
+        let error = WeaverConfig::from_toml(&variant).unwrap_err();
+        assert!(!error.contains(PASSWORD), "{error}");
+        assert!(error.contains("HS256"), "the expected forms stay: {error}");
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("weaver.toml");
+        std::fs::write(&path, &syntax).unwrap();
+        let error = WeaverConfig::load(&path).unwrap_err().to_string();
+        assert!(error.contains("line 2"), "{error}");
+        assert!(!error.contains(PASSWORD), "{error}");
+    }
+
+    #[test]
+    fn debug_of_the_configuration_shows_no_password_or_secret() {
+        let config = WeaverConfig::from_toml(&format!(
+            "[store]\npostgres = \"postgres://weaver:{PASSWORD}@db:5432/weaver?sslmode=require&password={PASSWORD}\"\n\
+             [[tenants]]\nid = \"acme\"\nelsa_url = \"https://elsa:{PASSWORD}@elsa.example.com\"\n\
+             [[auth.api_keys]]\nkey = \"{PASSWORD}-api-key\"\nactor = \"a\"\ntenant = \"acme\"\n\
+             [provider]\nkind = \"copilot\"\nbase_url = \"http://u:{PASSWORD}@127.0.0.1:11434/v1\"\n\
+             api_key_env = \"OPENAI_API_KEY\"\n"
+        ))
+        .unwrap();
+        let overrides = Overrides {
+            postgres: Some(format!("postgres://weaver:{PASSWORD}@db/weaver")),
+            ..Overrides::default()
+        };
+        for shown in [
+            format!("{config:?}"),
+            format!("{config:#?}"),
+            format!("{overrides:?}"),
+        ] {
+            assert!(!shown.contains(PASSWORD), "{shown}");
+        }
+        let shown = format!("{config:?}");
+        assert!(
+            shown.contains(
+                "postgres://weaver:<redacted>@db:5432/weaver?sslmode=require&password=<redacted>"
+            ),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("OPENAI_API_KEY"),
+            "variable names stay visible: {shown}"
+        );
+    }
+
+    #[test]
+    fn urls_lose_only_their_passwords() {
+        assert_eq!(
+            redact_url("postgres://u:p@h/d"),
+            "postgres://u:<redacted>@h/d"
+        );
+        assert_eq!(redact_url("postgres://u@h/d"), "postgres://u@h/d");
+        assert_eq!(redact_url("https://h/p?x=1#f"), "https://h/p?x=1#f");
+        assert_eq!(
+            redact_url("postgres://h/d?user=u&password=p#f"),
+            "postgres://h/d?user=u&password=<redacted>#f"
+        );
+        assert_eq!(redact_url("weaver.db"), "weaver.db");
+    }
+
+    #[test]
+    fn without_a_provider_the_demo_serves_only_a_server_without_auth() {
+        let open = WeaverConfig::default();
+        assert_eq!(open.chosen_provider().unwrap(), ProviderConfig::Demo);
+        let guarded = WeaverConfig::from_toml(
+            "[[auth.api_keys]]\nkey_env = \"K\"\nactor = \"a\"\ntenant = \"t\"\n",
+        )
+        .unwrap();
+        let error = guarded.chosen_provider().unwrap_err().to_string();
+        assert!(
+            error.contains("[provider]") && error.contains("[auth]"),
+            "{error}"
+        );
+        let chosen = WeaverConfig::from_toml(
+            "[[auth.api_keys]]\nkey_env = \"K\"\nactor = \"a\"\ntenant = \"t\"\n[provider]\nkind = \"demo\"\n",
+        )
+        .unwrap();
+        assert_eq!(chosen.chosen_provider().unwrap(), ProviderConfig::Demo);
     }
 
     #[test]

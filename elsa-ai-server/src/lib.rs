@@ -41,7 +41,7 @@
 //! };
 //! // No [auth] configured: the server makes a development key for the built-in samples.
 //! let weaver = Weaver::builder(config).env(|_| None).build().await?;
-//! let (_, key) = weaver.development_keys()[0].clone();
+//! let key = weaver.development_keys()[0].key.clone();
 //!
 //! let app = Router::new()
 //!     .route("/health", axum::routing::get(|| async { "ok" }))
@@ -84,4 +84,4 @@ pub use requests::{
     ProposalQueryParams, RejectBody, ResumeQuery, TimeRangeBody, ToolsQuery,
 };
 pub use routes::{CONVERSATION_ID_HEADER, openapi, router};
-pub use weaver::{EnvLookup, StartupError, Weaver, WeaverBuilder};
+pub use weaver::{DevelopmentKey, EnvLookup, StartupError, Weaver, WeaverBuilder};

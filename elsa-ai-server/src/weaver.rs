@@ -270,7 +270,7 @@ pub struct Weaver {
     copilot: Option<CopilotProvider>,
     grace_window: Duration,
     retention: TimeDelta,
-    development_keys: Vec<(String, String)>,
+    development_keys: Vec<DevelopmentKey>,
     report: Vec<String>,
     background: CancellationToken,
 }
@@ -398,7 +398,7 @@ impl Weaver {
         let stores = Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?;
         let (provider, copilot) = match provider {
             Some(provider) => (provider, None),
-            None => build_provider(&config.provider, env.as_ref())?,
+            None => build_provider(&config.chosen_provider()?, env.as_ref())?,
         };
 
         // Proposals first: the tools hand their drafts to the service.
@@ -540,8 +540,9 @@ impl Weaver {
         &self.tenants
     }
 
-    /// The development keys created because no `[auth]` is configured: (tenant, key).
-    pub fn development_keys(&self) -> &[(String, String)] {
+    /// The development keys created because no `[auth]` is configured. They never reach
+    /// the log: the `weaver` binary prints a generated one once on standard error.
+    pub fn development_keys(&self) -> &[DevelopmentKey] {
         &self.development_keys
     }
 
@@ -737,7 +738,30 @@ fn elsa_server(
     Ok((backend, secret))
 }
 
-type Identity = (IdentityChain, Vec<String>, Vec<(String, String)>);
+/// A key with every permission in one tenant, created because no `[auth]` is configured.
+/// `Debug` never shows the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DevelopmentKey {
+    /// The tenant it works in.
+    pub tenant: String,
+    /// The key, sent as `Authorization: ApiKey <key>`.
+    pub key: String,
+    /// Whether it was generated for this run (else it came from `WEAVER_DEV_KEY`, and
+    /// whoever set that variable knows it).
+    pub generated: bool,
+}
+
+impl std::fmt::Debug for DevelopmentKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DevelopmentKey")
+            .field("tenant", &self.tenant)
+            .field("key", &"<redacted>")
+            .field("generated", &self.generated)
+            .finish()
+    }
+}
+
+type Identity = (IdentityChain, Vec<String>, Vec<DevelopmentKey>);
 
 /// The identity chain, the secrets to redact, and the development keys (if created).
 fn identity(
@@ -751,19 +775,38 @@ fn identity(
     let mut secrets = Vec::new();
     let mut development = Vec::new();
     let mut keys = Vec::new();
-    if auth.api_keys.is_empty() && auth.jwt.is_none() {
+    if !auth.is_configured() {
+        // A key with every permission is for the developer's own machine only.
+        let address = config.listen_addr()?;
+        if !address.ip().is_loopback() {
+            return Err(invalid(format!(
+                "listening on {address} needs [auth]: without it weaver makes a development key \
+                 with every permission, which is for local use only; configure \
+                 [[auth.api_keys]] or [auth.jwt], or listen on a loopback address such as \
+                 127.0.0.1"
+            )));
+        }
         for (i, (tenant, _)) in tenants.iter().enumerate() {
-            let key = match env("WEAVER_DEV_KEY").filter(|_| i == 0) {
-                Some(key) => key,
-                None => format!("wv-dev-{}", uuid::Uuid::new_v4().simple()),
+            let (key, generated) = match env("WEAVER_DEV_KEY").filter(|_| i == 0) {
+                Some(key) => (key, false),
+                None => (format!("wv-dev-{}", uuid::Uuid::new_v4().simple()), true),
             };
             let caller = AiCaller::new("demo", tenant.clone(), all_permissions());
             keys.push(ApiKey::new(key.clone(), caller)?);
             report.push(format!(
                 "no [auth] configured: development key for actor 'demo' in tenant '{tenant}' \
-                 (all permissions): Authorization: ApiKey {key}"
+                 (all permissions, local use only), {}",
+                if generated {
+                    "generated for this run"
+                } else {
+                    "from WEAVER_DEV_KEY"
+                }
             ));
-            development.push((tenant.to_string(), key));
+            development.push(DevelopmentKey {
+                tenant: tenant.to_string(),
+                key,
+                generated,
+            });
         }
     }
     for entry in &auth.api_keys {

@@ -59,7 +59,7 @@ async fn the_issue_configuration_works_exactly_as_written() {
         config.tenants[0].workflows,
         Some(dir.path().join("data/acme"))
     );
-    assert_eq!(config.provider.kind(), "demo");
+    assert_eq!(config.provider.as_ref().unwrap().kind(), "demo");
 
     // Without the key's variable the server refuses to start, naming the variable only.
     let error = Weaver::builder(config.clone())
@@ -109,6 +109,28 @@ async fn the_issue_configuration_works_exactly_as_written() {
     server.shutdown().await.unwrap();
 }
 
+#[tokio::test]
+async fn with_auth_and_no_provider_start_up_refuses() {
+    let without_provider = ISSUE_CONFIG
+        .split("[provider]")
+        .next()
+        .unwrap()
+        .replace("sqlite = \"weaver.db\"", "memory = true")
+        .replace("workflows = \"data/acme\"", "");
+    let config = WeaverConfig::from_toml(&without_provider).unwrap();
+    assert_eq!(config.provider, None);
+    let error = Weaver::builder(config)
+        .env(|name| (name == "ACME_KEY").then(|| ACME_KEY.to_owned()))
+        .build()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("[provider]") && error.contains("kind = \"demo\""),
+        "the message says how to choose: {error}"
+    );
+}
+
 /// The `[provider]` section of issue 6, verbatim.
 const COPILOT_PROVIDER: &str = r#"[provider]
 kind = "copilot"
@@ -125,7 +147,7 @@ async fn the_copilot_provider_section_of_issue_6_builds_the_copilot_provider() {
     let path = dir.path().join("weaver.toml");
     std::fs::write(&path, format!("[store]\nmemory = true\n{COPILOT_PROVIDER}")).unwrap();
     let config = WeaverConfig::load(&path).unwrap();
-    assert_eq!(config.provider.kind(), "copilot");
+    assert_eq!(config.provider.as_ref().unwrap().kind(), "copilot");
 
     let missing = Weaver::builder(config.clone())
         .env(|_| None)
@@ -193,12 +215,11 @@ fn weaver_help_explains_every_setting() {
     assert!(help.contains("127.0.0.1:8080"));
 }
 
-/// Reads the server's log lines on a thread.
-fn log_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<String> {
+/// Reads a child's output lines on a thread.
+fn lines_of(output: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
     let (send, receive) = std::sync::mpsc::channel();
-    let stdout = child.stdout.take().unwrap();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in BufReader::new(output).lines().map_while(Result::ok) {
             if send.send(line).is_err() {
                 return;
             }
@@ -207,57 +228,133 @@ fn log_lines(child: &mut std::process::Child) -> std::sync::mpsc::Receiver<Strin
     receive
 }
 
+/// The `weaver` binary running in a folder of its own, with its log (standard output) and
+/// standard error read line by line.
+struct RunningBinary {
+    child: std::process::Child,
+    port: u16,
+    log: std::sync::mpsc::Receiver<String>,
+    stderr: std::sync::mpsc::Receiver<String>,
+    dir: tempfile::TempDir,
+}
+
+impl RunningBinary {
+    /// Starts `weaver` with no configuration file, listening on `host` (a free port), with
+    /// `env` added to a environment without WEAVER_* settings.
+    fn start(host: &str, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            probe.local_addr().unwrap().port()
+        };
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weaver"));
+        command
+            .current_dir(dir.path())
+            .args(["--listen", &format!("{host}:{port}")])
+            .env_remove("WEAVER_CONFIG")
+            .env_remove("WEAVER_DEV_KEY")
+            .env("NO_COLOR", "1")
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let mut child = command.spawn().unwrap();
+        let log = lines_of(child.stdout.take().unwrap());
+        let stderr = lines_of(child.stderr.take().unwrap());
+        Self {
+            child,
+            port,
+            log,
+            stderr,
+            dir,
+        }
+    }
+
+    /// Waits for a line of `from` that `wanted` accepts, collecting every line read into
+    /// `seen`.
+    fn wait_for(
+        from: &std::sync::mpsc::Receiver<String>,
+        seen: &mut Vec<String>,
+        wanted: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let line = from
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("the line did not come: {seen:#?}"));
+            seen.push(line.clone());
+            if wanted(&line) {
+                return line;
+            }
+        }
+    }
+
+    /// `GET /ai/capabilities` with `key`, retried until the server answers.
+    async fn capabilities(&self, key: &str) -> serde_json::Value {
+        let client = reqwest::Client::new();
+        let url = format!("http://127.0.0.1:{}/ai/capabilities", self.port);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match client
+                .get(&url)
+                .header("authorization", format!("ApiKey {key}"))
+                .send()
+                .await
+            {
+                Ok(response) if response.status() == StatusCode::OK => {
+                    return response.json().await.unwrap();
+                }
+                _ if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                other => panic!("the server did not answer: {other:?}"),
+            }
+        }
+    }
+
+    /// Stops the server with SIGTERM and returns everything it wrote: (log, stderr).
+    fn stop(mut self) -> (Vec<String>, Vec<String>) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let exit = self.child.wait().unwrap();
+        assert!(exit.success(), "a graceful stop exits 0: {exit:?}");
+        (
+            self.log.try_iter().collect(),
+            self.stderr.try_iter().collect(),
+        )
+    }
+}
+
 #[tokio::test]
 async fn the_binary_starts_with_no_configuration_and_stops_gracefully() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weaver"))
-        .current_dir(dir.path())
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .env_remove("WEAVER_CONFIG")
-        .env_remove("WEAVER_DEV_KEY")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines = log_lines(&mut child);
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut log = Vec::new();
-    let key = loop {
-        let line = lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("no development key announced: {log:#?}"));
-        log.push(line.clone());
-        if let Some((_, key)) = line.split_once("Authorization: ApiKey ") {
-            break key.trim().to_owned();
-        }
-    };
-    let client = reqwest::Client::new();
-    let url = format!("http://127.0.0.1:{port}/ai/capabilities");
-    let capabilities: serde_json::Value = loop {
-        match client
-            .get(&url)
-            .header("authorization", format!("ApiKey {key}"))
-            .send()
-            .await
-        {
-            Ok(response) if response.status() == StatusCode::OK => {
-                break response.json().await.unwrap();
-            }
-            _ if Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(100)).await,
-            other => panic!("the server did not answer: {other:?}"),
-        }
-    };
+    let server = RunningBinary::start("127.0.0.1", &[]);
+    let mut stderr = Vec::new();
+    let announced = RunningBinary::wait_for(&server.stderr, &mut stderr, |line| {
+        line.contains("Authorization: ApiKey ")
+    });
+    let key = announced
+        .split_once("Authorization: ApiKey ")
+        .unwrap()
+        .1
+        .trim()
+        .to_owned();
+    let capabilities = server.capabilities(&key).await;
     assert_eq!(capabilities["provider"]["name"], "demo");
     assert!(capabilities["provider"]["notice"].is_string());
-    while let Ok(line) = lines.recv_timeout(Duration::from_millis(200)) {
-        log.push(line);
-    }
+    let mut log = Vec::new();
+    RunningBinary::wait_for(&server.log, &mut log, |line| line.contains("listens on"));
+    assert!(
+        server.dir.path().join("weaver.db").is_file(),
+        "the embedded default keeps its data in weaver.db in the working directory"
+    );
+    let (rest_of_log, rest_of_stderr) = server.stop();
+    log.extend(rest_of_log);
+    stderr.extend(rest_of_stderr);
     assert!(
         log.iter().any(|l| l.contains("Demo provider")),
         "the demo provider is labelled at start-up: {log:#?}"
@@ -266,16 +363,65 @@ async fn the_binary_starts_with_no_configuration_and_stops_gracefully() {
         log.iter().any(|l| l.contains("built-in samples")),
         "{log:#?}"
     );
-
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let exit = child.wait().unwrap();
-    assert!(exit.success(), "a graceful stop exits 0: {exit:?}");
     assert!(
-        dir.path().join("weaver.db").is_file(),
-        "the embedded default keeps its data in weaver.db in the working directory"
+        log.iter()
+            .any(|l| l.contains("development key") && l.contains("generated")),
+        "the log says a key was made: {log:#?}"
+    );
+    assert!(
+        log.iter().all(|l| !l.contains(&key)),
+        "the generated key never goes through the log: {log:#?}"
+    );
+    assert_eq!(
+        stderr.iter().filter(|l| l.contains(&key)).count(),
+        1,
+        "the key is shown once on standard error: {stderr:#?}"
+    );
+}
+
+#[tokio::test]
+async fn the_value_of_weaver_dev_key_is_never_echoed() {
+    const KEY: &str = "chosen-development-key-0001";
+    let server = RunningBinary::start("127.0.0.1", &[("WEAVER_DEV_KEY", KEY)]);
+    let capabilities = server.capabilities(KEY).await;
+    assert_eq!(capabilities["provider"]["name"], "demo");
+    let mut log = Vec::new();
+    RunningBinary::wait_for(&server.log, &mut log, |line| line.contains("listens on"));
+    let (rest_of_log, stderr) = server.stop();
+    log.extend(rest_of_log);
+    assert!(
+        log.iter().any(|l| l.contains("from WEAVER_DEV_KEY")),
+        "{log:#?}"
+    );
+    for line in log.iter().chain(&stderr) {
+        assert!(!line.contains(KEY), "the key was echoed: {line}");
+    }
+}
+
+#[test]
+fn without_auth_a_listen_address_that_is_not_loopback_is_refused() {
+    let mut server = RunningBinary::start("0.0.0.0", &[]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let exit = loop {
+        if let Some(exit) = server.child.try_wait().unwrap() {
+            break exit;
+        }
+        assert!(Instant::now() < deadline, "weaver did not refuse to start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!exit.success(), "a refusal exits non-zero: {exit:?}");
+    let stderr: Vec<String> = server.stderr.iter().collect();
+    assert!(
+        stderr
+            .iter()
+            .any(|l| l.contains("[auth]") && l.contains("0.0.0.0")),
+        "{stderr:#?}"
+    );
+    let log: Vec<String> = server.log.iter().collect();
+    assert!(
+        log.iter()
+            .chain(&stderr)
+            .all(|l| !l.contains("ApiKey wv-dev-")),
+        "no key was made: {log:#?} {stderr:#?}"
     );
 }

@@ -18,7 +18,8 @@ use elsa_ai_server::config::{Overrides, REFERENCE, WeaverConfig};
 /// Settings come from flags, then environment variables, then the configuration file, then
 /// the embedded defaults: listening on 127.0.0.1:8080, a SQLite file weaver.db in the working
 /// directory, the built-in sample workflows, the scripted demo provider and, without [auth],
-/// a development API key printed at start-up.
+/// a development API key (WEAVER_DEV_KEY, or generated and printed once on standard error;
+/// only on a loopback address).
 #[derive(Debug, Parser)]
 #[command(
     name = "weaver",
@@ -146,6 +147,15 @@ async fn run(cli: Cli) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     for line in weaver.startup_report() {
         tracing::info!("{line}");
+    }
+    // A generated key is shown once, to the person who started weaver, and never through
+    // the log pipeline (log files and collectors outlive the terminal).
+    for key in weaver.development_keys().iter().filter(|k| k.generated) {
+        eprintln!(
+            "weaver: development key for actor 'demo' in tenant '{}' (all permissions, local \
+             use only): Authorization: ApiKey {}",
+            key.tenant, key.key
+        );
     }
     let listener =
         Weaver::listen(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;

@@ -14,8 +14,10 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::config::{ApiKeyConfig, AuthConfig, StoreConfig, TenantConfig, WeaverConfig};
-use crate::{Weaver, WeaverBuilder};
+use crate::config::{
+    ApiKeyConfig, AuthConfig, ProviderConfig, StoreConfig, TenantConfig, WeaverConfig,
+};
+use crate::{DevelopmentKey, Weaver, WeaverBuilder};
 pub use sse::{SseEvent, SseParser, SseStream};
 
 /// `alice` in `acme`, with every permission.
@@ -34,8 +36,8 @@ const ALL: [&str; 6] = [
     "admin:ai",
 ];
 
-/// Two tenants on the built-in samples, in memory, with [`ALICE_KEY`], [`BOB_KEY`] and
-/// [`GINA_KEY`].
+/// Two tenants on the built-in samples, in memory, served by the demo provider, with
+/// [`ALICE_KEY`], [`BOB_KEY`] and [`GINA_KEY`].
 pub fn two_tenants() -> WeaverConfig {
     let key = |key: &str, actor: &str, tenant: &str, permissions: &[&str]| ApiKeyConfig {
         key: Some(key.into()),
@@ -69,6 +71,7 @@ pub fn two_tenants() -> WeaverConfig {
             ],
             jwt: None,
         },
+        provider: Some(ProviderConfig::Demo),
         ..WeaverConfig::default()
     }
 }
@@ -84,7 +87,7 @@ pub struct TestServer {
     /// The workflow data (applied proposals land here).
     pub workflows: Arc<InMemoryWorkflowBackend>,
     /// The development keys, when the configuration has no `[auth]`.
-    pub development_keys: Vec<(String, String)>,
+    pub development_keys: Vec<DevelopmentKey>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<std::io::Result<()>>,
 }
