@@ -963,6 +963,31 @@ fn build_provider(
 mod tests {
     use super::*;
 
+    #[tokio::test]
+    async fn a_database_that_cannot_be_reached_is_reported_without_its_password() {
+        const PASSWORD: &str = "hunter2-unreachable";
+        for url in [
+            format!("postgres://weaver:{PASSWORD}@127.0.0.1:1/weaver"),
+            format!("postgres://weaver:{PASSWORD}@127.0.0.1:notaport/weaver"),
+        ] {
+            let config = WeaverConfig {
+                store: StoreConfig {
+                    postgres: Some(url),
+                    ..StoreConfig::default()
+                },
+                ..WeaverConfig::default()
+            };
+            let error = Weaver::builder(config)
+                .env(|_| None)
+                .build()
+                .await
+                .unwrap_err();
+            for shown in [error.to_string(), format!("{error:?}")] {
+                assert!(!shown.contains(PASSWORD), "{shown}");
+            }
+        }
+    }
+
     /// More clients than the standard library's backlog of 128 connect at once while the
     /// server accepts nothing: every handshake still completes (none is dropped for a retry a
     /// second later).
