@@ -16,7 +16,7 @@ use elsa_ai_abstractions::{
 };
 use elsa_ai_host::testing::governance::{TestTool, empty_services, read_tool, test_agent};
 use elsa_ai_host::{
-    AgentRegistry, InMemoryToolEnablementStore, ToolCallScope, ToolGovernor, ToolRegistry,
+    AgentRegistry, HostCore, InMemoryToolEnablementStore, Redactor, ToolCallScope, ToolRegistry,
 };
 use elsa_ai_store::testing::TempSqlite;
 use elsa_ai_store::testing::postgres::TestDatabase;
@@ -49,7 +49,10 @@ fn bound_invoker(audit: Arc<dyn AiAuditSink>) -> Arc<dyn AiProviderToolInvoker> 
             Arc::new(agents),
             Arc::new(InMemoryToolEnablementStore::new()),
         );
-    let governor = ToolGovernor::builder(Arc::new(registry), empty_services(), audit).build();
+    let governor = HostCore::builder(Arc::new(Redactor::default()), audit)
+        .build()
+        .governor(Arc::new(registry), empty_services())
+        .build();
     let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
     governor.bind(ToolCallScope::new(caller, "bench-agent"))
 }

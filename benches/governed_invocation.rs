@@ -15,8 +15,8 @@ use elsa_ai_abstractions::{
 };
 use elsa_ai_host::testing::governance::{empty_services, proposal_tool, read_tool, test_agent};
 use elsa_ai_host::{
-    AgentRegistry, InMemoryAuditLog, InMemoryConversationStore, InMemoryToolEnablementStore,
-    ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor, ToolRegistry,
+    AgentRegistry, HostCore, InMemoryAuditLog, InMemoryConversationStore, InMemoryStreamJournal,
+    InMemoryToolEnablementStore, Redactor, ToolCallScope, ToolEvent, ToolEventSink, ToolRegistry,
 };
 use serde_json::{Value, json};
 
@@ -93,12 +93,13 @@ async fn bound_invoker() -> Arc<dyn AiProviderToolInvoker> {
         })
         .await
         .expect("stored");
-    let governor = ToolGovernor::builder(
-        Arc::new(registry),
-        empty_services(),
+    let governor = HostCore::builder(
+        Arc::new(Redactor::default()),
         Arc::new(InMemoryAuditLog::new()),
     )
-    .conversations(conversations)
+    .stores(conversations, Arc::new(InMemoryStreamJournal::new()))
+    .build()
+    .governor(Arc::new(registry), empty_services())
     .build();
     let caller = AiCaller::new(
         "alice",

@@ -15,9 +15,9 @@ use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiProposalStore, BaselineRef, ProposalDraft, ProposalId, ProposalKind,
     ProposalStatus,
 };
-use elsa_ai_host::ProposalService;
 use elsa_ai_host::testing::governance::{TEST_TENANT, all_permissions};
 use elsa_ai_host::testing::proposals::sample_definition;
+use elsa_ai_host::{HostCore, ProposalService, Redactor};
 use elsa_ai_store::testing::TempSqlite;
 use elsa_ai_store::testing::postgres::TestDatabase;
 use elsa_ai_store::{PostgresStore, SqliteStore};
@@ -33,14 +33,15 @@ impl Bench {
     fn new<S: AiProposalStore + AiAuditSink + 'static>(store: Arc<S>) -> Self {
         let workflows = Arc::new(InMemoryWorkflowBackend::new());
         workflows.set_catalog(&TEST_TENANT.into(), builtin_catalog().to_vec());
-        let service = ProposalService::builder(
-            store.clone(),
-            workflows.clone(),
-            workflows.clone(),
-            workflows.clone(),
-            store,
-        )
-        .build();
+        let service = HostCore::builder(Arc::new(Redactor::default()), store.clone())
+            .build()
+            .proposals(
+                store,
+                workflows.clone(),
+                workflows.clone(),
+                workflows.clone(),
+            )
+            .build();
         let caller = AiCaller::new("alice", TEST_TENANT, all_permissions());
         Self {
             service,

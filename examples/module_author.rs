@@ -23,9 +23,8 @@ use elsa_ai_abstractions::{
     ProposalDraft, ProposalKind, TenantBehavior, ToolMutability, ToolSource, inventory,
 };
 use elsa_ai_host::{
-    AgentRegistry, EnablementChange, InMemoryAuditLog, InMemoryProposalStore,
-    InMemoryToolEnablementStore, ProposalService, Redactor, ToolCallScope, ToolEnablementService,
-    ToolGovernor, ToolRegistry,
+    AgentRegistry, EnablementChange, HostCore, InMemoryAuditLog, InMemoryProposalStore,
+    InMemoryToolEnablementStore, Redactor, ToolCallScope, ToolRegistry,
 };
 use elsa_workflows::{InMemoryWorkflowBackend, TenantId, VersionOptions, samples};
 use schemars::JsonSchema;
@@ -223,14 +222,15 @@ async fn walk_through() -> Result<Observed, Box<dyn std::error::Error>> {
     let backend = Arc::new(InMemoryWorkflowBackend::new());
     samples::seed(&backend, &tenant);
     let audit = Arc::new(InMemoryAuditLog::new());
-    let proposals = ProposalService::builder(
-        Arc::new(InMemoryProposalStore::new()),
-        backend.clone(),
-        backend.clone(),
-        backend.clone(),
-        audit.clone(),
-    )
-    .build();
+    let core = HostCore::builder(Arc::new(Redactor::default()), audit.clone()).build();
+    let proposals = core
+        .proposals(
+            Arc::new(InMemoryProposalStore::new()),
+            backend.clone(),
+            backend.clone(),
+            backend.clone(),
+        )
+        .build();
     let services = AiToolServices {
         definitions: backend.clone(),
         instances: backend.clone(),
@@ -246,12 +246,8 @@ async fn walk_through() -> Result<Observed, Box<dyn std::error::Error>> {
         Arc::new(agents),
         Arc::new(InMemoryToolEnablementStore::new()),
     ));
-    let governor = ToolGovernor::builder(registry.clone(), services, audit.clone()).build();
-    let enablement = ToolEnablementService::new(
-        registry.clone(),
-        audit.clone(),
-        Arc::new(Redactor::default()),
-    );
+    let governor = core.governor(registry.clone(), services).build();
+    let enablement = core.enablement(registry.clone());
 
     let user = AiCaller::new(
         "ursula",

@@ -13,6 +13,11 @@
 //! least-privilege agents; [`InMemoryAuditLog`] is the development audit trail; [`Metrics`]
 //! counts outcomes and [`tool_span`] traces calls with the OpenTelemetry GenAI names.
 //!
+//! Every component that redacts, stamps time or audits (governor, context resolver,
+//! orchestrator, proposal service, enablement service) is built from one [`HostCore`], which
+//! owns the host's redactor, clock, audit sink and conversation stores: no component can be
+//! built with a redactor of its own, so none can miss the secrets the host registered.
+//!
 //! A host wires governance once and binds the governor to every turn:
 //!
 //! ```
@@ -59,8 +64,10 @@
 //!         .build(Arc::new(AgentRegistry::builtin()), Arc::new(InMemoryToolEnablementStore::new())),
 //! );
 //! let audit = Arc::new(InMemoryAuditLog::new());
+//! // One core hands every component the host's redactor, clock, audit sink and stores.
+//! let core = HostCore::builder(Arc::new(Redactor::default()), audit.clone()).build();
 //! // A real host passes its Elsa backend's stores and its proposal service here.
-//! let governor = ToolGovernor::builder(registry.clone(), empty_services(), audit.clone()).build();
+//! let governor = core.governor(registry.clone(), empty_services()).build();
 //!
 //! let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
 //! let query = AiToolQuery { agent: Some(WORKFLOW_AUTHOR.into()), ..AiToolQuery::for_caller(caller.clone()) };
@@ -103,31 +110,26 @@
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let services = empty_services(); // a real host passes its Elsa backend's stores
-//! let redactor = Arc::new(Redactor::default());
+//! let redactor = Arc::new(Redactor::default()); // a real host registers its secrets in it
 //! let audit: Arc<dyn AiAuditSink> = Arc::new(InMemoryAuditLog::new());
 //! let journal = Arc::new(InMemoryStreamJournal::new());
 //! let conversations = Arc::new(InMemoryConversationStore::with_journal(journal.clone()));
+//! let core = HostCore::builder(redactor, audit).stores(conversations, journal).build();
 //! let registry = Arc::new(ToolRegistry::builder().linked_tools()?.build(
 //!     Arc::new(AgentRegistry::builtin()),
 //!     Arc::new(InMemoryToolEnablementStore::new()),
 //! ));
-//! let governor = ToolGovernor::builder(registry, services.clone(), audit.clone())
-//!     .redactor(redactor.clone())
-//!     .conversations(conversations.clone())
-//!     .build();
-//! let context = ContextResolver::builder(audit.clone())
+//! let governor = core.governor(registry, services.clone()).build();
+//! let context = core
+//!     .context_resolver()
 //!     .providers(builtin_context_providers(
 //!         services.definitions.clone(),
 //!         services.instances.clone(),
 //!         services.catalog.clone(),
 //!     ))
-//!     .redactor(redactor.clone())
 //!     .build();
 //! let provider = Arc::new(ScriptedProvider::new(Script::new().reply("Hello from the script.")));
-//! let orchestrator = ChatOrchestrator::builder(provider, governor, context, audit)
-//!     .stores(conversations, journal)
-//!     .redactor(redactor)
-//!     .build();
+//! let orchestrator = core.orchestrator(provider, governor, context).build();
 //!
 //! let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
 //! let chat = orchestrator
@@ -178,14 +180,15 @@
 //! let workflows = Arc::new(InMemoryWorkflowBackend::new()); // or the host's Elsa backend
 //! workflows.set_catalog(&"acme".into(), builtin_catalog().to_vec());
 //! let audit = Arc::new(InMemoryAuditLog::new());
-//! let proposals = ProposalService::builder(
-//!     Arc::new(InMemoryProposalStore::new()), // a durable store in production
-//!     workflows.clone(), // definitions (baselines)
-//!     workflows.clone(), // the writer apply uses
-//!     workflows.clone(), // the activity catalog validation checks against
-//!     audit.clone(),
-//! )
-//! .build();
+//! let core = HostCore::builder(Arc::new(Redactor::default()), audit.clone()).build();
+//! let proposals = core
+//!     .proposals(
+//!         Arc::new(InMemoryProposalStore::new()), // a durable store in production
+//!         workflows.clone(), // definitions (baselines)
+//!         workflows.clone(), // the writer apply uses
+//!         workflows.clone(), // the activity catalog validation checks against
+//!     )
+//!     .build();
 //!
 //! let mut definition = WorkflowDefinition::new_flowchart("greeter", "Greeter");
 //! definition.insert_activity(None, Activity::new("start1", "Elsa.Start"), None)?;
@@ -223,6 +226,7 @@ mod context;
 mod conversation;
 mod enablement;
 mod governor;
+mod host_core;
 mod orchestrator;
 mod proposals;
 mod redaction;
@@ -255,6 +259,7 @@ pub use governor::{
     GovernanceStep, StepObserver, ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor,
     ToolGovernorBuilder,
 };
+pub use host_core::{HostCore, HostCoreBuilder};
 pub use orchestrator::{
     ChatOrchestrator, ChatOrchestratorBuilder, OrchestratorSettings, ProviderSessions, chat_span,
 };

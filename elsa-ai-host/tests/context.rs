@@ -16,7 +16,10 @@ use elsa_ai_abstractions::{
 use elsa_ai_host::testing::chat::{ChatHarness, caller_with};
 use elsa_ai_host::testing::data::RecordingWorkflowData;
 use elsa_ai_host::testing::governance::{TEST_AGENT, all_permissions, test_agent};
-use elsa_ai_host::{ContextRequest, ContextResolver, InMemoryAuditLog, builtin_context_providers};
+use elsa_ai_host::{
+    ContextRequest, ContextResolver, HostCore, InMemoryAuditLog, Redactor,
+    builtin_context_providers,
+};
 use elsa_workflows::{InMemoryWorkflowBackend, TenantId, TimeRange, builtin_catalog, samples};
 
 const ACME: &str = "acme";
@@ -88,7 +91,9 @@ fn world() -> World {
 
     let data = RecordingWorkflowData::new(backend);
     let audit = Arc::new(InMemoryAuditLog::new());
-    let resolver = ContextResolver::builder(audit.clone())
+    let resolver = HostCore::builder(Arc::new(Redactor::default()), audit.clone())
+        .build()
+        .context_resolver()
         .providers(builtin_context_providers(
             data.clone(),
             data.clone(),

@@ -11,7 +11,7 @@ use elsa_ai_host::testing::governance::{
     FailingAuditSink, GovernanceHarness, TEST_AGENT, TEST_TENANT, all_permissions, proposal_tool,
     read_tool,
 };
-use elsa_ai_host::{EnablementChange, InMemoryAuditLog, Redactor, ToolEnablementService};
+use elsa_ai_host::{EnablementChange, HostCore, InMemoryAuditLog, Redactor, ToolEnablementService};
 
 fn harness() -> GovernanceHarness {
     let mut admin = read_tool("admin.purge");
@@ -25,11 +25,9 @@ fn harness() -> GovernanceHarness {
 }
 
 fn service(harness: &GovernanceHarness, audit: Arc<dyn AiAuditSink>) -> ToolEnablementService {
-    ToolEnablementService::new(
-        harness.registry.clone(),
-        audit,
-        Arc::new(Redactor::default()),
-    )
+    HostCore::builder(Arc::new(Redactor::default()), audit)
+        .build()
+        .enablement(harness.registry.clone())
 }
 
 fn change(tool: &str, agent: Option<&str>, enabled: bool) -> EnablementChange {

@@ -18,7 +18,7 @@ use elsa_ai_host::testing::governance::{
 };
 use elsa_ai_host::testing::proposals::{ProposalHarness, refused, sample_definition};
 use elsa_ai_host::{
-    EXPIRY_ACTOR, InMemoryAuditLog, ProposalAction, ProposalService, ProposalSettings, REDACTED,
+    EXPIRY_ACTOR, HostCore, InMemoryAuditLog, ProposalAction, ProposalSettings, REDACTED, Redactor,
     Script, ScriptStep,
 };
 use elsa_workflows::{
@@ -796,15 +796,16 @@ impl AiAuditSink for FlakyAudit {
 async fn an_action_that_cannot_be_audited_does_not_happen() {
     let h = ProposalHarness::new();
     let audit = Arc::new(FlakyAudit::default());
-    let service = ProposalService::builder(
-        h.store.clone(),
-        h.workflows.clone(),
-        h.writer.clone(),
-        h.workflows.clone(),
-        audit.clone(),
-    )
-    .clock(h.clock.clone())
-    .build();
+    let service = HostCore::builder(Arc::new(Redactor::default()), audit.clone())
+        .clock(h.clock.clone())
+        .build()
+        .proposals(
+            h.store.clone(),
+            h.workflows.clone(),
+            h.writer.clone(),
+            h.workflows.clone(),
+        )
+        .build();
     let alice = h.caller();
     let proposal = h.approved_update("orders", None).await;
     *audit.down.lock() = true;
@@ -1144,15 +1145,16 @@ impl WorkflowDefinitionWriter for OvertakenWriter {
 #[tokio::test]
 async fn a_baseline_that_moves_during_the_apply_is_stale_and_the_claim_is_released() {
     let h = ProposalHarness::new();
-    let service = ProposalService::builder(
-        h.store.clone(),
-        h.workflows.clone(),
-        Arc::new(OvertakenWriter(h.workflows.clone())),
-        h.workflows.clone(),
-        h.audit.clone(),
-    )
-    .clock(h.clock.clone())
-    .build();
+    let service = HostCore::builder(Arc::new(Redactor::default()), h.audit.clone())
+        .clock(h.clock.clone())
+        .build()
+        .proposals(
+            h.store.clone(),
+            h.workflows.clone(),
+            Arc::new(OvertakenWriter(h.workflows.clone())),
+            h.workflows.clone(),
+        )
+        .build();
     let proposal = h.approved_update("orders", None).await;
     let error = refused(service.apply(&h.caller(), &proposal.id).await);
     assert_eq!((error.status(), error.code()), (409, "stale_baseline"));

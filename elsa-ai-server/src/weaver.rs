@@ -18,10 +18,10 @@ use elsa_ai_abstractions::{
 };
 use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
 use elsa_ai_host::{
-    AgentRegistry, AuditTrail, ChatOrchestrator, ContextResolver, InMemoryAuditLog,
+    AgentRegistry, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
     InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
     InMemoryToolEnablementStore, OrchestratorSettings, ProposalService, Redactor, RedactorBuilder,
-    RetentionSweeper, ToolEnablementService, ToolGovernor, ToolRegistry, builtin_context_providers,
+    RetentionSweeper, ToolRegistry, builtin_context_providers,
 };
 use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::{
@@ -401,22 +401,25 @@ impl Weaver {
             None => build_provider(&config.chosen_provider()?, env.as_ref())?,
         };
 
+        // Every component gets the one redactor, clock, audit sink and stores from here.
+        let core = HostCore::builder(redactor, stores.audit.clone())
+            .stores(stores.conversations.clone(), stores.journal.clone())
+            .build();
         // Proposals first: the tools hand their drafts to the service.
-        let proposals = ProposalService::builder(
-            stores.proposals.clone(),
-            workflows.clone(),
-            workflows.clone(),
-            workflows.clone(),
-            stores.audit.clone(),
-        )
-        .redactor(redactor.clone())
-        .ttl(
-            limits
-                .proposal_ttl_days
-                .map(|days| TimeDelta::days(i64::from(days)))
-                .or(Some(TimeDelta::days(7))),
-        )
-        .build();
+        let proposals = core
+            .proposals(
+                stores.proposals.clone(),
+                workflows.clone(),
+                workflows.clone(),
+                workflows.clone(),
+            )
+            .ttl(
+                limits
+                    .proposal_ttl_days
+                    .map(|days| TimeDelta::days(i64::from(days)))
+                    .or(Some(TimeDelta::days(7))),
+            )
+            .build();
         let services = AiToolServices {
             definitions: workflows.clone(),
             instances: workflows.clone(),
@@ -432,39 +435,30 @@ impl Weaver {
                     stores.enablement.clone(),
                 ),
         );
-        let mut governor =
-            ToolGovernor::builder(registry.clone(), services.clone(), stores.audit.clone())
-                .redactor(redactor.clone())
-                .conversations(stores.conversations.clone());
+        let mut governor = core.governor(registry.clone(), services.clone());
         if let Some(budget) = limits.result_budget_bytes {
             governor = governor.result_limit(budget);
         }
-        let context = ContextResolver::builder(stores.audit.clone())
+        let context = core
+            .context_resolver()
             .providers(builtin_context_providers(
                 services.definitions.clone(),
                 services.instances.clone(),
                 services.catalog.clone(),
             ))
-            .redactor(redactor.clone())
             .build();
         let attachment_kinds = context.kinds().collect();
         let defaults = OrchestratorSettings::default();
-        let orchestrator = ChatOrchestrator::builder(
-            provider.clone(),
-            governor.build(),
-            context,
-            stores.audit.clone(),
-        )
-        .stores(stores.conversations.clone(), stores.journal.clone())
-        .redactor(redactor.clone())
-        .settings(OrchestratorSettings {
-            grace_window,
-            max_message_bytes: limits
-                .max_message_bytes
-                .unwrap_or(defaults.max_message_bytes),
-            ..defaults
-        })
-        .build();
+        let orchestrator = core
+            .orchestrator(provider.clone(), governor.build(), context)
+            .settings(OrchestratorSettings {
+                grace_window,
+                max_message_bytes: limits
+                    .max_message_bytes
+                    .unwrap_or(defaults.max_message_bytes),
+                ..defaults
+            })
+            .build();
         proposals.publish_events_to(orchestrator.events());
 
         let provider_view = ProviderView::new(provider.info());
@@ -474,11 +468,7 @@ impl Weaver {
         let api = WeaverApi::new(WeaverApiParts {
             orchestrator: Arc::new(orchestrator.clone()),
             registry: registry.clone(),
-            enablement: Arc::new(ToolEnablementService::new(
-                registry,
-                stores.audit.clone(),
-                redactor,
-            )),
+            enablement: Arc::new(core.enablement(registry)),
             conversations: stores.conversations.clone(),
             proposals: proposals.clone(),
             audit: AuditTrail::new(stores.audit_log.clone()),

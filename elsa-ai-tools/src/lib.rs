@@ -53,14 +53,15 @@
 //! let backend = Arc::new(InMemoryWorkflowBackend::new());
 //! samples::seed(&backend, &"acme".into());
 //! let audit = Arc::new(InMemoryAuditLog::new());
-//! let proposals = ProposalService::builder(
-//!     Arc::new(InMemoryProposalStore::new()),
-//!     backend.clone(),
-//!     backend.clone(),
-//!     backend.clone(),
-//!     audit.clone(),
-//! )
-//! .build();
+//! let core = HostCore::builder(Arc::new(Redactor::default()), audit.clone()).build();
+//! let proposals = core
+//!     .proposals(
+//!         Arc::new(InMemoryProposalStore::new()),
+//!         backend.clone(),
+//!         backend.clone(),
+//!         backend.clone(),
+//!     )
+//!     .build();
 //! let services = AiToolServices {
 //!     definitions: backend.clone(),
 //!     instances: backend.clone(),
@@ -73,7 +74,7 @@
 //!     Arc::new(AgentRegistry::builtin()),
 //!     Arc::new(InMemoryToolEnablementStore::new()),
 //! ));
-//! let governor = ToolGovernor::builder(registry.clone(), services, audit).build();
+//! let governor = core.governor(registry.clone(), services).build();
 //! let caller = AiCaller::new(
 //!     "alice",
 //!     "acme",

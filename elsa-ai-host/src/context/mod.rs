@@ -19,7 +19,7 @@ use std::sync::Arc;
 use elsa_ai_abstractions::{
     AiAgentDefinition, AiAuditEvent, AiAuditSink, AiCaller, AiContextAttachment, AiContextProvider,
     AiContextResolutionRequest, AiError, AiResolvedContext, AttachmentKind, AuditAction,
-    AuditOutcome, Clock, ConversationId, SystemClock,
+    AuditOutcome, Clock, ConversationId,
 };
 use elsa_workflows::{ActivityCatalog, WorkflowDefinitionStore, WorkflowInstanceStore};
 use serde_json::json;
@@ -90,22 +90,10 @@ impl ContextResolverBuilder {
         providers.into_iter().fold(self, Self::provider)
     }
 
-    /// The redactor for resolved context and audit records (default: built-in rules).
-    pub fn redactor(mut self, redactor: Arc<Redactor>) -> Self {
-        self.redactor = redactor;
-        self
-    }
-
     /// The budget of one resolved attachment, in bytes of compact JSON
     /// (default [`ContextResolver::DEFAULT_LIMIT`]).
     pub fn limit(mut self, bytes: usize) -> Self {
         self.clamp = ResultClamp::new(bytes);
-        self
-    }
-
-    /// Stamps audit records with `clock`.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
         self
     }
 
@@ -157,13 +145,17 @@ impl ContextResolver {
     pub const DEFAULT_LIMIT: usize = 16 * 1024;
 
     /// A builder without providers, auditing into `audit`.
-    pub fn builder(audit: Arc<dyn AiAuditSink>) -> ContextResolverBuilder {
+    pub(crate) fn builder(
+        audit: Arc<dyn AiAuditSink>,
+        redactor: Arc<Redactor>,
+        clock: Arc<dyn Clock>,
+    ) -> ContextResolverBuilder {
         ContextResolverBuilder {
             providers: BTreeMap::new(),
             audit,
-            redactor: Arc::new(Redactor::default()),
+            redactor,
             clamp: ResultClamp::new(Self::DEFAULT_LIMIT),
-            clock: Arc::new(SystemClock),
+            clock,
         }
     }
 
@@ -381,8 +373,15 @@ mod tests {
         }
     }
 
+    /// A resolver builder over `audit` with the built-in redaction rules.
+    fn builder(audit: Arc<dyn AiAuditSink>) -> ContextResolverBuilder {
+        crate::HostCore::builder(Arc::new(Redactor::default()), audit)
+            .build()
+            .context_resolver()
+    }
+
     fn resolver(audit: Arc<InMemoryAuditLog>) -> ContextResolver {
-        ContextResolver::builder(audit)
+        builder(audit)
             .providers(builtin_context_providers(
                 Arc::new(NoWorkflowData),
                 Arc::new(NoWorkflowData),
@@ -548,7 +547,7 @@ mod tests {
             audit.events(&"acme".into())[0].action,
             AuditAction::CONTEXT_DENIED
         );
-        let empty = ContextResolver::builder(audit).build();
+        let empty = builder(audit).build();
         let error = resolve(&empty, &caller, &every_kind_agent(), &[window(18, 19)])
             .await
             .unwrap_err();
@@ -562,7 +561,7 @@ mod tests {
     #[tokio::test]
     async fn resolved_context_is_redacted_then_clamped_before_anyone_sees_it() {
         let audit = Arc::new(InMemoryAuditLog::new());
-        let resolver = ContextResolver::builder(audit.clone())
+        let resolver = builder(audit.clone())
             .provider(Arc::new(Leaky))
             .limit(2048)
             .build();
@@ -585,14 +584,13 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusal_that_cannot_be_audited_is_an_audit_failure() {
-        let resolver =
-            ContextResolver::builder(Arc::new(crate::testing::governance::FailingAuditSink))
-                .providers(builtin_context_providers(
-                    Arc::new(NoWorkflowData),
-                    Arc::new(NoWorkflowData),
-                    Arc::new(NoWorkflowData),
-                ))
-                .build();
+        let resolver = builder(Arc::new(crate::testing::governance::FailingAuditSink))
+            .providers(builtin_context_providers(
+                Arc::new(NoWorkflowData),
+                Arc::new(NoWorkflowData),
+                Arc::new(NoWorkflowData),
+            ))
+            .build();
         let caller = AiCaller::new("alice", "acme", []);
         let error = resolve(&resolver, &caller, &every_kind_agent(), &[window(19, 18)])
             .await

@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiError, AuditAction, AuditOutcome, Clock, Permission,
-    SystemClock, ToolEnablement,
+    ToolEnablement,
 };
 use serde_json::json;
 
@@ -37,24 +37,20 @@ impl std::fmt::Debug for ToolEnablementService {
 }
 
 impl ToolEnablementService {
-    /// A service over the registry's enablement store, auditing into `audit`.
-    pub fn new(
+    /// A service over the registry's enablement store, auditing into `audit`; hosts call
+    /// [`HostCore::enablement`](crate::HostCore::enablement).
+    pub(crate) fn new(
         registry: Arc<ToolRegistry>,
         audit: Arc<dyn AiAuditSink>,
         redactor: Arc<Redactor>,
+        clock: Arc<dyn Clock>,
     ) -> Self {
         Self {
             registry,
             audit,
             redactor,
-            clock: Arc::new(SystemClock),
+            clock,
         }
-    }
-
-    /// Uses `clock` for `changed_at` and audit timestamps.
-    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
     }
 
     /// The decisions recorded for the caller's tenant; requires `admin:ai`.

@@ -21,7 +21,7 @@ use async_trait::async_trait;
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
     AiProviderToolInvocation, AiProviderToolInvoker, AiToolExecutionContext, AiToolResult,
-    AiToolServices, Clock, ConversationId, SystemClock,
+    AiToolServices, Clock, ConversationId,
 };
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -113,7 +113,7 @@ struct Governor {
     redactor: Arc<Redactor>,
     clamp: ResultClamp,
     default_timeout: Duration,
-    conversations: Option<Arc<dyn AiConversationStore>>,
+    conversations: Arc<dyn AiConversationStore>,
     observer: Option<Arc<dyn StepObserver>>,
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
@@ -138,13 +138,6 @@ impl ToolGovernorBuilder {
     /// The default timeout of a tool that names none.
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-    /// The redactor used for arguments, results, events and audit records
-    /// (default: the built-in rules without registered secrets).
-    pub fn redactor(mut self, redactor: Arc<Redactor>) -> Self {
-        self.governor.redactor = redactor;
-        self
-    }
-
     /// The byte budget of a result in model context (see [`ResultClamp`]).
     pub fn result_limit(mut self, bytes: usize) -> Self {
         self.governor.clamp = ResultClamp::new(bytes);
@@ -157,12 +150,6 @@ impl ToolGovernorBuilder {
         self
     }
 
-    /// Checks at step 6 that the caller owns the conversation the calls belong to.
-    pub fn conversations(mut self, conversations: Arc<dyn AiConversationStore>) -> Self {
-        self.governor.conversations = Some(conversations);
-        self
-    }
-
     /// Reports each step of each call to `observer`.
     pub fn observer(mut self, observer: Arc<dyn StepObserver>) -> Self {
         self.governor.observer = Some(observer);
@@ -172,12 +159,6 @@ impl ToolGovernorBuilder {
     /// Counts outcomes into `metrics` (default: the governor's own counters).
     pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.governor.metrics = metrics;
-        self
-    }
-
-    /// Stamps audit records with `clock`.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.governor.clock = clock;
         self
     }
 
@@ -208,24 +189,28 @@ impl std::fmt::Debug for ToolGovernor {
 
 impl ToolGovernor {
     /// A builder over the registry (which also supplies agents, enablement and policy), the
-    /// Elsa services tools use, and the audit sink.
-    pub fn builder(
+    /// Elsa services tools use, and what the host core shares; hosts call
+    /// [`HostCore::governor`](crate::HostCore::governor).
+    pub(crate) fn builder(
         registry: Arc<ToolRegistry>,
         services: AiToolServices,
         audit: Arc<dyn AiAuditSink>,
+        redactor: Arc<Redactor>,
+        clock: Arc<dyn Clock>,
+        conversations: Arc<dyn AiConversationStore>,
     ) -> ToolGovernorBuilder {
         ToolGovernorBuilder {
             governor: Governor {
                 registry,
                 services,
                 audit,
-                redactor: Arc::new(Redactor::default()),
+                redactor,
                 clamp: ResultClamp::new(ToolGovernorBuilder::DEFAULT_RESULT_LIMIT),
                 default_timeout: ToolGovernorBuilder::DEFAULT_TIMEOUT,
-                conversations: None,
+                conversations,
                 observer: None,
                 metrics: Arc::new(Metrics::new()),
-                clock: Arc::new(SystemClock),
+                clock,
             },
         }
     }
@@ -332,7 +317,7 @@ impl BoundToolInvoker {
             CheckTenantBehavior.run(&agent_scope.actor, definition, arguments),
         )?;
         let permitted = CheckPermissions {
-            conversations: g.conversations.as_deref(),
+            conversations: Some(g.conversations.as_ref()),
         }
         .run(
             &agent_scope,

@@ -21,7 +21,7 @@ use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiChatRequest, AiChatStream, AiConversation,
     AiConversationStore, AiError, AiMessage, AiOrchestrator, AiProvider, AiResolvedContext,
     AiStreamEventType, AiStreamJournal, AiToolQuery, AiToolRegistry, AuditAction, AuditOutcome,
-    Clock, ConversationId, MessageRole, SystemClock,
+    Clock, ConversationId, MessageRole,
 };
 use futures::future;
 use serde_json::{Value, json};
@@ -31,10 +31,7 @@ use tokio_util::task::TaskTracker;
 use crate::context::{ContextRequest, ContextResolver, ResolvedContext};
 use crate::conversation::find_owned_conversation;
 use crate::stream::{HubLimits, StreamEnd, StreamHub};
-use crate::{
-    AgentRegistry, ConversationEvents, InMemoryConversationStore, InMemoryStreamJournal, Redactor,
-    ToolGovernor,
-};
+use crate::{AgentRegistry, ConversationEvents, Redactor, ToolGovernor};
 pub use sessions::ProviderSessions;
 pub use span::chat_span;
 use turn::Turn;
@@ -79,7 +76,8 @@ pub struct ChatOrchestratorBuilder {
     governor: ToolGovernor,
     context: ContextResolver,
     audit: Arc<dyn AiAuditSink>,
-    stores: Option<(Arc<dyn AiConversationStore>, Arc<dyn AiStreamJournal>)>,
+    conversations: Arc<dyn AiConversationStore>,
+    journal: Arc<dyn AiStreamJournal>,
     redactor: Arc<Redactor>,
     clock: Arc<dyn Clock>,
     settings: OrchestratorSettings,
@@ -95,31 +93,6 @@ impl std::fmt::Debug for ChatOrchestratorBuilder {
 }
 
 impl ChatOrchestratorBuilder {
-    /// Stores conversations and their stream journals here (default: an in-memory pair in
-    /// which purging a conversation drops its journal). Give the governor the same
-    /// conversation store, so that its ownership check sees these conversations.
-    pub fn stores(
-        mut self,
-        conversations: Arc<dyn AiConversationStore>,
-        journal: Arc<dyn AiStreamJournal>,
-    ) -> Self {
-        self.stores = Some((conversations, journal));
-        self
-    }
-
-    /// The redactor for messages, stream events and audit records (default: built-in
-    /// rules). Hand the governor and the context resolver the same one.
-    pub fn redactor(mut self, redactor: Arc<Redactor>) -> Self {
-        self.redactor = redactor;
-        self
-    }
-
-    /// Stamps messages, events and audit records with `clock`.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
     /// All settings at once.
     pub fn settings(mut self, settings: OrchestratorSettings) -> Self {
         self.settings = settings;
@@ -134,14 +107,9 @@ impl ChatOrchestratorBuilder {
 
     /// The orchestrator.
     pub fn build(self) -> ChatOrchestrator {
-        let (conversations, journal) = self.stores.unwrap_or_else(|| {
-            let journal = Arc::new(InMemoryStreamJournal::new());
-            let conversations: Arc<dyn AiConversationStore> =
-                Arc::new(InMemoryConversationStore::with_journal(journal.clone()));
-            (conversations, journal as Arc<dyn AiStreamJournal>)
-        });
+        let conversations = self.conversations;
         let hub = StreamHub::new(
-            journal,
+            self.journal,
             self.redactor.clone(),
             self.clock.clone(),
             HubLimits {
@@ -204,21 +172,24 @@ impl std::fmt::Debug for ChatOrchestrator {
 
 impl ChatOrchestrator {
     /// A builder over the provider, the governor (whose registry also supplies the agents
-    /// and the authorized tool set), the context resolver and the audit sink.
-    pub fn builder(
+    /// and the authorized tool set), the context resolver and what the host core shares
+    /// (redactor, clock, audit sink, conversation store and journal); hosts call
+    /// [`HostCore::orchestrator`](crate::HostCore::orchestrator).
+    pub(crate) fn builder(
         provider: Arc<dyn AiProvider>,
         governor: ToolGovernor,
         context: ContextResolver,
-        audit: Arc<dyn AiAuditSink>,
+        core: &crate::HostCore,
     ) -> ChatOrchestratorBuilder {
         ChatOrchestratorBuilder {
             provider,
             governor,
             context,
-            audit,
-            stores: None,
-            redactor: Arc::new(Redactor::default()),
-            clock: Arc::new(SystemClock),
+            audit: core.audit().clone(),
+            conversations: core.conversations().clone(),
+            journal: core.journal().clone(),
+            redactor: core.redactor().clone(),
+            clock: core.clock().clone(),
             settings: OrchestratorSettings::default(),
         }
     }

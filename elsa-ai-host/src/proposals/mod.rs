@@ -26,7 +26,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiError, AiProposal, AiProposalIntake, AiProposalStore,
     AiStreamEventType, AuditAction, AuditOutcome, BaselineRef, Clock, Permission, ProposalDraft,
-    ProposalId, ProposalKind, ProposalPayload, ProposalQuery, ProposalStatus, SystemClock,
+    ProposalId, ProposalKind, ProposalPayload, ProposalQuery, ProposalStatus,
 };
 use elsa_workflows::{
     ActivityCatalog, Diagnostic, GraphDiff, Page, PageRequest, TenantId, VersionOptions,
@@ -77,19 +77,6 @@ impl std::fmt::Debug for ProposalServiceBuilder {
 }
 
 impl ProposalServiceBuilder {
-    /// The redactor for rationale, reasons, audit records and events (default: built-in
-    /// rules). Hand it the host's one redactor.
-    pub fn redactor(mut self, redactor: Arc<Redactor>) -> Self {
-        self.inner.redactor = redactor;
-        self
-    }
-
-    /// Stamps proposals and audit records with `clock`, and expires by it.
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.inner.clock = clock;
-        self
-    }
-
     /// Counts transitions into `metrics` (default: the service's own counters).
     pub fn metrics(mut self, metrics: Arc<Metrics>) -> Self {
         self.inner.metrics = metrics;
@@ -166,13 +153,16 @@ impl std::fmt::Debug for ProposalService {
 impl ProposalService {
     /// A builder over the proposal store, the workflow services (definitions to read
     /// baselines, the writer that applies, the activity catalog that validation checks
-    /// against) and the audit sink.
-    pub fn builder(
+    /// against) and what the host core shares; hosts call
+    /// [`HostCore::proposals`](crate::HostCore::proposals).
+    pub(crate) fn builder(
         proposals: Arc<dyn AiProposalStore>,
         definitions: Arc<dyn WorkflowDefinitionStore>,
         writer: Arc<dyn WorkflowDefinitionWriter>,
         catalog: Arc<dyn ActivityCatalog>,
         audit: Arc<dyn AiAuditSink>,
+        redactor: Arc<Redactor>,
+        clock: Arc<dyn Clock>,
     ) -> ProposalServiceBuilder {
         ProposalServiceBuilder {
             inner: Inner {
@@ -181,8 +171,8 @@ impl ProposalService {
                 writer,
                 catalog,
                 audit,
-                redactor: Arc::new(Redactor::default()),
-                clock: Arc::new(SystemClock),
+                redactor,
+                clock,
                 metrics: Arc::new(Metrics::new()),
                 settings: ProposalSettings::default(),
                 events: RwLock::new(None),

@@ -264,10 +264,17 @@ impl Redactor {
         copy
     }
 
-    /// Redacts an audit record's summary and details before it reaches a sink.
+    /// Redacts an audit record's summary, tool name and details before it reaches a sink.
     pub fn redact_audit_event(&self, event: &mut AiAuditEvent) {
         if let Some(summary) = self.redact_text(&event.summary, &mut Vec::new()) {
             event.summary = summary;
+        }
+        // A tool name comes from the request (a model's call, an administrator's change):
+        // it may carry whatever the caller typed.
+        if let Some(tool) = &event.tool_name
+            && let Some(redacted) = self.redact_text(tool, &mut Vec::new())
+        {
+            event.tool_name = Some(redacted);
         }
         self.redact_value(&mut event.details);
     }

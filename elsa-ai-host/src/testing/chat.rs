@@ -19,9 +19,9 @@ use parking_lot::Mutex;
 
 use super::governance::{TEST_AGENT, TEST_TENANT, all_permissions, empty_services, test_agent};
 use crate::{
-    AgentRegistry, ChatOrchestrator, ContextResolver, InMemoryAuditLog, InMemoryConversationStore,
+    AgentRegistry, ChatOrchestrator, HostCore, InMemoryAuditLog, InMemoryConversationStore,
     InMemoryStreamJournal, InMemoryToolEnablementStore, OrchestratorSettings, ProposalService,
-    Redactor, Script, ScriptedProvider, ToolGovernor, ToolRegistry, builtin_context_providers,
+    Redactor, Script, ScriptedProvider, ToolRegistry, builtin_context_providers,
 };
 
 /// A secret the harness redactor knows, as a host registers its configured API keys.
@@ -294,26 +294,24 @@ impl ChatHarnessBuilder {
         let audit: Arc<dyn AiAuditSink> = self.audit.unwrap_or_else(|| log.clone());
         let journal = Arc::new(InMemoryStreamJournal::new());
         let conversations = Arc::new(InMemoryConversationStore::with_journal(journal.clone()));
-        let governor =
-            ToolGovernor::builder(registry.clone(), self.services.clone(), audit.clone())
-                .redactor(redactor.clone())
-                .conversations(conversations.clone())
-                .clock(self.clock.clone())
-                .build();
-        let context = ContextResolver::builder(audit.clone())
+        let core = HostCore::builder(redactor.clone(), audit)
+            .stores(conversations.clone(), journal.clone())
+            .clock(self.clock)
+            .build();
+        let governor = core
+            .governor(registry.clone(), self.services.clone())
+            .build();
+        let context = core
+            .context_resolver()
             .providers(builtin_context_providers(
                 self.services.definitions.clone(),
                 self.services.instances.clone(),
                 self.services.catalog.clone(),
             ))
-            .redactor(redactor.clone())
-            .clock(self.clock.clone())
             .build();
         let provider = Arc::new(RecordingProvider::new(self.provider));
-        let orchestrator = ChatOrchestrator::builder(provider.clone(), governor, context, audit)
-            .stores(conversations.clone(), journal.clone())
-            .redactor(redactor.clone())
-            .clock(self.clock)
+        let orchestrator = core
+            .orchestrator(provider.clone(), governor, context)
             .settings(self.settings)
             .build();
         if let Some(proposals) = &self.proposals {

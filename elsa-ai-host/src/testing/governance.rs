@@ -27,8 +27,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    AgentRegistry, GovernanceStep, InMemoryAuditLog, InMemoryToolEnablementStore, Redactor,
-    StepObserver, ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor, ToolPolicy, ToolRegistry,
+    AgentRegistry, GovernanceStep, HostCore, InMemoryAuditLog, InMemoryStreamJournal,
+    InMemoryToolEnablementStore, Redactor, StepObserver, ToolCallScope, ToolEvent, ToolEventSink,
+    ToolGovernor, ToolPolicy, ToolRegistry,
 };
 
 /// The agent a [`GovernanceHarness`] registers for its tools.
@@ -598,9 +599,14 @@ impl GovernanceHarnessBuilder {
         conversations.insert(TEST_TENANT, "alice", TEST_CONVERSATION);
         let redactor = Arc::new(self.redactor);
         let audit: Arc<dyn AiAuditSink> = self.audit.unwrap_or_else(|| audit_log.clone());
-        let mut governor = ToolGovernor::builder(registry.clone(), self.services.clone(), audit)
-            .redactor(redactor.clone())
-            .conversations(conversations.clone())
+        let core = HostCore::builder(redactor.clone(), audit)
+            .stores(
+                conversations.clone(),
+                Arc::new(InMemoryStreamJournal::new()),
+            )
+            .build();
+        let mut governor = core
+            .governor(registry.clone(), self.services.clone())
             .observer(steps.clone());
         if let Some(limit) = self.result_limit {
             governor = governor.result_limit(limit);

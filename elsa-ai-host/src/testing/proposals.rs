@@ -22,7 +22,9 @@ use futures::StreamExt;
 
 use super::chat::{ChatHarness, ChatHarnessBuilder, REGISTERED_SECRET};
 use super::governance::{TEST_TENANT, all_permissions};
-use crate::{InMemoryAuditLog, InMemoryProposalStore, ProposalService, ProposalSettings, Redactor};
+use crate::{
+    HostCore, InMemoryAuditLog, InMemoryProposalStore, ProposalService, ProposalSettings, Redactor,
+};
 
 /// Wraps a writer and counts attempted and successful writes.
 pub struct CountingWriter {
@@ -185,17 +187,18 @@ impl ProposalHarnessBuilder {
                 .build()
                 .expect("the test secret is long enough"),
         );
-        let service = ProposalService::builder(
-            store.clone(),
-            workflows.clone(),
-            writer.clone(),
-            workflows.clone(),
-            audit.clone(),
-        )
-        .redactor(redactor)
-        .clock(clock.clone())
-        .settings(self.settings)
-        .build();
+        let core = HostCore::builder(redactor, audit.clone())
+            .clock(clock.clone())
+            .build();
+        let service = core
+            .proposals(
+                store.clone(),
+                workflows.clone(),
+                writer.clone(),
+                workflows.clone(),
+            )
+            .settings(self.settings)
+            .build();
         let services = AiToolServices {
             definitions: workflows.clone(),
             instances: workflows.clone(),

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use elsa_ai_abstractions::{AiProposalStore, AuditAction, AuditOutcome, AuditQuery};
-use elsa_ai_host::ProposalService;
 use elsa_ai_host::testing::governance::TEST_TENANT;
 use elsa_ai_host::testing::proposals::ProposalHarness;
+use elsa_ai_host::{HostCore, Redactor};
 use elsa_workflows::PageRequest;
 
 use crate::support::{TestDb, on_both_backends};
@@ -18,15 +18,16 @@ async fn fifty_concurrent_applies_on_two_replicas_write_once(db: TestDb) {
     let h = ProposalHarness::builder().store(first.clone()).build();
     // A second replica: its own pool on the same database, the same Elsa backend, auditing
     // into the durable trail.
-    let replica = ProposalService::builder(
-        second.clone(),
-        h.workflows.clone(),
-        h.writer.clone(),
-        h.workflows.clone(),
-        second.clone(),
-    )
-    .clock(h.clock.clone())
-    .build();
+    let replica = HostCore::builder(Arc::new(Redactor::default()), second.clone())
+        .clock(h.clock.clone())
+        .build()
+        .proposals(
+            second.clone(),
+            h.workflows.clone(),
+            h.writer.clone(),
+            h.workflows.clone(),
+        )
+        .build();
     let proposal = h.approved_update("orders", None).await;
 
     let barrier = Arc::new(tokio::sync::Barrier::new(50));

@@ -13,7 +13,7 @@ use elsa_ai_abstractions::{
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, RefusingProposalIntake, TEST_TENANT, all_permissions, backend_services,
 };
-use elsa_ai_host::{InMemoryAuditLog, InMemoryProposalStore, ProposalService};
+use elsa_ai_host::{HostCore, InMemoryAuditLog, InMemoryProposalStore, ProposalService, Redactor};
 use elsa_ai_tools as _;
 use elsa_workflows::{
     InMemoryWorkflowBackend, InstanceQuery, Page, TenantId, WorkflowDefinition, WorkflowError,
@@ -64,26 +64,23 @@ pub fn world() -> World {
 /// backend (which it validates against and would apply to).
 pub fn proposal_world() -> (World, ProposalService) {
     let backend = seeded_backend();
-    let service = ProposalService::builder(
-        Arc::new(InMemoryProposalStore::new()),
-        backend.clone(),
-        backend.clone(),
-        backend.clone(),
-        Arc::new(InMemoryAuditLog::new()),
-    )
-    .build();
+    let service = proposal_service(&backend);
     let services = backend_services(backend.clone(), Arc::new(service.clone()));
     (governed(backend, services), service)
 }
 
 /// The host's real proposal service over `backend`, with its own audit log.
 pub fn proposal_service(backend: &Arc<InMemoryWorkflowBackend>) -> ProposalService {
-    ProposalService::builder(
+    HostCore::builder(
+        Arc::new(Redactor::default()),
+        Arc::new(InMemoryAuditLog::new()),
+    )
+    .build()
+    .proposals(
         Arc::new(InMemoryProposalStore::new()),
         backend.clone(),
         backend.clone(),
         backend.clone(),
-        Arc::new(InMemoryAuditLog::new()),
     )
     .build()
 }
