@@ -98,6 +98,14 @@ impl TestDb {
         }
     }
 
+    /// How many migrations the backend's schema has.
+    pub fn migrations(&self) -> usize {
+        match self {
+            Self::Sqlite(_) => sqlx::migrate!("./migrations/sqlite").iter().count(),
+            Self::Postgres(_) => sqlx::migrate!("./migrations/postgres").iter().count(),
+        }
+    }
+
     /// Runs `sql` on a connection of its own, outside any store.
     pub async fn execute(&self, sql: &str) -> Result<u64, sqlx::Error> {
         let sql = AssertSqlSafe(sql.to_owned());
