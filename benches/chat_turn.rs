@@ -64,7 +64,10 @@ fn turns(c: &mut Criterion) {
     });
     let (harness, conversation) = &long;
     let caller = harness.caller();
-    let total = harness.journal.events(conversation).len();
+    let total = harness
+        .journal
+        .events(conversation, &caller.tenant_id)
+        .len();
     c.bench_function(&format!("stream_replay/{total}_events"), |b| {
         b.to_async(&runtime).iter(|| async {
             let stream = harness

@@ -83,20 +83,32 @@ pub trait AiConversationStore: Send + Sync {
     async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError>;
 }
 
-/// The durable, ordered log of every stream event, per conversation.
+/// The durable, ordered log of every stream event, per conversation of a tenant.
+///
+/// A journal is keyed by (tenant, conversation): the same conversation id under another
+/// tenant is another, independent journal, so a caller of the wrong tenant reads nothing and
+/// cannot extend or interleave with someone else's stream, whatever the layers above check.
 #[async_trait]
 pub trait AiStreamJournal: Send + Sync {
-    /// Appends an event; its sequence must be exactly one more than the last one.
-    async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError>;
+    /// Appends an event to the tenant's journal of its conversation; its sequence must be
+    /// exactly one more than the last one there.
+    async fn append(&self, tenant_id: &TenantId, event: &AiStreamEvent) -> Result<(), AiError>;
 
-    /// Events with sequence greater than `after`, in order, at most `limit` of them.
+    /// Events of the conversation in this tenant with sequence greater than `after`, in
+    /// order, at most `limit` of them.
     async fn read_after(
         &self,
         conversation_id: &ConversationId,
+        tenant_id: &TenantId,
         after: u64,
         limit: usize,
     ) -> Result<Vec<AiStreamEvent>, AiError>;
 
-    /// The highest sequence written (0 when there is none).
-    async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError>;
+    /// The highest sequence written for the conversation in this tenant (0 when there is
+    /// none).
+    async fn last_sequence(
+        &self,
+        conversation_id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<u64, AiError>;
 }

@@ -70,7 +70,8 @@ impl AiStreamEventType {
     }
 }
 
-/// One event of a conversation's stream. `sequence` is gap-free per conversation, from 1.
+/// One event of a conversation's stream. `sequence` is gap-free per conversation (journaled
+/// under the conversation's tenant), from 1.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AiStreamEvent {

@@ -58,7 +58,7 @@ async fn a_client_that_reconnects_inside_the_grace_window_gets_the_rest_exactly_
     assert!(
         harness
             .journal
-            .events(&conversation)
+            .events(&conversation, &harness.caller().tenant_id)
             .iter()
             .all(|e| !e.event_type.is_terminal()),
         "the turn went on without its client and is still running"
@@ -78,7 +78,10 @@ async fn a_client_that_reconnects_inside_the_grace_window_gets_the_rest_exactly_
     assert_eq!(seen.last().unwrap().event_type, T::ConversationCompleted);
     assert_eq!(
         seen.len() as u64,
-        harness.journal.events(&conversation).len() as u64
+        harness
+            .journal
+            .events(&conversation, &harness.caller().tenant_id)
+            .len() as u64
     );
     let texts: Vec<&str> = of_type(&seen, T::AssistantDelta)
         .iter()
@@ -114,7 +117,9 @@ async fn a_client_that_never_returns_cancels_the_turn_after_the_grace_window() {
 
     let before = tokio::time::Instant::now();
     tokio::time::sleep(Duration::from_secs(29)).await;
-    let running = harness.journal.events(&conversation);
+    let running = harness
+        .journal
+        .events(&conversation, &harness.caller().tenant_id);
     assert!(
         running.iter().all(|e| !e.event_type.is_terminal()),
         "still running inside the window"
@@ -124,7 +129,7 @@ async fn a_client_that_never_returns_cancels_the_turn_after_the_grace_window() {
     assert_eq!(
         harness
             .journal
-            .events(&conversation)
+            .events(&conversation, &harness.caller().tenant_id)
             .last()
             .map(|e| e.event_type),
         Some(T::ConversationFailed),

@@ -55,7 +55,11 @@ async fn conversations_older_than_the_window_are_purged_with_their_journals_and_
     );
     assert_eq!(harness.provider.closed(), 1);
     assert_eq!(
-        harness.journal.last_sequence(&old).await.unwrap(),
+        harness
+            .journal
+            .last_sequence(&old, &harness.caller().tenant_id)
+            .await
+            .unwrap(),
         0,
         "the journal went too"
     );
@@ -72,7 +76,14 @@ async fn conversations_older_than_the_window_are_purged_with_their_journals_and_
             .await
             .is_ok()
     );
-    assert!(harness.journal.last_sequence(&recent).await.unwrap() > 0);
+    assert!(
+        harness
+            .journal
+            .last_sequence(&recent, &harness.caller().tenant_id)
+            .await
+            .unwrap()
+            > 0
+    );
 
     // Continuing a conversation keeps it: its latest message is what counts.
     let mut again = harness.request("still here");

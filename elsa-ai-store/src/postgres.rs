@@ -220,9 +220,9 @@ impl BatchInsert for AuditInserts {
 }
 
 /// Stream-journal batches: one transaction that checks each row is exactly the next sequence
-/// of its conversation (the batch's earlier rows included) and inserts them all. The primary
-/// key refuses a row another process appended meanwhile; the batch is then retried row by
-/// row.
+/// of its tenant's conversation (the batch's earlier rows included; one lookup for the whole
+/// batch) and inserts them all. The primary key refuses a row another process appended
+/// meanwhile; the batch is then retried row by row.
 struct JournalInserts {
     pool: PgPool,
     concurrency: usize,
@@ -235,24 +235,29 @@ impl BatchInsert for JournalInserts {
 
     async fn insert(&self, rows: &[StreamRow]) -> Result<(), sqlx::Error> {
         let mut tx = self.pool.begin().await?;
+        let tenants: Vec<&str> = rows.iter().map(|r| r.tenant_id.as_str()).collect();
         let conversations: Vec<&str> = rows.iter().map(|r| r.conversation_id.as_str()).collect();
-        let found: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT conversation_id, MAX(sequence) FROM stream_events \
-             WHERE conversation_id = ANY($1) GROUP BY conversation_id",
+        let found: Vec<(String, String, i64)> = sqlx::query_as(
+            "SELECT tenant_id, conversation_id, MAX(sequence) FROM stream_events \
+             WHERE (tenant_id, conversation_id) IN \
+             (SELECT * FROM UNNEST($1::text[], $2::text[])) \
+             GROUP BY tenant_id, conversation_id",
         )
+        .bind(&tenants)
         .bind(&conversations)
         .fetch_all(&mut *tx)
         .await?;
-        let mut last: HashMap<&str, i64> = conversations.iter().map(|c| (*c, 0)).collect();
-        for (conversation, sequence) in &found {
-            if let Some(known) = last.get_mut(conversation.as_str()) {
-                *known = *sequence;
-            }
-        }
+        let mut last: HashMap<(&str, &str), i64> = found
+            .iter()
+            .map(|(tenant, conversation, sequence)| {
+                ((tenant.as_str(), conversation.as_str()), *sequence)
+            })
+            .collect();
         for row in rows {
+            // A conversation the lookup did not find has no journal yet.
             let known = last
-                .get_mut(row.conversation_id.as_str())
-                .expect("every conversation of the batch was looked up");
+                .entry((row.tenant_id.as_str(), row.conversation_id.as_str()))
+                .or_insert(0);
             if row.sequence != known.saturating_add(1) {
                 // Not the next sequence: refused on its own (see `is_row_refusal`).
                 return Err(sqlx::Error::RowNotFound);
@@ -260,11 +265,13 @@ impl BatchInsert for JournalInserts {
             *known = row.sequence;
         }
         sqlx::query(
-            "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
-             body) SELECT conversation_id, sequence, event_type, occurred_at_ns, body::json \
-             FROM UNNEST($1::text[], $2::int8[], $3::text[], $4::int8[], $5::text[]) \
-             AS batch (conversation_id, sequence, event_type, occurred_at_ns, body)",
+            "INSERT INTO stream_events (tenant_id, conversation_id, sequence, event_type, \
+             occurred_at_ns, body) SELECT tenant_id, conversation_id, sequence, event_type, \
+             occurred_at_ns, body::json FROM UNNEST($1::text[], $2::text[], $3::int8[], \
+             $4::text[], $5::int8[], $6::text[]) \
+             AS batch (tenant_id, conversation_id, sequence, event_type, occurred_at_ns, body)",
         )
+        .bind(&tenants)
         .bind(&conversations)
         .bind(rows.iter().map(|r| r.sequence).collect::<Vec<_>>())
         .bind(rows.iter().map(|r| r.event_type).collect::<Vec<_>>())
@@ -287,7 +294,7 @@ impl BatchInsert for JournalInserts {
         if !self.is_row_refusal(&error) {
             return failed("appending to the stream journal", error);
         }
-        match last_sequence(&self.pool, &row.conversation_id).await {
+        match last_sequence(&self.pool, &row.tenant_id, &row.conversation_id).await {
             Ok(last) => conflicts::sequence_of(
                 &row.conversation_id,
                 u64::try_from(row.sequence).unwrap_or(0),
@@ -306,10 +313,16 @@ impl BatchInsert for JournalInserts {
     }
 }
 
-async fn last_sequence(pool: &PgPool, conversation_id: &str) -> Result<u64, AiError> {
+async fn last_sequence(
+    pool: &PgPool,
+    tenant_id: &str,
+    conversation_id: &str,
+) -> Result<u64, AiError> {
     let last: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = $1",
+        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events \
+         WHERE tenant_id = $1 AND conversation_id = $2",
     )
+    .bind(tenant_id)
     .bind(conversation_id)
     .fetch_one(pool)
     .await
@@ -602,8 +615,8 @@ impl AiConversationStore for PostgresStore {
         let doing = "purging conversations";
         let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
         sqlx::query(
-            "DELETE FROM stream_events WHERE conversation_id IN \
-             (SELECT id FROM conversations WHERE updated_at_ns < $1)",
+            "DELETE FROM stream_events WHERE (tenant_id, conversation_id) IN \
+             (SELECT tenant_id, id FROM conversations WHERE updated_at_ns < $1)",
         )
         .bind(cutoff)
         .execute(&mut *tx)
@@ -623,10 +636,10 @@ impl AiConversationStore for PostgresStore {
 
 #[async_trait]
 impl AiStreamJournal for PostgresStore {
-    async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError> {
-        let Ok(row) = StreamRow::new(event) else {
+    async fn append(&self, tenant_id: &TenantId, event: &AiStreamEvent) -> Result<(), AiError> {
+        let Ok(row) = StreamRow::new(tenant_id, event) else {
             // A sequence beyond i64 can never be the next one.
-            return Err(self.sequence_conflict(event).await);
+            return Err(self.sequence_conflict(tenant_id, event).await);
         };
         self.journal.write(row).await
     }
@@ -634,13 +647,15 @@ impl AiStreamJournal for PostgresStore {
     async fn read_after(
         &self,
         conversation_id: &ConversationId,
+        tenant_id: &TenantId,
         after: u64,
         limit: usize,
     ) -> Result<Vec<AiStreamEvent>, AiError> {
         let bodies: Vec<String> = sqlx::query_scalar(
-            "SELECT body::text FROM stream_events WHERE conversation_id = $1 AND sequence > $2 \
-             ORDER BY sequence LIMIT $3",
+            "SELECT body::text FROM stream_events WHERE tenant_id = $1 \
+             AND conversation_id = $2 AND sequence > $3 ORDER BY sequence LIMIT $4",
         )
+        .bind(tenant_id.as_str())
         .bind(conversation_id.as_str())
         .bind(i64::try_from(after).unwrap_or(i64::MAX))
         .bind(to_sql_count(limit))
@@ -653,14 +668,18 @@ impl AiStreamJournal for PostgresStore {
             .collect()
     }
 
-    async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError> {
-        last_sequence(&self.pool, conversation_id.as_str()).await
+    async fn last_sequence(
+        &self,
+        conversation_id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<u64, AiError> {
+        last_sequence(&self.pool, tenant_id.as_str(), conversation_id.as_str()).await
     }
 }
 
 impl PostgresStore {
-    async fn sequence_conflict(&self, event: &AiStreamEvent) -> AiError {
-        match self.last_sequence(&event.conversation_id).await {
+    async fn sequence_conflict(&self, tenant_id: &TenantId, event: &AiStreamEvent) -> AiError {
+        match self.last_sequence(&event.conversation_id, tenant_id).await {
             Ok(last) => conflicts::sequence(event, last),
             Err(error) => error,
         }

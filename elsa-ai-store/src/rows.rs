@@ -201,9 +201,11 @@ pub(crate) fn decode_audit_event(body: &str) -> Result<AiAuditEvent, AiError> {
     serde_json::from_str(body).map_err(|error| corrupt("audit event", error))
 }
 
-/// A stream event as the `stream_events` table stores it.
+/// A stream event as the `stream_events` table stores it, keyed by (tenant, conversation,
+/// sequence).
 #[derive(Debug)]
 pub(crate) struct StreamRow {
+    pub tenant_id: String,
     pub conversation_id: String,
     pub sequence: i64,
     pub event_type: &'static str,
@@ -212,9 +214,10 @@ pub(crate) struct StreamRow {
 }
 
 impl StreamRow {
-    /// The row of `event`.
-    pub fn new(event: &AiStreamEvent) -> Result<Self, AiError> {
+    /// The row of `event` in the tenant's journal.
+    pub fn new(tenant_id: &TenantId, event: &AiStreamEvent) -> Result<Self, AiError> {
         Ok(Self {
+            tenant_id: tenant_id.as_str().to_owned(),
             conversation_id: event.conversation_id.as_str().to_owned(),
             sequence: to_sql_counter(event.sequence, "stream sequence")?,
             event_type: event.event_type.as_str(),

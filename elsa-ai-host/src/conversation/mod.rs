@@ -146,20 +146,20 @@ impl AiConversationStore for InMemoryConversationStore {
     }
 
     async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
-        let expired: Vec<ConversationId> = {
+        let expired: Vec<(TenantId, ConversationId)> = {
             let mut conversations = self.conversations.write();
-            let expired: Vec<ConversationId> = conversations
+            let expired: Vec<(TenantId, ConversationId)> = conversations
                 .values()
                 .filter(|c| c.updated_at < cutoff)
-                .map(|c| c.id.clone())
+                .map(|c| (c.tenant_id.clone(), c.id.clone()))
                 .collect();
-            for id in &expired {
+            for (_, id) in &expired {
                 conversations.remove(id);
             }
             expired
         };
         if let Some(journal) = &self.journal {
-            journal.remove(&expired);
+            journal.remove(expired.iter().map(|(tenant, id)| (tenant, id)));
         }
         Ok(expired.len())
     }
@@ -297,15 +297,20 @@ mod tests {
             .create(&conversation("new", "acme", "alice", now))
             .await
             .unwrap();
-        for id in ["old", "new"] {
+        // The same id under another tenant is another conversation's journal: it stays.
+        let (acme, globex) = (TenantId::new("acme"), TenantId::new("globex"));
+        for (tenant, id) in [(&acme, "old"), (&acme, "new"), (&globex, "old")] {
             journal
-                .append(&AiStreamEvent {
-                    event_type: AiStreamEventType::ConversationStarted,
-                    conversation_id: ConversationId::new(id),
-                    sequence: 1,
-                    timestamp: now,
-                    data: json!({}),
-                })
+                .append(
+                    tenant,
+                    &AiStreamEvent {
+                        event_type: AiStreamEventType::ConversationStarted,
+                        conversation_id: ConversationId::new(id),
+                        sequence: 1,
+                        timestamp: now,
+                        data: json!({}),
+                    },
+                )
                 .await
                 .unwrap();
         }
@@ -314,19 +319,13 @@ mod tests {
             1
         );
         assert_eq!(store.len(), 1);
-        assert_eq!(
-            journal
-                .last_sequence(&ConversationId::new("old"))
-                .await
-                .unwrap(),
-            0
-        );
-        assert_eq!(
-            journal
-                .last_sequence(&ConversationId::new("new"))
-                .await
-                .unwrap(),
-            1
-        );
+        let last = |tenant: &TenantId, id: &str| {
+            let journal = journal.clone();
+            let (tenant, id) = (tenant.clone(), ConversationId::new(id));
+            async move { journal.last_sequence(&id, &tenant).await.unwrap() }
+        };
+        assert_eq!(last(&acme, "old").await, 0);
+        assert_eq!(last(&acme, "new").await, 1);
+        assert_eq!(last(&globex, "old").await, 1);
     }
 }

@@ -393,8 +393,8 @@ impl AiOrchestrator for ChatOrchestrator {
 
         // One turn at a time per conversation.
         let channel = match &existing {
-            Some(_) => core.hub.channel(&conversation_id),
-            None => core.hub.new_channel(&conversation_id),
+            Some(_) => core.hub.channel(&caller.tenant_id, &conversation_id),
+            None => core.hub.new_channel(&caller.tenant_id, &conversation_id),
         };
         let slot = channel.begin_turn()?;
 
@@ -554,7 +554,7 @@ impl AiOrchestrator for ChatOrchestrator {
         let events = self
             .core
             .hub
-            .channel(conversation_id)
+            .channel(&caller.tenant_id, conversation_id)
             .subscribe(after_sequence, StreamEnd::WhenIdle);
         Ok(AiChatStream {
             conversation_id: conversation_id.clone(),

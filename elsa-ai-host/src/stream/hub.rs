@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use elsa_ai_abstractions::{
     AiError, AiStreamEvent, AiStreamEventType, AiStreamJournal, Clock, ConversationId,
 };
+use elsa_workflows::TenantId;
 use futures::stream::BoxStream;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -26,7 +27,8 @@ pub(crate) struct HubLimits {
     pub replay_batch: usize,
 }
 
-/// Every conversation's channel, created on demand and dropped when nobody holds it.
+/// Every conversation's channel, keyed by (tenant, conversation) like the journal, created on
+/// demand and dropped when nobody holds it.
 pub(crate) struct StreamHub {
     journal: Arc<dyn AiStreamJournal>,
     redactor: Arc<Redactor>,
@@ -36,7 +38,7 @@ pub(crate) struct StreamHub {
 }
 
 struct Channels {
-    live: HashMap<ConversationId, Weak<Channel>>,
+    live: HashMap<(TenantId, ConversationId), Weak<Channel>>,
     /// When the map reaches this size, dead entries are swept (amortised O(1) per insert).
     sweep_at: usize,
 }
@@ -65,22 +67,32 @@ impl StreamHub {
         })
     }
 
-    /// The conversation's channel, shared by its running turn, its subscribers and its
-    /// publishers. A channel nobody holds is dropped; the next one continues the journal's
-    /// sequence.
-    pub fn channel(self: &Arc<Self>, id: &ConversationId) -> Arc<Channel> {
-        self.open(id, None)
+    /// The tenant's conversation's channel, shared by its running turn, its subscribers and
+    /// its publishers. A channel nobody holds is dropped; the next one continues the
+    /// journal's sequence.
+    pub fn channel(self: &Arc<Self>, tenant_id: &TenantId, id: &ConversationId) -> Arc<Channel> {
+        self.open(tenant_id, id, None)
     }
 
     /// The channel of a conversation whose id was generated just now: nothing is journaled
     /// under it yet, so its first append reads nothing from the journal.
-    pub fn new_channel(self: &Arc<Self>, id: &ConversationId) -> Arc<Channel> {
-        self.open(id, Some(0))
+    pub fn new_channel(
+        self: &Arc<Self>,
+        tenant_id: &TenantId,
+        id: &ConversationId,
+    ) -> Arc<Channel> {
+        self.open(tenant_id, id, Some(0))
     }
 
-    fn open(self: &Arc<Self>, id: &ConversationId, last: Option<u64>) -> Arc<Channel> {
+    fn open(
+        self: &Arc<Self>,
+        tenant_id: &TenantId,
+        id: &ConversationId,
+        last: Option<u64>,
+    ) -> Arc<Channel> {
+        let key = (tenant_id.clone(), id.clone());
         let mut channels = self.channels.lock();
-        if let Some(channel) = channels.live.get(id).and_then(Weak::upgrade) {
+        if let Some(channel) = channels.live.get(&key).and_then(Weak::upgrade) {
             return channel;
         }
         if channels.live.len() >= channels.sweep_at {
@@ -91,6 +103,7 @@ impl StreamHub {
         }
         let (sender, _) = broadcast::channel(self.limits.live_buffer);
         let channel = Arc::new(Channel {
+            tenant_id: tenant_id.clone(),
             id: id.clone(),
             hub: self.clone(),
             sender,
@@ -99,13 +112,14 @@ impl StreamHub {
             turns: AtomicU64::new(0),
             attached: watch::Sender::new(0),
         });
-        channels.live.insert(id.clone(), Arc::downgrade(&channel));
+        channels.live.insert(key, Arc::downgrade(&channel));
         channel
     }
 }
 
-/// One conversation's stream.
+/// One conversation's stream, in one tenant.
 pub(crate) struct Channel {
+    tenant_id: TenantId,
     id: ConversationId,
     hub: Arc<StreamHub>,
     sender: broadcast::Sender<AiStreamEvent>,
@@ -122,6 +136,10 @@ pub(crate) struct Channel {
 impl Channel {
     pub fn id(&self) -> &ConversationId {
         &self.id
+    }
+
+    pub(super) fn tenant_id(&self) -> &TenantId {
+        &self.tenant_id
     }
 
     pub(super) fn journal(&self) -> &dyn AiStreamJournal {
@@ -150,7 +168,12 @@ impl Channel {
         let mut last = self.last.lock().await;
         let previous = match *last {
             Some(previous) => previous,
-            None => self.hub.journal.last_sequence(&self.id).await?,
+            None => {
+                self.hub
+                    .journal
+                    .last_sequence(&self.id, &self.tenant_id)
+                    .await?
+            }
         };
         let mut event = AiStreamEvent {
             event_type,
@@ -167,7 +190,7 @@ impl Channel {
         if let Some(turn) = ends_turn {
             self.end_turn(turn);
         }
-        if let Err(error) = self.hub.journal.append(&event).await {
+        if let Err(error) = self.hub.journal.append(&self.tenant_id, &event).await {
             // Another writer may have moved the journal on: read it again next time.
             *last = None;
             return Err(error);
@@ -221,7 +244,12 @@ impl Channel {
         }
         let sequence = match *last {
             Some(sequence) => sequence,
-            None => self.hub.journal.last_sequence(&self.id).await?,
+            None => {
+                self.hub
+                    .journal
+                    .last_sequence(&self.id, &self.tenant_id)
+                    .await?
+            }
         };
         *last = Some(sequence);
         Ok(Some(sequence))
@@ -327,20 +355,23 @@ mod tests {
 
     #[async_trait]
     impl AiStreamJournal for NoLastSequence {
-        async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError> {
-            self.0.append(event).await
+        async fn append(&self, tenant_id: &TenantId, event: &AiStreamEvent) -> Result<(), AiError> {
+            self.0.append(tenant_id, event).await
         }
 
         async fn read_after(
             &self,
             conversation_id: &ConversationId,
+            tenant_id: &TenantId,
             after: u64,
             limit: usize,
         ) -> Result<Vec<AiStreamEvent>, AiError> {
-            self.0.read_after(conversation_id, after, limit).await
+            self.0
+                .read_after(conversation_id, tenant_id, after, limit)
+                .await
         }
 
-        async fn last_sequence(&self, _: &ConversationId) -> Result<u64, AiError> {
+        async fn last_sequence(&self, _: &ConversationId, _: &TenantId) -> Result<u64, AiError> {
             Err(AiError::internal(
                 "unreadable",
                 "the journal cannot be read",
@@ -363,9 +394,10 @@ mod tests {
     #[tokio::test]
     async fn a_new_conversations_channel_starts_at_one_without_reading_the_journal() {
         let hub = hub();
+        let tenant = TenantId::new("acme");
         let fresh = ConversationId::generate();
         let started = hub
-            .new_channel(&fresh)
+            .new_channel(&tenant, &fresh)
             .append(AiStreamEventType::ConversationStarted, json!({}))
             .await
             .unwrap();
@@ -374,7 +406,29 @@ mod tests {
         // A conversation the hub does not know may have a journal: it must be read first.
         let known = ConversationId::generate();
         let error = hub
-            .channel(&known)
+            .channel(&tenant, &known)
+            .append(AiStreamEventType::ConversationStarted, json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "unreadable");
+    }
+
+    #[tokio::test]
+    async fn one_conversation_id_in_two_tenants_gets_two_channels() {
+        let hub = hub();
+        let (acme, globex) = (TenantId::new("acme"), TenantId::new("globex"));
+        let id = ConversationId::generate();
+        let acme_channel = hub.new_channel(&acme, &id);
+        acme_channel
+            .append(AiStreamEventType::ConversationStarted, json!({}))
+            .await
+            .unwrap();
+        assert!(Arc::ptr_eq(&acme_channel, &hub.channel(&acme, &id)));
+
+        // Globex's channel is its own: it does not continue acme's sequence but asks the
+        // journal where globex's stream stands.
+        let error = hub
+            .channel(&globex, &id)
             .append(AiStreamEventType::ConversationStarted, json!({}))
             .await
             .unwrap_err();

@@ -86,7 +86,7 @@ impl ConversationEvents {
             return Err(conversation_not_found(conversation_id));
         }
         self.hub
-            .channel(conversation_id)
+            .channel(tenant_id, conversation_id)
             .append(event_type, data)
             .await
     }

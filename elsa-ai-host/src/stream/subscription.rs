@@ -131,6 +131,7 @@ impl Subscription {
             .journal()
             .read_after(
                 self.channel.id(),
+                self.channel.tenant_id(),
                 self.delivered,
                 self.channel.replay_batch(),
             )

@@ -213,10 +213,16 @@ impl SqliteStore {
     }
 }
 
-async fn last_sequence(pool: &SqlitePool, conversation_id: &str) -> Result<u64, AiError> {
+async fn last_sequence(
+    pool: &SqlitePool,
+    tenant_id: &str,
+    conversation_id: &str,
+) -> Result<u64, AiError> {
     let last: i64 = sqlx::query_scalar(
-        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?",
+        "SELECT COALESCE(MAX(sequence), 0) FROM stream_events \
+         WHERE tenant_id = ? AND conversation_id = ?",
     )
+    .bind(tenant_id)
     .bind(conversation_id)
     .fetch_one(pool)
     .await
@@ -474,8 +480,8 @@ impl AiConversationStore for SqliteStore {
         self.writer
             .run(move |tx| {
                 tx.execute(
-                    "DELETE FROM stream_events WHERE conversation_id IN \
-                     (SELECT id FROM conversations WHERE updated_at_ns < ?1)",
+                    "DELETE FROM stream_events WHERE (tenant_id, conversation_id) IN \
+                     (SELECT tenant_id, id FROM conversations WHERE updated_at_ns < ?1)",
                     [cutoff],
                 )?;
                 // Messages go with their conversation (ON DELETE CASCADE).
@@ -491,10 +497,10 @@ impl AiConversationStore for SqliteStore {
 
 #[async_trait]
 impl AiStreamJournal for SqliteStore {
-    async fn append(&self, event: &AiStreamEvent) -> Result<(), AiError> {
-        let Ok(row) = StreamRow::new(event) else {
+    async fn append(&self, tenant_id: &TenantId, event: &AiStreamEvent) -> Result<(), AiError> {
+        let Ok(row) = StreamRow::new(tenant_id, event) else {
             // A sequence beyond i64 can never be the next one.
-            return Err(self.sequence_conflict(event).await);
+            return Err(self.sequence_conflict(tenant_id, event).await);
         };
         self.writes.write(SqliteWrite::Journal(row)).await
     }
@@ -502,13 +508,15 @@ impl AiStreamJournal for SqliteStore {
     async fn read_after(
         &self,
         conversation_id: &ConversationId,
+        tenant_id: &TenantId,
         after: u64,
         limit: usize,
     ) -> Result<Vec<AiStreamEvent>, AiError> {
         let bodies: Vec<String> = sqlx::query_scalar(
-            "SELECT body FROM stream_events WHERE conversation_id = ? AND sequence > ? \
-             ORDER BY sequence LIMIT ?",
+            "SELECT body FROM stream_events WHERE tenant_id = ? AND conversation_id = ? \
+             AND sequence > ? ORDER BY sequence LIMIT ?",
         )
+        .bind(tenant_id.as_str())
         .bind(conversation_id.as_str())
         .bind(i64::try_from(after).unwrap_or(i64::MAX))
         .bind(to_sql_count(limit))
@@ -521,14 +529,18 @@ impl AiStreamJournal for SqliteStore {
             .collect()
     }
 
-    async fn last_sequence(&self, conversation_id: &ConversationId) -> Result<u64, AiError> {
-        last_sequence(&self.pool, conversation_id.as_str()).await
+    async fn last_sequence(
+        &self,
+        conversation_id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<u64, AiError> {
+        last_sequence(&self.pool, tenant_id.as_str(), conversation_id.as_str()).await
     }
 }
 
 impl SqliteStore {
-    async fn sequence_conflict(&self, event: &AiStreamEvent) -> AiError {
-        match self.last_sequence(&event.conversation_id).await {
+    async fn sequence_conflict(&self, tenant_id: &TenantId, event: &AiStreamEvent) -> AiError {
+        match self.last_sequence(&event.conversation_id, tenant_id).await {
             Ok(last) => conflicts::sequence(event, last),
             Err(error) => error,
         }

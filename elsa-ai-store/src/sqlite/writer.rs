@@ -158,7 +158,7 @@ impl WriterConnection {
 /// One caller's write, group-committed with others on the writer connection.
 pub(super) enum SqliteWrite {
     Audit(AuditRow),
-    /// A journal append, inserted only when it is exactly the next sequence of its
+    /// A journal append, inserted only when it is exactly the next sequence of its tenant's
     /// conversation (the batch's earlier appends included).
     Journal(StreamRow),
     Conversation(ConversationWrite),
@@ -242,13 +242,15 @@ impl BatchInsert for Writes {
         match row {
             SqliteWrite::Audit(row) => audit_record_failed(row, error.is_unique_violation(), error),
             SqliteWrite::Journal(row) if self.is_row_refusal(&error) => {
-                let conversation = row.conversation_id.as_str();
-                match self
-                    .writer
-                    .with_connection(|connection| Ok(last_sequence(connection, conversation)?))
-                {
+                match self.writer.with_connection(|connection| {
+                    Ok(last_sequence(
+                        connection,
+                        &row.tenant_id,
+                        &row.conversation_id,
+                    )?)
+                }) {
                     Ok(last) => conflicts::sequence_of(
-                        conversation,
+                        &row.conversation_id,
                         u64::try_from(row.sequence).unwrap_or(0),
                         u64::try_from(last).unwrap_or(0),
                     ),
@@ -319,27 +321,34 @@ fn insert_audit(tx: &Transaction<'_>, row: &AuditRow) -> Result<(), WriteError> 
     Ok(())
 }
 
-/// The last journaled sequence of a conversation (0 for none).
-fn last_sequence(connection: &Connection, conversation_id: &str) -> rusqlite::Result<i64> {
+/// The last journaled sequence of a tenant's conversation (0 for none).
+fn last_sequence(
+    connection: &Connection,
+    tenant_id: &str,
+    conversation_id: &str,
+) -> rusqlite::Result<i64> {
     connection
         .prepare_cached(
-            "SELECT COALESCE(MAX(sequence), 0) FROM stream_events WHERE conversation_id = ?1",
+            "SELECT COALESCE(MAX(sequence), 0) FROM stream_events \
+             WHERE tenant_id = ?1 AND conversation_id = ?2",
         )?
-        .query_row([conversation_id], |row| row.get(0))
+        .query_row([tenant_id, conversation_id], |row| row.get(0))
 }
 
-/// Appends `rows` in order, each only when it is exactly the next sequence of its
-/// conversation (earlier rows of the batch included). The batch holds the write lock, so no
-/// other writer can append between the check and the insert; a row that is not the next
-/// refuses the whole batch, which is then retried row by row.
+/// Appends `rows` in order, each only when it is exactly the next sequence of its tenant's
+/// conversation (earlier rows of the batch included), whose last sequence is looked up once
+/// per batch. The batch holds the write lock, so no other writer can append between the
+/// check and the insert; a row that is not the next refuses the whole batch, which is then
+/// retried row by row.
 fn append_stream_events(tx: &Transaction<'_>, rows: &[&StreamRow]) -> Result<(), WriteError> {
-    let mut last: HashMap<&str, i64> = HashMap::with_capacity(rows.len());
+    let mut last: HashMap<(&str, &str), i64> = HashMap::with_capacity(rows.len());
     for row in rows {
-        let known = match last.entry(row.conversation_id.as_str()) {
+        let key = (row.tenant_id.as_str(), row.conversation_id.as_str());
+        let known = match last.entry(key) {
             Entry::Occupied(known) => known.into_mut(),
             Entry::Vacant(unknown) => {
-                let found = last_sequence(tx, unknown.key())?;
-                unknown.insert(found)
+                let (tenant_id, conversation_id) = *unknown.key();
+                unknown.insert(last_sequence(tx, tenant_id, conversation_id)?)
             }
         };
         if row.sequence != known.saturating_add(1) {
@@ -347,10 +356,11 @@ fn append_stream_events(tx: &Transaction<'_>, rows: &[&StreamRow]) -> Result<(),
         }
         *known = row.sequence;
         tx.prepare_cached(
-            "INSERT INTO stream_events (conversation_id, sequence, event_type, occurred_at_ns, \
-             body) VALUES (?1, ?2, ?3, ?4, ?5)",
+            "INSERT INTO stream_events (tenant_id, conversation_id, sequence, event_type, \
+             occurred_at_ns, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
         )?
         .execute(params![
+            row.tenant_id,
             row.conversation_id,
             row.sequence,
             row.event_type,

@@ -100,7 +100,8 @@ async fn every_acknowledged_record_survives_killing_the_writer(db: TestDb) {
     );
 
     let reopened = db.open().await;
-    let kept: BTreeSet<AuditEventId> = audit_trail(&*reopened, &TenantId::new(tenant))
+    let tenant = TenantId::new(tenant);
+    let kept: BTreeSet<AuditEventId> = audit_trail(&*reopened, &tenant)
         .await
         .into_iter()
         .map(|event| event.id)
@@ -121,7 +122,7 @@ async fn every_acknowledged_record_survives_killing_the_writer(db: TestDb) {
     assert!(!journaled.is_empty(), "the child journaled nothing");
     for (conversation, acknowledged) in &journaled {
         let events = reopened
-            .read_after(conversation, 0, usize::MAX)
+            .read_after(conversation, &tenant, 0, usize::MAX)
             .await
             .unwrap();
         let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
@@ -181,7 +182,7 @@ async fn audit_writer_child() {
                         data: json!({"text": format!("delta {sequence}")}),
                     };
                     journal
-                        .append(&event)
+                        .append(&tenant, &event)
                         .await
                         .expect("the event is journaled");
                     println!("{JOURNAL}{conversation} {sequence}");

@@ -37,7 +37,11 @@ async fn replicas_opening_a_new_database_together_migrate_it_once(db: TestDb) {
         .execute("UPDATE _sqlx_migrations SET description = description")
         .await
         .unwrap();
-    assert_eq!(applied, 1, "one migration, recorded once");
+    assert_eq!(
+        applied,
+        db.migrations() as u64,
+        "every migration, recorded once"
+    );
 }
 
 async fn everything_survives_dropping_every_handle_and_reopening(db: TestDb) {
@@ -102,7 +106,7 @@ async fn everything_survives_dropping_every_handle_and_reopening(db: TestDb) {
         })
         .collect();
     for event in &journal {
-        store.append(event).await.unwrap();
+        store.append(&tenant, event).await.unwrap();
     }
     let enablement = ToolEnablement {
         tenant_id: tenant.clone(),
@@ -155,10 +159,19 @@ async fn everything_survives_dropping_every_handle_and_reopening(db: TestDb) {
         Some(conversation.clone())
     );
     assert_eq!(
-        reopened.read_after(&conversation.id, 0, 100).await.unwrap(),
+        reopened
+            .read_after(&conversation.id, &tenant, 0, 100)
+            .await
+            .unwrap(),
         journal
     );
-    assert_eq!(reopened.last_sequence(&conversation.id).await.unwrap(), 30);
+    assert_eq!(
+        reopened
+            .last_sequence(&conversation.id, &tenant)
+            .await
+            .unwrap(),
+        30
+    );
     assert_eq!(
         AiToolEnablementStore::list(&*reopened, &tenant)
             .await

@@ -4,6 +4,7 @@
 
 use chrono::Utc;
 use elsa_ai_abstractions::{AiStreamEvent, AiStreamEventType, ConversationId};
+use elsa_workflows::TenantId;
 use serde_json::json;
 
 use crate::support::{TestDb, on_both_backends};
@@ -12,6 +13,10 @@ on_both_backends!(
     many_concurrent_streams_land_gap_free_and_none_fails,
     an_append_that_is_not_the_next_sequence_fails_alone,
 );
+
+fn tenant() -> TenantId {
+    TenantId::new(format!("tenant-{}", ConversationId::generate()))
+}
 
 fn event(conversation: &ConversationId, sequence: u64, text: &str) -> AiStreamEvent {
     AiStreamEvent {
@@ -27,16 +32,17 @@ async fn many_concurrent_streams_land_gap_free_and_none_fails(db: TestDb) {
     const STREAMS: usize = 200;
     const EVENTS: u64 = 25;
     let handles = [db.open().await, db.open().await];
+    let tenant = tenant();
     let conversations: Vec<ConversationId> =
         (0..STREAMS).map(|_| ConversationId::generate()).collect();
     let streams = conversations.iter().enumerate().map(|(i, conversation)| {
         let journal = handles[i % 2].clone();
-        let conversation = conversation.clone();
+        let (conversation, tenant) = (conversation.clone(), tenant.clone());
         tokio::spawn(async move {
             // Like a chat stream: each event is appended after the previous one returned.
             for sequence in 1..=EVENTS {
                 journal
-                    .append(&event(&conversation, sequence, "delta"))
+                    .append(&tenant, &event(&conversation, sequence, "delta"))
                     .await
                     .unwrap_or_else(|error| panic!("append {sequence} failed: {error}"));
             }
@@ -47,27 +53,34 @@ async fn many_concurrent_streams_land_gap_free_and_none_fails(db: TestDb) {
     }
     let reader = db.open().await;
     for conversation in &conversations {
-        let events = reader.read_after(conversation, 0, 100).await.unwrap();
+        let events = reader
+            .read_after(conversation, &tenant, 0, 100)
+            .await
+            .unwrap();
         let sequences: Vec<u64> = events.iter().map(|e| e.sequence).collect();
         assert_eq!(sequences, (1..=EVENTS).collect::<Vec<_>>());
-        assert_eq!(reader.last_sequence(conversation).await.unwrap(), EVENTS);
+        assert_eq!(
+            reader.last_sequence(conversation, &tenant).await.unwrap(),
+            EVENTS
+        );
     }
 }
 
 async fn an_append_that_is_not_the_next_sequence_fails_alone(db: TestDb) {
     let journal = db.open().await;
+    let tenant = tenant();
     let taken = ConversationId::generate();
     let original = event(&taken, 1, "original");
-    journal.append(&original).await.unwrap();
+    journal.append(&tenant, &original).await.unwrap();
     let others: Vec<AiStreamEvent> = (0..40)
         .map(|_| event(&ConversationId::generate(), 1, "other"))
         .collect();
     let (duplicate, gap) = (event(&taken, 1, "duplicate"), event(&taken, 3, "gap"));
     // Appended together, so that the refused ones usually share a batch with the others.
     let (duplicate, gap, rest) = tokio::join!(
-        journal.append(&duplicate),
-        journal.append(&gap),
-        futures::future::join_all(others.iter().map(|e| journal.append(e)))
+        journal.append(&tenant, &duplicate),
+        journal.append(&tenant, &gap),
+        futures::future::join_all(others.iter().map(|e| journal.append(&tenant, e)))
     );
     for refused in [duplicate, gap] {
         let error = refused.expect_err("only the next sequence is accepted");
@@ -77,9 +90,14 @@ async fn an_append_that_is_not_the_next_sequence_fails_alone(db: TestDb) {
         rest.iter().all(Result::is_ok),
         "the other appends are written: {rest:?}"
     );
-    assert_eq!(journal.read_after(&taken, 0, 10).await.unwrap(), [original]);
+    assert_eq!(
+        journal.read_after(&taken, &tenant, 0, 10).await.unwrap(),
+        [original]
+    );
     for other in &others {
-        let kept = journal.read_after(&other.conversation_id, 0, 10).await;
+        let kept = journal
+            .read_after(&other.conversation_id, &tenant, 0, 10)
+            .await;
         assert_eq!(kept.unwrap(), std::slice::from_ref(other));
     }
 }

@@ -9,4 +9,5 @@ mod crash;
 mod durability;
 mod failures;
 mod journal;
+mod migrations;
 mod proposal_service;

@@ -98,6 +98,59 @@ impl TestDb {
         }
     }
 
+    /// How many migrations the backend's schema has.
+    pub fn migrations(&self) -> usize {
+        match self {
+            Self::Sqlite(_) => sqlx::migrate!("./migrations/sqlite").iter().count(),
+            Self::Postgres(_) => sqlx::migrate!("./migrations/postgres").iter().count(),
+        }
+    }
+
+    /// Brings the empty database's schema to migration `version` and no further, as a release
+    /// of that schema left it, so that a test can write old rows and let a store migrate them.
+    pub async fn migrate_to(&self, version: i64) {
+        match self {
+            Self::Sqlite(file) => {
+                let options = sqlx::sqlite::SqliteConnectOptions::new()
+                    .filename(file.path())
+                    .create_if_missing(true);
+                let mut connection = sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .expect("the SQLite file opens");
+                sqlx::migrate!("./migrations/sqlite")
+                    .run_to(version, &mut connection)
+                    .await
+                    .expect("the old SQLite schema is created");
+            }
+            Self::Postgres(db) => {
+                let mut connection = sqlx::PgConnection::connect(db.url())
+                    .await
+                    .expect("the PostgreSQL database connects");
+                sqlx::migrate!("./migrations/postgres")
+                    .run_to(version, &mut connection)
+                    .await
+                    .expect("the old PostgreSQL schema is created");
+            }
+        }
+    }
+
+    /// The number `sql` selects, read on a connection of its own, outside any store.
+    pub async fn count(&self, sql: &str) -> Result<i64, sqlx::Error> {
+        let sql = AssertSqlSafe(sql.to_owned());
+        match self {
+            Self::Sqlite(file) => {
+                let mut connection =
+                    sqlx::SqliteConnection::connect(&format!("sqlite://{}", file.path().display()))
+                        .await?;
+                sqlx::query_scalar(sql).fetch_one(&mut connection).await
+            }
+            Self::Postgres(db) => {
+                let mut connection = sqlx::PgConnection::connect(db.url()).await?;
+                sqlx::query_scalar(sql).fetch_one(&mut connection).await
+            }
+        }
+    }
+
     /// Runs `sql` on a connection of its own, outside any store.
     pub async fn execute(&self, sql: &str) -> Result<u64, sqlx::Error> {
         let sql = AssertSqlSafe(sql.to_owned());

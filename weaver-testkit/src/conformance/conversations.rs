@@ -214,7 +214,8 @@ fn started(conversation: &ConversationId) -> AiStreamEvent {
 }
 
 /// Conversations last updated before the cutoff go, with their messages and journals; newer
-/// ones and journals without a conversation stay.
+/// ones, journals without a conversation and another tenant's journal under the same
+/// conversation id stay.
 pub async fn purge_before_drops_expired_conversations_and_their_journals<S, J>(
     store: &S,
     journal: &J,
@@ -242,30 +243,43 @@ pub async fn purge_before_drops_expired_conversations_and_their_journals<S, J>(
     recent.updated_at = now;
     let orphan = ConversationId::generate();
     for id in [&expired.id, &recent.id, &orphan] {
-        journal.append(&started(id)).await.unwrap();
+        journal.append(&tenant, &started(id)).await.unwrap();
     }
+    let other_tenant = self::tenant();
+    journal
+        .append(&other_tenant, &started(&expired.id))
+        .await
+        .unwrap();
 
     let purged = store.purge_before(now - Duration::days(30)).await.unwrap();
     assert_eq!(purged, 1, "exactly the expired conversation is purged");
     assert_eq!(store.find(&expired.id, &tenant).await.unwrap(), None);
     assert_eq!(
-        journal.last_sequence(&expired.id).await.unwrap(),
+        journal.last_sequence(&expired.id, &tenant).await.unwrap(),
         0,
         "its journal went with it"
     );
     assert!(
         journal
-            .read_after(&expired.id, 0, 10)
+            .read_after(&expired.id, &tenant, 0, 10)
             .await
             .unwrap()
             .is_empty()
     );
     assert_eq!(
+        journal
+            .last_sequence(&expired.id, &other_tenant)
+            .await
+            .unwrap(),
+        1,
+        "another tenant's journal of the same id is not the purged conversation's"
+    );
+    assert_eq!(
         store.find(&recent.id, &tenant).await.unwrap(),
         Some(recent.clone())
     );
-    assert_eq!(journal.last_sequence(&recent.id).await.unwrap(), 1);
-    assert_eq!(journal.last_sequence(&orphan).await.unwrap(), 1);
+    assert_eq!(journal.last_sequence(&recent.id, &tenant).await.unwrap(), 1);
+    assert_eq!(journal.last_sequence(&orphan, &tenant).await.unwrap(), 1);
     assert_eq!(
         store.purge_before(now - Duration::days(30)).await.unwrap(),
         0
