@@ -24,7 +24,7 @@ const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 /// What the CLI inherits of weaver's environment, which also holds API keys, the JWT secret
 /// and database URLs: programs are found through `PATH`, and the locale, the time zone and
 /// the temporary directory stay the host's. Everything else is removed.
-pub(crate) const INHERITED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
+const INHERITED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
 
 /// Variables the SDK sets on the CLI process for this runtime's options before it applies
 /// removals (the private home, no system keychain, the GitHub token when one is
@@ -123,7 +123,7 @@ impl CliRuntime {
         tracing::info!(
             pid = ?client.pid(),
             program = %program.display(),
-            killed_with_weaver = launcher.kills_with_parent,
+            killed_with_host = launcher.kills_with_parent,
             "Copilot CLI started"
         );
         Ok(client)
@@ -131,7 +131,7 @@ impl CliRuntime {
 
     fn options(&self, launcher: &Launcher) -> ClientOptions {
         // Read now, just before the spawn: the CLI inherits the environment as it is then.
-        // Nothing in weaver changes its environment later (`set_var` needs `unsafe`, which
+        // Nothing in Weaver changes its environment later (`set_var` needs `unsafe`, which
         // the workspace forbids), so no variable appears in between.
         let present = std::env::vars_os().map(|(name, _)| name);
         let mut kept: Vec<&str> = INHERITED
