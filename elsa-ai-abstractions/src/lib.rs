@@ -4,7 +4,8 @@
 //! boundary ([`AiProvider`], [`AiProviderEvent`]), the orchestrator and its stream
 //! ([`AiOrchestrator`], [`AiStreamEvent`]), tools and the invoker through which a provider
 //! runs them ([`AiTool`], [`AiToolRegistry`], [`AiProviderToolInvoker`]), context
-//! attachments, agents, proposals, audit, conversations and enablement. It has no policy
+//! attachments, agents, proposals, audit, conversations, enablement and the text redaction
+//! a provider applies to what it logs ([`AiTextRedactor`]). It has no policy
 //! and no I/O: `elsa-ai-host` implements the policy, `elsa-ai-store` the durable stores,
 //! and providers such as `elsa-ai-copilot` the model runtimes.
 //!
@@ -34,6 +35,7 @@ mod ids;
 mod mcp;
 mod proposal;
 mod provider;
+mod redaction;
 mod stream;
 mod tool;
 
@@ -60,6 +62,7 @@ pub use provider::{
     AiProvider, AiProviderEvent, AiProviderInfo, AiSessionHandle, AiTurnRequest,
     CreateAiSessionRequest,
 };
+pub use redaction::AiTextRedactor;
 pub use stream::{AiChatRequest, AiChatStream, AiOrchestrator, AiStreamEvent, AiStreamEventType};
 pub use tool::{
     AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolError,

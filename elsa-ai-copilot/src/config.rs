@@ -290,7 +290,8 @@ pub(crate) fn locate_cli(
     Ok(native_binary(&candidate).unwrap_or(candidate))
 }
 
-fn search_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
+/// The first file named `program` in the directories of `path` (a `PATH` value).
+pub(crate) fn search_path(program: &str, path: Option<&str>) -> Option<PathBuf> {
     let path = path?;
     std::env::split_paths(path)
         .map(|dir| dir.join(program))

@@ -56,6 +56,7 @@
 
 mod config;
 mod events;
+mod logging;
 mod names;
 mod provider;
 mod runtime;

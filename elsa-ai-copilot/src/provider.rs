@@ -6,14 +6,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
     AiError, AiProvider, AiProviderEvent, AiProviderInfo, AiProviderToolInvoker, AiSessionHandle,
-    AiTurnRequest, CreateAiSessionRequest,
+    AiTextRedactor, AiTurnRequest, CreateAiSessionRequest,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use parking_lot::Mutex;
 use tokio_stream::wrappers::UnboundedReceiverStream;
 
-use crate::config::CopilotProviderConfig;
+use crate::config::{CopilotProviderConfig, Secret};
+use crate::logging::LogRedaction;
 use crate::names::ToolNames;
 use crate::runtime::{CliRuntime, sdk_error};
 use crate::session::{SessionSettings, session_name};
@@ -35,6 +36,9 @@ struct Inner {
     runtime: CliRuntime,
     settings: SessionSettings,
     model: Option<String>,
+    /// The secrets read from the configured variables (endpoint key, GitHub token).
+    secrets: Vec<Secret>,
+    log: Arc<LogRedaction>,
     /// The sessions this provider created, by session id.
     sessions: Mutex<HashMap<String, SessionRecord>>,
 }
@@ -74,7 +78,8 @@ impl CopilotProvider {
         secrets: impl Fn(&str) -> Option<String>,
     ) -> Result<Self, AiError> {
         let resolved = config.resolve(secrets)?;
-        let runtime = CliRuntime::new(&resolved).map_err(|error| {
+        let log = Arc::new(LogRedaction::default());
+        let runtime = CliRuntime::new(&resolved, log.clone()).map_err(|error| {
             AiError::unavailable(
                 "provider_misconfigured",
                 format!("the Copilot provider's private directory could not be created: {error}"),
@@ -85,7 +90,14 @@ impl CopilotProvider {
             inner: Arc::new(Inner {
                 runtime,
                 settings,
+                secrets: resolved
+                    .endpoint
+                    .and_then(|endpoint| endpoint.api_key)
+                    .into_iter()
+                    .chain(resolved.github_token)
+                    .collect(),
                 model: resolved.model,
+                log,
                 sessions: Mutex::new(HashMap::new()),
             }),
         })
@@ -100,6 +112,19 @@ impl CopilotProvider {
     /// The process id of the running Copilot CLI, if one runs (for diagnostics).
     pub async fn cli_pid(&self) -> Option<u32> {
         self.inner.runtime.pid().await
+    }
+
+    /// The secret values this provider read (the endpoint's key, the GitHub token), for the
+    /// host to register with its redactor like every other configured secret.
+    pub fn secrets(&self) -> Vec<String> {
+        let secrets = self.inner.secrets.iter();
+        secrets.map(|secret| secret.expose().to_owned()).collect()
+    }
+
+    /// Redacts what the provider logs from now on (session events at trace level, the CLI's
+    /// error messages) with `redactor`. Until a host calls this, such text is not logged.
+    pub fn redact_logs_with(&self, redactor: Arc<dyn AiTextRedactor>) {
+        self.inner.log.set(redactor);
     }
 }
 
@@ -137,6 +162,7 @@ impl AiProvider for CopilotProvider {
             .await
             .map_err(|error| sdk_error("creating a Copilot session", &error))?;
         if let Err(error) = session.disconnect().await {
+            let error = self.inner.log.error(&error);
             tracing::warn!(session = %session_id, %error, "the new Copilot session could not be disconnected");
         }
         self.inner
@@ -189,6 +215,7 @@ impl AiProvider for CopilotProvider {
             let setup = TurnSetup {
                 client,
                 settings: inner.settings.clone(),
+                log: inner.log.clone(),
                 first_turn,
             };
             turn::run(setup, request, invoker, &reporter).await;

@@ -1,7 +1,9 @@
 //! The Copilot CLI process: started on first use, shared by every session, restarted when
 //! it died, stopped on shutdown.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use elsa_ai_abstractions::AiError;
@@ -11,22 +13,38 @@ use github_copilot_sdk::{
 };
 use tokio::sync::Mutex;
 
-use crate::config::{ResolvedConfig, Secret, locate_cli};
+use crate::config::{ResolvedConfig, Secret, locate_cli, search_path};
+use crate::logging::LogRedaction;
 
 /// How long a liveness probe of a running CLI may take.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a graceful stop may take before the process is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(15);
 
+/// What the CLI inherits of weaver's environment, which also holds API keys, the JWT secret
+/// and database URLs: programs are found through `PATH`, and the locale, the time zone and
+/// the temporary directory stay the host's. Everything else is removed.
+const INHERITED: &[&str] = &["PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"];
+
+/// Variables the SDK sets on the CLI process for this runtime's options before it applies
+/// removals (the private home, no system keychain, the GitHub token when one is
+/// configured), so they are never removed. The SDK's `COPILOT_TELEMETRY_DISABLED` is set
+/// after the removals.
+const SET_BY_SDK: &[&str] = &["COPILOT_HOME", "COPILOT_DISABLE_KEYTAR"];
+/// The variable the SDK hands a GitHub token to the CLI in (`--auth-token-env`).
+const SDK_TOKEN_VARIABLE: &str = "COPILOT_SDK_AUTH_TOKEN";
+
 /// Owns at most one CLI process at a time and the private directories every CLI process of
-/// this provider uses: `COPILOT_HOME` (session state, which survives a restart of the CLI)
-/// and an empty working directory (so that nothing around the host leaks into a prompt).
+/// this provider uses: `COPILOT_HOME`, also the CLI's `HOME` (session state, which survives
+/// a restart of the CLI) and an empty working directory (so that nothing around the host
+/// leaks into a prompt).
 pub(crate) struct CliRuntime {
     cli_path: Option<PathBuf>,
     github_token: Option<Secret>,
-    /// Variables the CLI process must not inherit (the ones secrets were read from).
-    env_remove: Vec<String>,
+    /// Variables that held secrets: never inherited, even when [`INHERITED`] names them.
+    secret_variables: Vec<String>,
     home: tempfile::TempDir,
+    log: Arc<LogRedaction>,
     state: Mutex<State>,
 }
 
@@ -47,7 +65,7 @@ enum State {
 
 impl CliRuntime {
     /// A runtime for `config`; nothing starts until a client is asked for.
-    pub(crate) fn new(config: &ResolvedConfig) -> std::io::Result<Self> {
+    pub(crate) fn new(config: &ResolvedConfig, log: Arc<LogRedaction>) -> std::io::Result<Self> {
         let home = tempfile::Builder::new()
             .prefix("weaver-copilot-")
             .tempdir()?;
@@ -55,8 +73,9 @@ impl CliRuntime {
         Ok(Self {
             cli_path: config.cli_path.clone(),
             github_token: config.github_token.clone(),
-            env_remove: config.secret_variables.clone(),
+            secret_variables: config.secret_variables.clone(),
             home,
+            log,
             state: Mutex::new(State::Idle),
         })
     }
@@ -97,23 +116,45 @@ impl CliRuntime {
 
     async fn start(&self) -> Result<Client, AiError> {
         let program = locate_cli(self.cli_path.as_deref(), |name| std::env::var(name).ok())?;
-        let client = Client::start(self.options(&program))
+        let launcher = Launcher::for_cli(&program);
+        let client = Client::start(self.options(&launcher))
             .await
             .map_err(|error| start_error(&program, &error))?;
-        tracing::info!(pid = ?client.pid(), program = %program.display(), "Copilot CLI started");
+        tracing::info!(
+            pid = ?client.pid(),
+            program = %program.display(),
+            killed_with_host = launcher.kills_with_parent,
+            "Copilot CLI started"
+        );
         Ok(client)
     }
 
-    fn options(&self, program: &Path) -> ClientOptions {
+    fn options(&self, launcher: &Launcher) -> ClientOptions {
+        // Read now, just before the spawn: the CLI inherits the environment as it is then.
+        // Nothing in Weaver changes its environment later (`set_var` needs `unsafe`, which
+        // the workspace forbids), so no variable appears in between.
+        let present = std::env::vars_os().map(|(name, _)| name);
+        let mut kept: Vec<&str> = INHERITED
+            .iter()
+            .copied()
+            .filter(|name| !self.secret_variables.iter().any(|secret| secret == name))
+            .chain(SET_BY_SDK.iter().copied())
+            .chain(["HOME"])
+            .collect();
+        if self.github_token.is_some() {
+            kept.push(SDK_TOKEN_VARIABLE);
+        }
         let mut options = ClientOptions::default()
-            .with_program(CliProgram::Path(program.to_path_buf()))
+            .with_program(CliProgram::Path(launcher.program.clone()))
+            .with_prefix_args(launcher.prefix_args.clone())
+            .with_env([("HOME", self.home.path())])
+            .with_env_remove(removed_variables(present, &kept))
             .with_transport(Transport::Stdio)
             .with_mode(ClientMode::Empty)
             .with_base_directory(self.home.path())
             .with_cwd(self.workspace())
             .with_use_logged_in_user(false)
             .with_disable_client_telemetry(true)
-            .with_env_remove(&self.env_remove)
             .with_client_info(
                 ClientInfo::new()
                     .with_application_name("weaver")
@@ -138,6 +179,7 @@ impl CliRuntime {
             match tokio::time::timeout(STOP_TIMEOUT, client.stop()).await {
                 Ok(Ok(())) => tracing::info!(?pid, "Copilot CLI stopped"),
                 Ok(Err(errors)) => {
+                    let errors = self.log.error(&errors);
                     tracing::warn!(?pid, %errors, "Copilot CLI stopped with errors");
                     client.force_stop();
                 }
@@ -148,6 +190,55 @@ impl CliRuntime {
             }
         }
     }
+}
+
+/// The program the SDK starts and the arguments before the CLI's own.
+struct Launcher {
+    program: PathBuf,
+    prefix_args: Vec<OsString>,
+    /// Whether the kernel kills the CLI when weaver dies.
+    kills_with_parent: bool,
+}
+
+impl Launcher {
+    /// On Linux, the CLI runs under util-linux `setpriv --pdeathsig KILL`, which sets the
+    /// parent-death signal and then execs the CLI (same process, so the SDK still owns the
+    /// CLI itself): when weaver dies, even by `kill -9`, which runs no destructor, the
+    /// kernel kills the CLI. Weaver cannot call `prctl` itself without `unsafe`. The signal
+    /// fires when the *thread* that spawned the CLI exits; the SDK spawns it from the task
+    /// that starts the client, on a runtime worker thread, which lives as long as the
+    /// runtime (nothing here moves that work to the blocking pool, whose threads exit when
+    /// idle). Without `setpriv` the CLI is started directly and still exits when its stdin
+    /// closes, which the kernel does when weaver dies.
+    fn for_cli(cli: &Path) -> Self {
+        let setpriv = cfg!(target_os = "linux")
+            .then(|| search_path("setpriv", std::env::var("PATH").ok().as_deref()))
+            .flatten();
+        match setpriv {
+            Some(setpriv) => Self {
+                program: setpriv,
+                prefix_args: vec![
+                    "--pdeathsig".into(),
+                    "KILL".into(),
+                    "--".into(),
+                    cli.as_os_str().to_owned(),
+                ],
+                kills_with_parent: true,
+            },
+            None => Self {
+                program: cli.to_path_buf(),
+                prefix_args: Vec::new(),
+                kills_with_parent: false,
+            },
+        }
+    }
+}
+
+/// The variables of `present` the CLI must not inherit: all but those `kept` names.
+fn removed_variables(present: impl Iterator<Item = OsString>, kept: &[&str]) -> Vec<OsString> {
+    present
+        .filter(|name| !kept.iter().any(|kept| name == kept))
+        .collect()
 }
 
 fn shut_down() -> AiError {
@@ -178,6 +269,14 @@ fn start_error(program: &Path, error: &SdkError) -> AiError {
     )
 }
 
+/// The CLI went away (it died, or its pipes closed) while `context` was under way.
+pub(crate) fn runtime_lost(context: &str) -> AiError {
+    AiError::unavailable(
+        "provider_unavailable",
+        format!("{context}: the connection to the Copilot CLI was lost"),
+    )
+}
+
 /// What an SDK failure during a session operation means for the host.
 pub(crate) fn sdk_error(context: &str, error: &SdkError) -> AiError {
     match error.kind() {
@@ -188,10 +287,7 @@ pub(crate) fn sdk_error(context: &str, error: &SdkError) -> AiError {
         ErrorKind::InvalidConfig => {
             AiError::unavailable("provider_misconfigured", format!("{context}: {error}"))
         }
-        _ if error.is_transport_failure() => AiError::unavailable(
-            "copilot_runtime_lost",
-            format!("{context}: the connection to the Copilot CLI was lost"),
-        ),
+        _ if error.is_transport_failure() => runtime_lost(context),
         _ => AiError::unavailable("copilot_runtime_error", format!("{context}: {error}")),
     }
 }
@@ -212,7 +308,7 @@ mod tests {
         assert_eq!(sdk_error("x", &config).code(), "provider_misconfigured");
         let io = SdkError::from(ErrorKind::Io);
         let lost = sdk_error("x", &io);
-        assert_eq!((lost.status(), lost.code()), (503, "copilot_runtime_lost"));
+        assert_eq!((lost.status(), lost.code()), (503, "provider_unavailable"));
         let rpc = SdkError::from(ErrorKind::Rpc { code: -32000 });
         assert_eq!(sdk_error("x", &rpc).status(), 503);
     }
@@ -237,13 +333,44 @@ mod tests {
         );
     }
 
+    #[test]
+    fn the_cli_inherits_only_the_kept_variables() {
+        let present = [
+            "PATH",
+            "OPENAI_API_KEY",
+            "WEAVER_JWT_SECRET",
+            "HOME",
+            "LANG",
+        ]
+        .map(OsString::from);
+        assert_eq!(
+            removed_variables(present.into_iter(), &["PATH", "LANG", "HOME"]),
+            ["OPENAI_API_KEY", "WEAVER_JWT_SECRET"].map(OsString::from)
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn on_linux_the_cli_runs_under_a_parent_death_signal() {
+        let launcher = Launcher::for_cli(Path::new("/opt/copilot"));
+        assert!(
+            launcher.kills_with_parent,
+            "setpriv (util-linux) is installed"
+        );
+        assert!(launcher.program.ends_with("setpriv"));
+        assert_eq!(
+            launcher.prefix_args,
+            ["--pdeathsig", "KILL", "--", "/opt/copilot"].map(OsString::from)
+        );
+    }
+
     #[tokio::test]
     async fn a_missing_cli_is_unavailable_and_a_shut_down_runtime_starts_nothing() {
         let config = crate::config::CopilotProviderConfig {
             cli_path: Some(PathBuf::from("/does/not/exist/copilot")),
             ..crate::config::CopilotProviderConfig::openai_compatible("http://127.0.0.1:1/v1", "m")
         };
-        let runtime = CliRuntime::new(&config.resolve(|_| None).unwrap()).unwrap();
+        let runtime = CliRuntime::new(&config.resolve(|_| None).unwrap(), Arc::default()).unwrap();
         let error = runtime.client().await.unwrap_err();
         assert_eq!(
             (error.status(), error.code()),

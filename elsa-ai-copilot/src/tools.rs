@@ -28,6 +28,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+use crate::logging::LogRedaction;
 use crate::names::ToolNames;
 
 /// How long the guard waits for the start event that names an unoffered call.
@@ -165,6 +166,8 @@ pub(crate) struct UnofferedToolGuard {
     invoker: Arc<dyn AiProviderToolInvoker>,
     results: Arc<ToolResults>,
     calls: Arc<UnofferedCalls>,
+    /// The tool name is the model's own text, so it is logged redacted.
+    log: Arc<LogRedaction>,
 }
 
 impl UnofferedToolGuard {
@@ -173,12 +176,14 @@ impl UnofferedToolGuard {
         invoker: Arc<dyn AiProviderToolInvoker>,
         results: Arc<ToolResults>,
         calls: Arc<UnofferedCalls>,
+        log: Arc<LogRedaction>,
     ) -> Self {
         Self {
             names,
             invoker,
             results,
             calls,
+            log,
         }
     }
 
@@ -191,7 +196,8 @@ impl UnofferedToolGuard {
         let call_id = match self.calls.claim(wire, CALL_ID_WAIT).await {
             Some(call_id) => call_id,
             None => {
-                tracing::warn!(tool = %wire, "no start event named the unoffered call; using an id of its own");
+                let tool = self.log.text(wire);
+                tracing::warn!(%tool, "no start event named the unoffered call; using an id of its own");
                 format!("weaver-unoffered-{}", uuid::Uuid::new_v4())
             }
         };
@@ -435,6 +441,7 @@ mod tests {
             invoker.clone(),
             results.clone(),
             calls.clone(),
+            Arc::default(),
         );
         (guard, invoker, results, calls)
     }

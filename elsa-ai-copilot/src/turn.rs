@@ -16,8 +16,9 @@ use github_copilot_sdk::subscription::RecvErrorKind;
 use tokio::sync::mpsc::UnboundedSender;
 
 use crate::events::{TurnEventMapper, turn_cancelled, unoffered_call};
+use crate::logging::LogRedaction;
 use crate::names::ToolNames;
-use crate::runtime::sdk_error;
+use crate::runtime::{runtime_lost, sdk_error};
 use crate::session::{SessionSettings, TurnTools, turn_prompt};
 use crate::tools::{ToolPermissions, ToolResults, UnofferedCalls, UnofferedToolGuard, sdk_tools};
 
@@ -41,6 +42,8 @@ impl Reporter {
 pub(crate) struct TurnSetup {
     pub client: Client,
     pub settings: SessionSettings,
+    /// What the turn's log lines pass through.
+    pub log: Arc<LogRedaction>,
     /// Whether this is the session's first turn (it gets the conversation so far).
     pub first_turn: bool,
 }
@@ -80,6 +83,7 @@ async fn drive(
             invoker.clone(),
             results.clone(),
             unoffered.clone(),
+            setup.log.clone(),
         )),
     };
     let session_id = request.session.session_id.as_str();
@@ -120,7 +124,7 @@ async fn drive(
                 biased;
                 () = request.cancellation.cancelled(), if aborted.is_none() => {
                     aborted = Some(tokio::time::Instant::now());
-                    abort(&session).await;
+                    abort(&session, &setup.log).await;
                     continue;
                 }
                 () = abort_deadline => return Err(turn_cancelled()),
@@ -130,7 +134,7 @@ async fn drive(
                         Ok(message_id) => {
                             if aborted.is_some() {
                                 // Cancelled before the runtime took the message: stop it now.
-                                abort(&session).await;
+                                abort(&session, &setup.log).await;
                             }
                             mapper.sent(message_id)
                         }
@@ -139,16 +143,14 @@ async fn drive(
                 }
                 received = events.recv() => match received {
                     Ok(event) => {
+                        setup.log.trace_event(session_id, &event);
                         if let Some((call_id, wire)) = unoffered_call(&event, &names) {
                             unoffered.announce(wire, call_id);
                         }
                         mapper.map(&event)
                     }
                     Err(error) if matches!(error.kind(), RecvErrorKind::Closed) => {
-                        return Err(AiError::unavailable(
-                            "copilot_runtime_lost",
-                            "the connection to the Copilot CLI was lost during the turn",
-                        ));
+                        return Err(runtime_lost("running the turn"));
                     }
                     Err(error) => {
                         tracing::warn!(%error, "the turn's Copilot events lagged; some were skipped");
@@ -166,15 +168,16 @@ async fn drive(
         }
     }
     .await;
-    disconnect(&session).await;
+    disconnect(&session, &setup.log).await;
     outcome
 }
 
 /// Asks the runtime to stop the turn; the aborted idle (or the deadline) ends the loop.
-async fn abort(session: &Session) {
+async fn abort(session: &Session, log: &LogRedaction) {
     match tokio::time::timeout(RPC_TIMEOUT, session.abort()).await {
         Ok(Ok(())) => tracing::info!(session = %session.id(), "Copilot turn aborted"),
         Ok(Err(error)) => {
+            let error = log.error(&error);
             tracing::warn!(session = %session.id(), %error, "aborting the Copilot turn failed")
         }
         Err(_) => tracing::warn!(session = %session.id(), "aborting the Copilot turn timed out"),
@@ -182,10 +185,11 @@ async fn abort(session: &Session) {
 }
 
 /// Detaches from the session; the runtime keeps it on disk for the next turn.
-async fn disconnect(session: &Session) {
+async fn disconnect(session: &Session, log: &LogRedaction) {
     match tokio::time::timeout(RPC_TIMEOUT, session.disconnect()).await {
         Ok(Ok(())) => {}
         Ok(Err(error)) => {
+            let error = log.error(&error);
             tracing::warn!(session = %session.id(), %error, "disconnecting the Copilot session failed")
         }
         Err(_) => {

@@ -12,14 +12,16 @@ use elsa_ai_abstractions::{
     AiToolExecutionContext, AiToolServices, AiTurnRequest, AttachmentKind, AuditAction,
     AuditOutcome, ConversationId, CreateAiSessionRequest, MessageRole, Permission, ToolMutability,
 };
-use elsa_ai_copilot::testing::{ModelReply, ScriptedModelServer, pinned_cli};
+use elsa_ai_copilot::testing::{
+    ModelReply, ScriptedModelServer, TraceLog, gone, pinned_cli, process_environment, running,
+};
 use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
-use elsa_ai_host::ToolGovernorBuilder;
 use elsa_ai_host::testing::chat::{ChatHarness, REGISTERED_SECRET, caller_with, of_type, types};
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, RefusingProposalIntake, TEST_AGENT, TEST_TENANT, TestTool, all_permissions,
     read_tool, test_agent,
 };
+use elsa_ai_host::{REDACTED, Redactor, ToolGovernorBuilder};
 use elsa_workflows::{InMemoryWorkflowBackend, TenantId, VersionOptions, WorkflowDefinition};
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -444,28 +446,6 @@ async fn run_turn(
         .expect("the turn ends")
 }
 
-/// Whether a process runs (a zombie, dead but not yet reaped, does not count).
-fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().to_owned())
-        })
-        .is_some_and(|state| !state.starts_with('Z') && !state.starts_with('X'))
-}
-
-/// Waits until the process is gone entirely (no entry left, not even a zombie).
-async fn gone(pid: u32) -> bool {
-    for _ in 0..150 {
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
-
 #[tokio::test]
 async fn the_cli_starts_lazily_restarts_after_being_killed_and_leaves_no_process_behind() {
     let server = ScriptedModelServer::start([
@@ -713,5 +693,176 @@ async fn a_text_turn_streams_deltas_and_the_model_reads_the_attached_context() {
     );
     assert!(user.ends_with("Say something about it."));
     assert!(!user.contains(REGISTERED_SECRET) && !user.contains("do-not-show-this"));
+    provider.shutdown().await;
+}
+
+/// Everything the CLI's environment may hold: what it inherits (`PATH`, the locale, the time
+/// zone, the temporary directory), its private home, and what the SDK sets.
+const CLI_ENVIRONMENT: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "HOME",
+    "COPILOT_HOME",
+    "COPILOT_DISABLE_KEYTAR",
+    "COPILOT_TELEMETRY_DISABLED",
+];
+
+#[tokio::test]
+async fn the_cli_starts_from_a_cleared_environment_plus_the_allowlist() {
+    let server = ScriptedModelServer::start([]).await.unwrap();
+    let provider = provider(&server, "gpt-4.1");
+    let agent = test_agent(TEST_AGENT, &[], &all_permissions());
+    let _session = open(&provider, &agent).await;
+    let pid = provider
+        .cli_pid()
+        .await
+        .expect("the session started the CLI");
+
+    let environment = process_environment(pid);
+    let names: Vec<&str> = environment.iter().map(|(name, _)| name.as_str()).collect();
+    assert!(
+        names.iter().all(|name| CLI_ENVIRONMENT.contains(name)),
+        "only the allowlist reaches the CLI: {names:?}"
+    );
+    let value = |wanted: &str| {
+        environment
+            .iter()
+            .find(|(name, _)| name == wanted)
+            .map(|(_, value)| value.clone())
+    };
+    assert_eq!(
+        value("PATH"),
+        std::env::var("PATH").ok(),
+        "PATH is inherited"
+    );
+    let home = value("COPILOT_HOME").expect("the private home");
+    assert_eq!(
+        value("HOME"),
+        Some(home.clone()),
+        "HOME is the private home"
+    );
+    assert_ne!(std::env::var("HOME").ok(), Some(home));
+    provider.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_cli_that_dies_mid_turn_fails_the_turn_and_the_next_turn_starts_another_cli() {
+    let server = ScriptedModelServer::start([
+        ModelReply::Hold,
+        ModelReply::Text("Answered by the new CLI.".into()),
+    ])
+    .await
+    .unwrap();
+    let provider = provider(&server, "gpt-4.1");
+    let harness = ChatHarness::builder()
+        .provider(Arc::new(provider.clone()))
+        .build();
+
+    // The model holds the first request; while it does, the CLI is killed.
+    let kill_while_the_model_thinks = async {
+        while server.chat_requests().is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let pid = provider.cli_pid().await.expect("the CLI runs the turn");
+        let killed = std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        pid
+    };
+    let (events, killed) = tokio::time::timeout(Duration::from_secs(120), async {
+        tokio::join!(
+            harness.run(harness.request("Think hard.")),
+            kill_while_the_model_thinks
+        )
+    })
+    .await
+    .expect("the turn ends when its CLI dies");
+    assert_eq!(
+        types(&events).last(),
+        Some(&AiStreamEventType::ConversationFailed),
+        "{:?}",
+        types(&events)
+    );
+    let failed = of_type(&events, AiStreamEventType::ConversationFailed);
+    assert_eq!(failed[0].data["error"]["status"], 503);
+    assert_eq!(failed[0].data["error"]["code"], "provider_unavailable");
+
+    let mut next = harness.request("And now?");
+    next.conversation_id = Some(events[0].conversation_id.clone());
+    let events = tokio::time::timeout(Duration::from_secs(120), harness.run(next))
+        .await
+        .expect("the next turn ends");
+    assert_eq!(
+        types(&events).last(),
+        Some(&AiStreamEventType::ConversationCompleted),
+        "{events:#?}"
+    );
+    assert_eq!(
+        of_type(&events, AiStreamEventType::AssistantCompleted)[0].data["text"],
+        "Answered by the new CLI."
+    );
+    let restarted = provider.cli_pid().await.expect("a new CLI runs");
+    assert_ne!(restarted, killed, "the next turn started a new CLI");
+    assert!(!running(killed));
+    provider.shutdown().await;
+}
+
+#[tokio::test]
+async fn provider_events_logged_at_trace_level_pass_the_redactor() {
+    let server = ScriptedModelServer::start([ModelReply::Text(format!(
+        "The configured secret is {REGISTERED_SECRET}."
+    ))])
+    .await
+    .unwrap();
+    let provider = provider(&server, "gpt-4.1");
+    provider.redact_logs_with(Arc::new(
+        Redactor::builder()
+            .secret(REGISTERED_SECRET)
+            .build()
+            .unwrap(),
+    ));
+    let harness = GovernanceHarness::builder().build();
+    let agent = test_agent(TEST_AGENT, &[], &all_permissions());
+    let session = open(&provider, &agent).await;
+
+    // A current-thread test: the turn's task and the SDK's tasks log on this thread.
+    let log = TraceLog::capture();
+    let events = run_turn(
+        &provider,
+        turn(
+            &session,
+            &agent,
+            "Tell me",
+            vec![],
+            CancellationToken::new(),
+        ),
+        &harness,
+    )
+    .await;
+    let log = log.text();
+    assert_eq!(
+        events.last(),
+        Some(&AiProviderEvent::Completed),
+        "{events:?}"
+    );
+    assert!(
+        events.iter().any(|event| matches!(
+            event,
+            AiProviderEvent::AssistantMessage { text } if text.contains(REGISTERED_SECRET)
+        )),
+        "the provider reports the model's text as it is (the host redacts the stream)"
+    );
+    assert!(log.contains("Copilot event"), "{log}");
+    assert!(
+        log.contains(&format!("The configured secret is {REDACTED}")),
+        "{log}"
+    );
+    assert!(!log.contains(REGISTERED_SECRET), "{log}");
     provider.shutdown().await;
 }

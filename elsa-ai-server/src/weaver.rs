@@ -268,6 +268,7 @@ pub struct Weaver {
     tenants: Vec<TenantId>,
     store: StoreBackend,
     copilot: Option<CopilotProvider>,
+    redactor: Arc<Redactor>,
     grace_window: Duration,
     retention: TimeDelta,
     development_keys: Vec<DevelopmentKey>,
@@ -384,22 +385,26 @@ impl Weaver {
         }
         let workflows = Arc::new(router);
 
-        // Identity, and the secrets the redactor must know.
+        // Identity and the provider, and the secrets the redactor must know (theirs too).
         let (identity, mut secrets, development_keys) =
             identity(&config, &tenants, env.as_ref(), &mut report)?;
         secrets.extend(backend_secrets);
+        let (provider, copilot) = match provider {
+            Some(provider) => (provider, None),
+            None => build_provider(&config.chosen_provider()?, env.as_ref())?,
+        };
+        secrets.extend(copilot.iter().flat_map(CopilotProvider::secrets));
         let redactor = Arc::new(
             Redactor::builder()
                 .secrets(secrets)
                 .build()
                 .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?,
         );
+        if let Some(copilot) = &copilot {
+            copilot.redact_logs_with(redactor.clone());
+        }
 
         let stores = Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?;
-        let (provider, copilot) = match provider {
-            Some(provider) => (provider, None),
-            None => build_provider(&config.chosen_provider()?, env.as_ref())?,
-        };
 
         // Every component gets the one redactor, clock, audit sink and stores from here.
         let core = HostCore::builder(redactor, stores.audit.clone())
@@ -490,6 +495,7 @@ impl Weaver {
             tenants: tenants.into_iter().map(|(tenant, _)| tenant).collect(),
             store: stores.backend,
             copilot,
+            redactor: core.redactor().clone(),
             grace_window,
             retention: TimeDelta::days(retention_days),
             development_keys,
@@ -501,6 +507,13 @@ impl Weaver {
     /// The API state (for hosts that mount the router themselves).
     pub fn api(&self) -> &WeaverApi {
         &self.api
+    }
+
+    /// The redactor every boundary shares, with every configured secret registered (API
+    /// keys, the JWT secret, Elsa backend and provider keys), for hosts that redact their
+    /// own output.
+    pub fn redactor(&self) -> &Arc<Redactor> {
+        &self.redactor
     }
 
     /// The API's router, to serve or to nest under a prefix.

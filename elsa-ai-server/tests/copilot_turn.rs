@@ -5,6 +5,7 @@
 //! fails and says how to install it.
 
 use elsa_ai_copilot::testing::{ModelReply, ScriptedModelServer, pinned_cli};
+use elsa_ai_host::{REDACTED, Redactor};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::WeaverConfig;
 use elsa_ai_server::testing::TestServer;
@@ -116,4 +117,39 @@ async fn a_chat_turn_runs_through_the_copilot_cli_and_its_tool_call_is_governed(
 
     // Shutdown stops the CLI with the server.
     server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_configured_provider_keys_are_registered_with_the_redactor() {
+    // Keys of no credential shape: only their registration can redact them.
+    const ENDPOINT_KEY: &str = "local-endpoint-key-0123456789";
+    const GITHUB_TOKEN: &str = "weaver-test-github-token-0123456789";
+    let endpoint = "base_url = \"http://127.0.0.1:1/v1\"\nmodel = \"m\"\n\
+                    api_key_env = \"WEAVER_TEST_ENDPOINT_KEY\"\n";
+    let github = "github_token_env = \"WEAVER_TEST_GITHUB_TOKEN\"\n";
+    for (provider, secret) in [(endpoint, ENDPOINT_KEY), (github, GITHUB_TOKEN)] {
+        let config = WeaverConfig::from_toml(&format!(
+            "[store]\nmemory = true\n[provider]\nkind = \"copilot\"\n{provider}"
+        ))
+        .unwrap();
+        let weaver = Weaver::builder(config)
+            .env(|name| match name {
+                "WEAVER_TEST_ENDPOINT_KEY" => Some(ENDPOINT_KEY.to_owned()),
+                "WEAVER_TEST_GITHUB_TOKEN" => Some(GITHUB_TOKEN.to_owned()),
+                _ => None,
+            })
+            .build()
+            .await
+            .unwrap();
+        let text = format!("the model answered with {secret} in it");
+        assert_eq!(
+            Redactor::default().redact_str(&text),
+            text,
+            "not a built-in shape"
+        );
+        assert_eq!(
+            weaver.redactor().redact_str(&text),
+            format!("the model answered with {REDACTED} in it")
+        );
+    }
 }

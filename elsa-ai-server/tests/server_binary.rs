@@ -1,11 +1,17 @@
 //! The `weaver` server as a user meets it: the configuration file of issue 7 exactly as
-//! written, `weaver --help`, and the binary starting with no configuration at all.
+//! written, `weaver --help`, the binary starting with no configuration at all, and the
+//! binary's Copilot CLI (the pinned real one), which inherits none of weaver's secrets and
+//! dies with weaver.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use elsa_ai_copilot::testing::{
+    ModelReply, ScriptedModelServer, child_processes, pinned_cli, process_environment, running,
+    stopped_within,
+};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{REFERENCE, WeaverConfig};
 use elsa_ai_server::testing::TestServer;
@@ -424,4 +430,129 @@ fn without_auth_a_listen_address_that_is_not_loopback_is_refused() {
             .all(|l| !l.contains("ApiKey wv-dev-")),
         "no key was made: {log:#?} {stderr:#?}"
     );
+}
+
+/// A variable of weaver's environment that is neither allowlisted nor configured anywhere.
+const CANARY: &str = "WEAVER_TEST_CANARY_SECRET";
+const MODEL_KEY: &str = "weaver-binary-model-key-0123456789";
+
+/// The `weaver` binary with `[provider] kind = "copilot"` against `model`, listening on a free
+/// port, once it announced that it listens; `alice` holds `ACME_KEY` as `[auth]` API key.
+fn start_copilot_weaver(dir: &Path, model: &ScriptedModelServer) -> (std::process::Child, String) {
+    let port = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        probe.local_addr().unwrap().port()
+    };
+    let cli = pinned_cli().display().to_string().replace('\\', "/");
+    let config = dir.join("weaver.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:{port}\"\n\
+             [store]\nmemory = true\n\
+             [[auth.api_keys]]\nkey_env = \"ACME_KEY\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+             permissions = [\"read:workflows\", \"read:workflow-instances\", \"read:activities\"]\n\
+             [provider]\nkind = \"copilot\"\ncli_path = \"{cli}\"\nmodel = \"gpt-4.1\"\n\
+             byok_type = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"WEAVER_TEST_MODEL_KEY\"\n",
+            model.base_url()
+        ),
+    )
+    .unwrap();
+    let mut weaver = Command::new(env!("CARGO_BIN_EXE_weaver"))
+        .current_dir(dir)
+        .arg("--config")
+        .arg(&config)
+        .env("ACME_KEY", ACME_KEY)
+        .env("WEAVER_TEST_MODEL_KEY", MODEL_KEY)
+        .env(CANARY, "canary-value-that-must-not-leak")
+        .env("NO_COLOR", "1")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = lines_of(weaver.stdout.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut log = Vec::new();
+    loop {
+        let line = lines
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .unwrap_or_else(|_| panic!("weaver did not start listening: {log:#?}"));
+        if line.contains("Weaver listens on") {
+            break;
+        }
+        log.push(line);
+    }
+    (weaver, format!("http://127.0.0.1:{port}"))
+}
+
+/// One chat turn over HTTP, read to its end (the stream closes after the terminal event).
+async fn chat_turn(url: &str) -> String {
+    let response = reqwest::Client::new()
+        .post(format!("{url}/ai/chat"))
+        .header("authorization", format!("ApiKey {ACME_KEY}"))
+        .json(&json!({"message": "Hello?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    response.text().await.unwrap()
+}
+
+/// The Copilot CLI weaver runs: its one child process.
+fn cli_of(weaver: &std::process::Child) -> u32 {
+    let children = child_processes(weaver.id());
+    let [cli] = children.as_slice() else {
+        panic!("weaver runs exactly the CLI: {children:?}")
+    };
+    *cli
+}
+
+#[tokio::test]
+async fn the_copilot_cli_inherits_none_of_weavers_secrets() {
+    let model = ScriptedModelServer::start([ModelReply::Text("Hello from the model.".into())])
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut weaver, url) = start_copilot_weaver(dir.path(), &model);
+    let stream = chat_turn(&url).await;
+    assert!(stream.contains("conversation.completed"), "{stream}");
+
+    let environment = process_environment(cli_of(&weaver));
+    let names: Vec<&str> = environment.iter().map(|(name, _)| name.as_str()).collect();
+    for secret in [CANARY, "WEAVER_TEST_MODEL_KEY", "ACME_KEY", "RUST_LOG"] {
+        assert!(
+            !names.contains(&secret),
+            "{secret} reached the CLI: {names:?}"
+        );
+    }
+    assert!(
+        !environment
+            .iter()
+            .any(|(_, value)| value.contains(MODEL_KEY) || value.contains(ACME_KEY)),
+        "no secret value reached the CLI"
+    );
+    assert!(names.contains(&"PATH"), "{names:?}");
+    weaver.kill().unwrap();
+    weaver.wait().unwrap();
+}
+
+#[tokio::test]
+async fn the_copilot_cli_dies_with_weaver_when_weaver_is_killed() {
+    let model = ScriptedModelServer::start([ModelReply::Text("Hello from the model.".into())])
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut weaver, url) = start_copilot_weaver(dir.path(), &model);
+    let stream = chat_turn(&url).await;
+    assert!(stream.contains("conversation.completed"), "{stream}");
+    let cli = cli_of(&weaver);
+    assert!(running(cli));
+
+    // `kill -9`: weaver runs no shutdown code at all.
+    weaver.kill().unwrap();
+    weaver.wait().unwrap();
+    let stopped = stopped_within(cli, Duration::from_secs(2)).await;
+    assert!(stopped.is_some(), "the CLI outlived weaver by 2 s");
+    eprintln!("the CLI stopped {stopped:?} after weaver was killed");
 }

@@ -31,6 +31,9 @@ pub enum ModelReply {
         /// Text before the quoted tool result.
         prefix: String,
     },
+    /// Hold the request unanswered until the server stops, like a model still thinking, so
+    /// that a test can act while a turn waits for the model.
+    Hold,
     /// Fail the request with this HTTP status and an OpenAI-style error body.
     Error {
         /// The HTTP status, such as 401 or 500.
@@ -108,6 +111,8 @@ fn message_text(content: &Value) -> String {
 struct ServerState {
     script: Mutex<VecDeque<ModelReply>>,
     requests: Mutex<Vec<RecordedRequest>>,
+    /// Cancelled when the server stops; ends held requests.
+    stopped: CancellationToken,
 }
 
 /// A small OpenAI-compatible model server that plays a script. It answers
@@ -124,11 +129,12 @@ impl ScriptedModelServer {
     pub async fn start(script: impl IntoIterator<Item = ModelReply>) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let address = listener.local_addr()?;
+        let shutdown = CancellationToken::new();
         let state = Arc::new(ServerState {
             script: Mutex::new(script.into_iter().collect()),
             requests: Mutex::new(Vec::new()),
+            stopped: shutdown.clone(),
         });
-        let shutdown = CancellationToken::new();
         let app = Router::new().fallback(handle).with_state(state.clone());
         let stop = shutdown.clone();
         tokio::spawn(async move {
@@ -232,6 +238,14 @@ async fn handle(
         Some(ModelReply::Error { status, message }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             return error(status, "api_error", &message);
+        }
+        Some(ModelReply::Hold) => {
+            state.stopped.cancelled().await;
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "api_error",
+                "the scripted model server stopped",
+            );
         }
         None => Answer::Text("(the scripted model has no more replies)".into()),
     };
@@ -386,6 +400,7 @@ mod tests {
         Arc::new(ServerState {
             script: Mutex::new(script.into()),
             requests: Mutex::new(Vec::new()),
+            stopped: CancellationToken::new(),
         })
     }
 

@@ -32,7 +32,7 @@ mod sink;
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
-use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent};
+use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent, AiTextRedactor};
 use serde_json::Value;
 
 use keys::SensitiveKeys;
@@ -369,6 +369,13 @@ impl Redactor {
             buffer.push_str(&text[copied..]);
             buffer
         })
+    }
+}
+
+/// Providers redact what they log with the host's rules and registered secrets.
+impl AiTextRedactor for Redactor {
+    fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redact_str(text)
     }
 }
 
