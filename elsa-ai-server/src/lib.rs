@@ -68,6 +68,7 @@ pub mod demo;
 mod error;
 mod extract;
 pub mod identity;
+pub mod log_redaction;
 mod requests;
 mod routes;
 mod schema;

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{Overrides, REFERENCE, WeaverConfig};
+use elsa_ai_server::log_redaction::RedactingLogWriter;
 
 /// Weaver: the AI copilot for Elsa Workflows, as an HTTP server.
 ///
@@ -99,11 +100,13 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let log = RedactingLogWriter::default();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
+        .with_writer(log.clone())
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -115,7 +118,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, log)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("weaver: {message}");
@@ -124,7 +127,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> Result<(), String> {
+async fn run(cli: Cli, log: RedactingLogWriter) -> Result<(), String> {
     let mut config = match &cli.config {
         Some(path) => WeaverConfig::load(path).map_err(|e| e.to_string())?,
         None => WeaverConfig::default(),
@@ -145,6 +148,8 @@ async fn run(cli: Cli) -> Result<(), String> {
         .build()
         .await
         .map_err(|e| e.to_string())?;
+    // From here on, every log line (dependencies' included) passes the server's redactor.
+    log.install(weaver.redactor().clone());
     for line in weaver.startup_report() {
         tracing::info!("{line}");
     }
