@@ -248,12 +248,27 @@ impl RunningBinary {
     /// Starts `weaver` with no configuration file, listening on `host` (a free port), with
     /// `env` added to a environment without WEAVER_* settings.
     fn start(host: &str, env: &[(&str, &str)]) -> Self {
+        Self::launch(None, host, env)
+    }
+
+    /// Starts `weaver` with `config` as its configuration file (`weaver.toml` in its folder),
+    /// listening on 127.0.0.1 (a free port), with `env` added.
+    fn with_config(config: &str, env: &[(&str, &str)]) -> Self {
+        Self::launch(Some(config), "127.0.0.1", env)
+    }
+
+    fn launch(config: Option<&str>, host: &str, env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let port = {
             let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             probe.local_addr().unwrap().port()
         };
         let mut command = Command::new(env!("CARGO_BIN_EXE_weaver"));
+        if let Some(config) = config {
+            let path = dir.path().join("weaver.toml");
+            std::fs::write(&path, config).unwrap();
+            command.arg("--config").arg(path);
+        }
         command
             .current_dir(dir.path())
             .args(["--listen", &format!("{host}:{port}")])
@@ -436,54 +451,32 @@ fn without_auth_a_listen_address_that_is_not_loopback_is_refused() {
 const CANARY: &str = "WEAVER_TEST_CANARY_SECRET";
 const MODEL_KEY: &str = "weaver-binary-model-key-0123456789";
 
-/// The `weaver` binary with `[provider] kind = "copilot"` against `model`, listening on a free
-/// port, once it announced that it listens; `alice` holds `ACME_KEY` as `[auth]` API key.
-fn start_copilot_weaver(dir: &Path, model: &ScriptedModelServer) -> (std::process::Child, String) {
-    let port = {
-        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        probe.local_addr().unwrap().port()
-    };
+/// The `weaver` binary with `[provider] kind = "copilot"` against `model`, once it announced
+/// that it listens; `alice` holds `ACME_KEY` as `[auth]` API key.
+fn start_copilot_weaver(model: &ScriptedModelServer) -> (RunningBinary, String) {
     let cli = pinned_cli().display().to_string().replace('\\', "/");
-    let config = dir.join("weaver.toml");
-    std::fs::write(
+    let config = format!(
+        "[store]\nmemory = true\n\
+         [[auth.api_keys]]\nkey_env = \"ACME_KEY\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"read:workflow-instances\", \"read:activities\"]\n\
+         [provider]\nkind = \"copilot\"\ncli_path = \"{cli}\"\nmodel = \"gpt-4.1\"\n\
+         byok_type = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"WEAVER_TEST_MODEL_KEY\"\n",
+        model.base_url()
+    );
+    let weaver = RunningBinary::with_config(
         &config,
-        format!(
-            "listen = \"127.0.0.1:{port}\"\n\
-             [store]\nmemory = true\n\
-             [[auth.api_keys]]\nkey_env = \"ACME_KEY\"\nactor = \"alice\"\ntenant = \"acme\"\n\
-             permissions = [\"read:workflows\", \"read:workflow-instances\", \"read:activities\"]\n\
-             [provider]\nkind = \"copilot\"\ncli_path = \"{cli}\"\nmodel = \"gpt-4.1\"\n\
-             byok_type = \"openai\"\nbase_url = \"{}\"\napi_key_env = \"WEAVER_TEST_MODEL_KEY\"\n",
-            model.base_url()
-        ),
-    )
-    .unwrap();
-    let mut weaver = Command::new(env!("CARGO_BIN_EXE_weaver"))
-        .current_dir(dir)
-        .arg("--config")
-        .arg(&config)
-        .env("ACME_KEY", ACME_KEY)
-        .env("WEAVER_TEST_MODEL_KEY", MODEL_KEY)
-        .env(CANARY, "canary-value-that-must-not-leak")
-        .env("NO_COLOR", "1")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let lines = lines_of(weaver.stdout.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(60);
+        &[
+            ("ACME_KEY", ACME_KEY),
+            ("WEAVER_TEST_MODEL_KEY", MODEL_KEY),
+            (CANARY, "canary-value-that-must-not-leak"),
+        ],
+    );
     let mut log = Vec::new();
-    loop {
-        let line = lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-            .unwrap_or_else(|_| panic!("weaver did not start listening: {log:#?}"));
-        if line.contains("Weaver listens on") {
-            break;
-        }
-        log.push(line);
-    }
-    (weaver, format!("http://127.0.0.1:{port}"))
+    RunningBinary::wait_for(&weaver.log, &mut log, |line| {
+        line.contains("Weaver listens on")
+    });
+    let url = format!("http://127.0.0.1:{}", weaver.port);
+    (weaver, url)
 }
 
 /// One chat turn over HTTP, read to its end (the stream closes after the terminal event).
@@ -500,8 +493,8 @@ async fn chat_turn(url: &str) -> String {
 }
 
 /// The Copilot CLI weaver runs: its one child process.
-fn cli_of(weaver: &std::process::Child) -> u32 {
-    let children = child_processes(weaver.id());
+fn cli_of(weaver: &RunningBinary) -> u32 {
+    let children = child_processes(weaver.child.id());
     let [cli] = children.as_slice() else {
         panic!("weaver runs exactly the CLI: {children:?}")
     };
@@ -513,8 +506,7 @@ async fn the_copilot_cli_inherits_none_of_weavers_secrets() {
     let model = ScriptedModelServer::start([ModelReply::Text("Hello from the model.".into())])
         .await
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let (mut weaver, url) = start_copilot_weaver(dir.path(), &model);
+    let (mut weaver, url) = start_copilot_weaver(&model);
     let stream = chat_turn(&url).await;
     assert!(stream.contains("conversation.completed"), "{stream}");
 
@@ -533,8 +525,8 @@ async fn the_copilot_cli_inherits_none_of_weavers_secrets() {
         "no secret value reached the CLI"
     );
     assert!(names.contains(&"PATH"), "{names:?}");
-    weaver.kill().unwrap();
-    weaver.wait().unwrap();
+    weaver.child.kill().unwrap();
+    weaver.child.wait().unwrap();
 }
 
 #[tokio::test]
@@ -542,16 +534,15 @@ async fn the_copilot_cli_dies_with_weaver_when_weaver_is_killed() {
     let model = ScriptedModelServer::start([ModelReply::Text("Hello from the model.".into())])
         .await
         .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let (mut weaver, url) = start_copilot_weaver(dir.path(), &model);
+    let (mut weaver, url) = start_copilot_weaver(&model);
     let stream = chat_turn(&url).await;
     assert!(stream.contains("conversation.completed"), "{stream}");
     let cli = cli_of(&weaver);
     assert!(running(cli));
 
     // `kill -9`: weaver runs no shutdown code at all.
-    weaver.kill().unwrap();
-    weaver.wait().unwrap();
+    weaver.child.kill().unwrap();
+    weaver.child.wait().unwrap();
     let stopped = stopped_within(cli, Duration::from_secs(2)).await;
     assert!(stopped.is_some(), "the CLI outlived weaver by 2 s");
     eprintln!("the CLI stopped {stopped:?} after weaver was killed");
