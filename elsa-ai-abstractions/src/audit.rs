@@ -44,6 +44,9 @@ impl AuditAction {
     pub const PROPOSAL_REJECTED: Self = Self::from_static("proposal.rejected");
     /// A proposal was applied, or an apply was refused.
     pub const PROPOSAL_APPLIED: Self = Self::from_static("proposal.applied");
+    /// An applied proposal's definition version was written (after the effect, naming the
+    /// version the workflow store assigned; `proposal.applied` precedes the write).
+    pub const PROPOSAL_WRITTEN: Self = Self::from_static("proposal.written");
     /// A proposal expired.
     pub const PROPOSAL_EXPIRED: Self = Self::from_static("proposal.expired");
 

@@ -214,7 +214,7 @@
 //! assert_eq!(applied.applied_version.map(|v| v.version), Some(1));
 //! let actions: Vec<String> =
 //!     audit.events(&"acme".into()).iter().map(|e| e.action.as_str().to_owned()).collect();
-//! assert_eq!(actions, ["proposal.created", "proposal.applied", "proposal.approved", "proposal.applied"]);
+//! assert_eq!(actions, ["proposal.created", "proposal.applied", "proposal.approved", "proposal.applied", "proposal.written"]);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```

@@ -87,6 +87,7 @@ async fn the_same_user_requests_approves_and_applies_each_audited() {
             ("proposal.created", AuditOutcome::Success, "alice"),
             ("proposal.approved", AuditOutcome::Success, "alice"),
             ("proposal.applied", AuditOutcome::Success, "alice"),
+            ("proposal.written", AuditOutcome::Success, "alice"),
         ]
     );
     assert!(
@@ -127,6 +128,68 @@ async fn the_same_user_requests_approves_and_applies_each_audited() {
             counters.applied
         ),
         (1, 1, 1, 1)
+    );
+}
+
+#[tokio::test]
+async fn the_audit_trail_carries_the_graph_diff_the_payload_digest_and_the_written_version() {
+    let h = ProposalHarness::new();
+    let alice = h.caller();
+    let proposal = h.validated_update("orders", None).await;
+    assert!(
+        !proposal.graph_diff.header.is_empty()
+            || !proposal.graph_diff.activities_changed.is_empty()
+            || !proposal.graph_diff.activities_added.is_empty(),
+        "the sample update changes something: {:?}",
+        proposal.graph_diff
+    );
+    h.service.approve(&alice, &proposal.id).await.unwrap();
+    let applied = h.service.apply(&alice, &proposal.id).await.unwrap();
+
+    let records = h.audit_of(&proposal.id);
+    let record = |action: &AuditAction| {
+        records
+            .iter()
+            .find(|r| &r.action == action && r.outcome == AuditOutcome::Success)
+            .unwrap_or_else(|| panic!("no {action:?} record in {records:?}"))
+    };
+    let created = record(&AuditAction::PROPOSAL_CREATED);
+    assert_eq!(
+        created.details["graphDiff"],
+        serde_json::to_value(&proposal.graph_diff).unwrap(),
+        "the creation record holds the diff a reviewer saw"
+    );
+    let digest = created.details["definitionDigest"].as_str().unwrap();
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 7 + 64,
+        "{digest}"
+    );
+
+    let apply = record(&AuditAction::PROPOSAL_APPLIED);
+    assert_eq!(apply.details["definitionDigest"], digest);
+    let written = record(&AuditAction::PROPOSAL_WRITTEN);
+    assert_eq!(written.details["definitionDigest"], digest);
+    assert_eq!(
+        written.details["appliedVersion"],
+        serde_json::to_value(applied.applied_version.as_ref().unwrap()).unwrap()
+    );
+    assert_eq!(written.details["appliedVersion"]["version"], 2);
+    assert!(
+        apply.timestamp <= written.timestamp,
+        "the intent is recorded before the effect, the version after it"
+    );
+}
+
+#[tokio::test]
+async fn a_refused_apply_writes_no_version_record() {
+    let h = ProposalHarness::new();
+    let proposal = h.validated_update("orders", None).await;
+    let error = refused(h.service.apply(&h.caller(), &proposal.id).await);
+    assert_eq!(error.status(), 409, "not approved yet");
+    assert!(
+        h.audit_of(&proposal.id)
+            .iter()
+            .all(|r| r.action != AuditAction::PROPOSAL_WRITTEN)
     );
 }
 

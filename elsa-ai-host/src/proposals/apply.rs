@@ -17,8 +17,11 @@
 //! to the caller and now. It audits `proposal.applied` (audit before effect: if the record
 //! cannot be written, the claim is released and nothing is written), writes through the
 //! [`WorkflowDefinitionWriter`](elsa_workflows::WorkflowDefinitionWriter) (`create`, or
-//! `update` with `expected_version` = the baseline version), and finally stores `Applied`
-//! with the written version by a compare-and-set from `r + 1`.
+//! `update` with `expected_version` = the baseline version), stores `Applied` with the
+//! written version by a compare-and-set from `r + 1`, and finally audits
+//! `proposal.written` with the version the store assigned (known only after the write).
+//! Both records carry the `definitionDigest` that `proposal.created` recorded, so the trail
+//! shows that the reviewed payload is the one written.
 //!
 //! **At most once.** Two guards, either of which alone prevents a second write:
 //!
@@ -46,13 +49,13 @@
 use std::time::Duration;
 
 use elsa_ai_abstractions::{
-    AiCaller, AiError, AiProposal, AiStreamEventType, AuditOutcome, ProposalId, ProposalKind,
-    ProposalStatus,
+    AiCaller, AiError, AiProposal, AiStreamEventType, AuditAction, AuditOutcome, ProposalId,
+    ProposalKind, ProposalStatus,
 };
 use elsa_workflows::{DefinitionVersionRef, VersionOptions, WorkflowError};
 use serde_json::json;
 
-use super::record::{Actor, Note, transition_details};
+use super::record::{Actor, Note, definition_digest, transition_details};
 use super::{Inner, ProposalAction, release_claim, review};
 
 /// How often recording `Applied` is attempted when the store fails (not when it conflicts).
@@ -134,7 +137,10 @@ impl Inner {
             Some(ProposalStatus::Approved),
             ProposalStatus::Applied,
             &claimed,
-            json!({"reviewedBy": claimed.reviewed_by}),
+            json!({
+                "reviewedBy": claimed.reviewed_by,
+                "definitionDigest": definition_digest(&claimed),
+            }),
         );
         if let Err(error) = self
             .audit(
@@ -181,6 +187,7 @@ impl Inner {
             self.apply_failed(actor, &claimed, &error).await;
             return Err(error);
         }
+        self.audit_written(actor, &applied).await;
         self.announce(
             AiStreamEventType::ProposalUpdated,
             &applied,
@@ -301,6 +308,44 @@ impl Inner {
                 proposal.id = %claimed.id,
                 code = error.code(),
                 "an apply claim could not be released; it lapses after the claim timeout"
+            );
+        }
+    }
+
+    /// Records the version the write produced, which only exists after the effect (the
+    /// audit-before-effect record is `proposal.applied`). The workflow is written and the
+    /// proposal recorded by now, so a record that cannot be written is logged, not answered.
+    async fn audit_written(&self, actor: Actor<'_>, applied: &AiProposal) {
+        let Some(version) = &applied.applied_version else {
+            return;
+        };
+        let summary = format!(
+            "proposal '{}' wrote workflow '{}' version {}",
+            applied.id, version.definition_id, version.version
+        );
+        let details = json!({
+            "action": "apply",
+            "definitionId": version.definition_id,
+            "appliedVersion": version,
+            "baseline": applied.baseline,
+            "definitionDigest": definition_digest(applied),
+        });
+        if let Err(error) = self
+            .audit(
+                actor,
+                AuditAction::PROPOSAL_WRITTEN,
+                AuditOutcome::Success,
+                applied.into(),
+                summary,
+                details,
+            )
+            .await
+        {
+            tracing::error!(
+                proposal.id = %applied.id,
+                version = version.version,
+                code = error.code(),
+                "the written version of an applied proposal could not be audited"
             );
         }
     }

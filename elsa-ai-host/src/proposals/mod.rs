@@ -37,7 +37,7 @@ use serde_json::json;
 
 use crate::{ConversationEvents, Metrics, Redactor};
 pub use lifecycle::ProposalAction;
-use record::{Actor, Note, transition_details};
+use record::{Actor, Note, definition_digest, transition_details};
 pub use store::InMemoryProposalStore;
 
 /// The actor id the service records for expiries it decides itself (the sweep, or an action
@@ -532,6 +532,8 @@ impl Inner {
                 "warnings": proposal.warnings,
                 "errors": proposal.diagnostics.iter().filter(|d| d.is_error()).count(),
                 "expiresAt": proposal.expires_at,
+                "graphDiff": proposal.graph_diff,
+                "definitionDigest": definition_digest(&proposal),
             }),
         );
         self.audit(

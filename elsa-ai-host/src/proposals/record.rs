@@ -163,6 +163,23 @@ impl Inner {
     }
 }
 
+/// The SHA-256 of the proposal's definition payload as stored (`sha256:<hex>`): the
+/// creation and apply records both carry it, so the audit trail shows that what was applied
+/// is exactly what was proposed and reviewed.
+pub(crate) fn definition_digest(proposal: &AiProposal) -> String {
+    use sha2::{Digest, Sha256};
+    use std::fmt::Write;
+    // Serialising a definition cannot fail (string keys, no non-finite numbers reach it).
+    let bytes = serde_json::to_vec(&proposal.payload.definition).unwrap_or_default();
+    let digest = Sha256::digest(&bytes);
+    let mut text = String::with_capacity(7 + 2 * digest.len());
+    text.push_str("sha256:");
+    for byte in digest.iter() {
+        let _ = write!(text, "{byte:02x}");
+    }
+    text
+}
+
 /// The proposal an audit record is about: its id, and its conversation once it is known.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ProposalRef<'a> {
