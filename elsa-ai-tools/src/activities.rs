@@ -1,4 +1,5 @@
-//! `activities.catalog`: the activity types available to the caller's tenant.
+//! `activities.catalog` (the activity types available to the caller's tenant) and
+//! `activities.getDescriptor` (one of them, whole).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, page, to_json};
+use crate::support::{Listing, built_in, clip, input, not_found, page, to_json};
 
 /// Arguments of `activities.catalog`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -203,3 +204,71 @@ fn matches_text(descriptor: &ActivityDescriptor, lowered: &str) -> bool {
 }
 
 inventory::submit! { AiToolRegistration::new(|| Arc::new(ActivityCatalogTool::default())) }
+
+/// Arguments of `activities.getDescriptor`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetDescriptorInput {
+    /// The activity type name as definitions write it, for example "Elsa.SendHttpRequest".
+    #[serde(rename = "type")]
+    #[schemars(length(min = 1, max = 200))]
+    pub type_name: String,
+}
+
+/// `activities.getDescriptor`: the whole descriptor of one activity type of the caller's
+/// tenant (every input with its type, default and options, outputs, outcomes, ports), where
+/// `activities.catalog` gives one compact row per type. Needs `read:activities`.
+pub struct GetDescriptor {
+    definition: AiToolDefinition,
+}
+
+impl Default for GetDescriptor {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<GetDescriptorInput>(
+                names::ACTIVITIES_GET_DESCRIPTOR,
+                "Get activity descriptor",
+                "Reads the full descriptor of one activity type of the current tenant's catalog, \
+                 by its type name (for example \"Elsa.SendHttpRequest\"; the 'type' of a catalog \
+                 row): display name, category, kind, description, every input (name, type, \
+                 whether required, default value, options, UI hint), every output, the outcomes a \
+                 connection may leave through and the ports holding child activities. Use it \
+                 before drafting an activity whose inputs you do not know. An unknown type is \
+                 404. The lookup ignores letter case when no type matches exactly.",
+                ToolMutability::ReadOnly,
+                DangerLevel::Low,
+                &[Permission::READ_ACTIVITIES],
+                AuditBehavior::RecordInvocation,
+            ),
+        }
+    }
+}
+
+#[async_trait]
+impl AiTool for GetDescriptor {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: GetDescriptorInput = input(&context)?;
+        let wanted = args.type_name.trim();
+        let descriptors = context
+            .services
+            .catalog
+            .list(&context.caller.tenant_id)
+            .await?;
+        let descriptor = descriptors
+            .iter()
+            .find(|d| d.type_name == wanted)
+            .or_else(|| {
+                descriptors
+                    .iter()
+                    .find(|d| d.type_name.eq_ignore_ascii_case(wanted))
+            })
+            .ok_or_else(|| not_found("activity type", wanted))?;
+        to_json(descriptor)
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(GetDescriptor::default())) }

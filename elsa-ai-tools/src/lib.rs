@@ -11,6 +11,7 @@
 //! | `workflow.getDefinition` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.listDefinitions` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `activities.catalog` | ReadOnly | Low | `read:activities` | invocation |
+//! | `activities.getDescriptor` | ReadOnly | Low | `read:activities` | invocation |
 //! | `instance.get` | ReadOnly | Low | `read:workflow-instances` | invocation |
 //! | `instance.search` | ReadOnly | Low | `read:workflow-instances` | invocation |
 //! | `instance.getErrors` | ReadOnly | Medium | `read:workflow-instances` | invocation |
@@ -109,7 +110,9 @@ pub mod proposal;
 mod support;
 mod workflow;
 
-pub use activities::{ActivityCatalogInput, ActivityCatalogTool};
+pub use activities::{
+    ActivityCatalogInput, ActivityCatalogTool, GetDescriptor, GetDescriptorInput,
+};
 pub use diagnostics::{
     AggregateFailures, AggregateFailuresInput, BucketSize, DetectTrends, DetectTrendsInput,
     ExecutionHistory, ExecutionHistoryInput, GetErrors,
@@ -135,6 +138,8 @@ pub mod names {
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
     /// `activities.catalog`.
     pub const ACTIVITIES_CATALOG: &str = "activities.catalog";
+    /// `activities.getDescriptor`.
+    pub const ACTIVITIES_GET_DESCRIPTOR: &str = "activities.getDescriptor";
     /// `instance.get`.
     pub const INSTANCE_GET: &str = "instance.get";
     /// `instance.search`.
@@ -157,6 +162,7 @@ pub mod names {
     /// Every built-in tool, sorted by name.
     pub const ALL: &[&str] = &[
         ACTIVITIES_CATALOG,
+        ACTIVITIES_GET_DESCRIPTOR,
         AGGREGATE_FAILURES,
         DETECT_TRENDS,
         EXECUTION_HISTORY,

@@ -49,6 +49,11 @@ fn expected() -> Vec<Expected> {
         read(names::GET_DEFINITION, Low, definitions.clone()),
         read(names::LIST_DEFINITIONS, Low, definitions.clone()),
         read(names::ACTIVITIES_CATALOG, Low, Permission::READ_ACTIVITIES),
+        read(
+            names::ACTIVITIES_GET_DESCRIPTOR,
+            Low,
+            Permission::READ_ACTIVITIES,
+        ),
         read(names::INSTANCE_GET, Low, instances()),
         read(names::INSTANCE_SEARCH, Low, instances()),
         read(names::INSTANCE_ERRORS, Medium, instances()),

@@ -467,3 +467,81 @@ async fn the_catalog_needs_read_activities_and_valid_arguments() {
         )
         .await;
 }
+
+#[tokio::test]
+async fn a_descriptor_is_read_whole_by_type_name_in_the_callers_tenant_only() {
+    let world = world();
+    let globex = TenantId::new(GLOBEX);
+    let mut secret = ActivityDescriptor::new("Globex.Pay");
+    secret.category = Some("Payroll".into());
+    world.backend.set_catalog(&globex, vec![secret]);
+
+    let http = world
+        .call(
+            names::ACTIVITIES_GET_DESCRIPTOR,
+            json!({"type": "Elsa.SendHttpRequest"}),
+        )
+        .await;
+    let http = content(&http);
+    assert_eq!(http["typeName"], "Elsa.SendHttpRequest");
+    let inputs = http["inputs"].as_array().expect("inputs");
+    let url = inputs
+        .iter()
+        .find(|i| {
+            i["name"]
+                .as_str()
+                .is_some_and(|n| n.eq_ignore_ascii_case("url"))
+        })
+        .expect("the Url input");
+    assert!(url["type"].is_string(), "{url}");
+    assert!(!http["outputs"].as_array().unwrap().is_empty());
+
+    let by_case = world
+        .call(
+            names::ACTIVITIES_GET_DESCRIPTOR,
+            json!({"type": "elsa.sendhttprequest"}),
+        )
+        .await;
+    assert_eq!(content(&by_case)["typeName"], "Elsa.SendHttpRequest");
+
+    // Another tenant's type reads exactly like an unknown one.
+    let foreign = refusal(
+        &world
+            .call(
+                names::ACTIVITIES_GET_DESCRIPTOR,
+                json!({"type": "Globex.Pay"}),
+            )
+            .await,
+    );
+    let unknown = refusal(
+        &world
+            .call(names::ACTIVITIES_GET_DESCRIPTOR, json!({"type": "No.Such"}))
+            .await,
+    );
+    assert_eq!((foreign.0, foreign.1.as_str()), (404, "not_found"));
+    assert_eq!(
+        foreign.2.replace("Globex.Pay", "T"),
+        unknown.2.replace("No.Such", "T")
+    );
+
+    let denied = world
+        .call_as(
+            world.without(&Permission::READ_ACTIVITIES),
+            names::ACTIVITIES_GET_DESCRIPTOR,
+            json!({"type": "Elsa.SendHttpRequest"}),
+        )
+        .await;
+    let (status, code, _) = refusal(&denied);
+    assert_eq!((status, code.as_str()), (403, "permission_denied"));
+    world
+        .assert_invalid_arguments(
+            names::ACTIVITIES_GET_DESCRIPTOR,
+            &[
+                json!({}),
+                json!({"type": ""}),
+                json!({"type": 3}),
+                json!({"type": "Elsa.WriteLine", "text": "x"}),
+            ],
+        )
+        .await;
+}

@@ -10,6 +10,7 @@ pub(crate) mod tools {
     pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
     pub const PROPOSE_UPDATE: &str = "workflow.proposeUpdate";
     pub const ACTIVITIES_CATALOG: &str = "activities.catalog";
+    pub const ACTIVITIES_GET_DESCRIPTOR: &str = "activities.getDescriptor";
     pub const INSTANCE_GET: &str = "instance.get";
     pub const INSTANCE_SEARCH: &str = "instance.search";
     pub const INSTANCE_ERRORS: &str = "instance.getErrors";
@@ -45,6 +46,7 @@ pub fn workflow_author() -> AiAgentDefinition {
             tools::GET_DEFINITION,
             tools::LIST_DEFINITIONS,
             tools::ACTIVITIES_CATALOG,
+            tools::ACTIVITIES_GET_DESCRIPTOR,
             tools::VALIDATE_DRAFT,
             tools::PROPOSE_CREATE,
             tools::PROPOSE_UPDATE,
