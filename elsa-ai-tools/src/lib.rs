@@ -10,6 +10,7 @@
 //! |---|---|---|---|---|
 //! | `workflow.getDefinition` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.listDefinitions` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.findUsages` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `activities.catalog` | ReadOnly | Low | `read:activities` | invocation |
 //! | `activities.getDescriptor` | ReadOnly | Low | `read:activities` | invocation |
 //! | `instance.get` | ReadOnly | Low | `read:workflow-instances` | invocation |
@@ -108,6 +109,7 @@ mod graph;
 mod instance;
 pub mod proposal;
 mod support;
+mod usages;
 mod workflow;
 
 pub use activities::{
@@ -125,6 +127,7 @@ pub use proposal::{
     PatchTarget, ProposeCreate, ProposeCreateInput, ProposeUpdate, ProposeUpdateInput,
     ValidateDraft, ValidateDraftInput,
 };
+pub use usages::{FindUsages, FindUsagesInput};
 pub use workflow::{
     GetDefinition, GetDefinitionInput, ListDefinitions, ListDefinitionsInput, ListFilter,
     NamedVersion, VersionSelector,
@@ -136,6 +139,8 @@ pub mod names {
     pub const GET_DEFINITION: &str = "workflow.getDefinition";
     /// `workflow.listDefinitions`.
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
+    /// `workflow.findUsages`.
+    pub const FIND_USAGES: &str = "workflow.findUsages";
     /// `activities.catalog`.
     pub const ACTIVITIES_CATALOG: &str = "activities.catalog";
     /// `activities.getDescriptor`.
@@ -169,6 +174,7 @@ pub mod names {
         INSTANCE_GET,
         INSTANCE_ERRORS,
         INSTANCE_SEARCH,
+        FIND_USAGES,
         GET_DEFINITION,
         LIST_DEFINITIONS,
         PROPOSE_CREATE,

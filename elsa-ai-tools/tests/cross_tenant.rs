@@ -158,6 +158,24 @@ impl Tenants {
             ));
         }
         calls.push((names::ACTIVITIES_CATALOG, json!({"text": "secret"})));
+        calls.push((
+            names::ACTIVITIES_GET_DESCRIPTOR,
+            json!({"type": "Elsa.WriteLine"}),
+        ));
+        // The same definitions exist under B with marked names: a usage listing that read
+        // B's would show the mark; B's own definition calls nothing of A's.
+        calls.push((
+            names::FIND_USAGES,
+            json!({"activityType": "Elsa.WriteLine"}),
+        ));
+        calls.push((
+            names::FIND_USAGES,
+            json!({"workflowDefinitionId": "refgraph-child"}),
+        ));
+        calls.push((
+            names::FIND_USAGES,
+            json!({"workflowDefinitionId": B_ONLY_DEFINITION}),
+        ));
         for id in &self.instances {
             for tool in [
                 names::INSTANCE_GET,

@@ -545,3 +545,117 @@ async fn a_descriptor_is_read_whole_by_type_name_in_the_callers_tenant_only() {
         )
         .await;
 }
+
+fn usage_ids(result: &Value) -> Vec<String> {
+    let mut ids = ids(result);
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn usages_are_found_by_activity_type_and_by_called_workflow_in_the_callers_tenant_only() {
+    let world = world();
+    // A Globex workflow that uses a type and calls a workflow Acme has too.
+    let globex = TenantId::new(GLOBEX);
+    let mut theirs = elsa_workflows::WorkflowDefinition::new_flowchart("globex-caller", "Caller");
+    let call = elsa_workflows::Activity::from_json(json!({
+        "id": "Call1",
+        "type": "Elsa.WriteLine",
+        "workflowDefinitionId": "refgraph-child",
+    }))
+    .unwrap();
+    theirs.insert_activity(None, call, None).unwrap();
+    world.backend.insert_definition(&globex, theirs).unwrap();
+
+    // What the tool must find, computed from the definitions themselves.
+    let expected: Vec<String> = {
+        let mut ids: Vec<String> = acme_definitions(&world)
+            .await
+            .iter()
+            .filter(|d| {
+                d.activities()
+                    .iter()
+                    .any(|a| a.type_name().eq_ignore_ascii_case("Elsa.WriteLine"))
+            })
+            .map(|d| d.definition_id().to_owned())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert!(expected.len() > 3, "{expected:?}");
+    let by_type = world
+        .call(
+            names::FIND_USAGES,
+            json!({"activityType": "elsa.writeline"}),
+        )
+        .await;
+    let by_type = content(&by_type);
+    assert_eq!(by_type["complete"], true);
+    assert_eq!(by_type["total"], expected.len());
+    if expected.len() <= 50 {
+        assert_eq!(usage_ids(by_type), expected);
+    }
+    assert!(!usage_ids(by_type).contains(&"globex-caller".to_owned()));
+    for row in by_type["items"].as_array().unwrap() {
+        for activity in row["activities"]["items"].as_array().unwrap() {
+            assert!(
+                activity["type"]
+                    .as_str()
+                    .unwrap()
+                    .eq_ignore_ascii_case("Elsa.WriteLine")
+            );
+        }
+    }
+
+    // A workflow used as an activity, and one named by Elsa.ExecuteWorkflow's input.
+    let as_activity = world
+        .call(
+            names::FIND_USAGES,
+            json!({"workflowDefinitionId": "refgraph-child"}),
+        )
+        .await;
+    assert_eq!(usage_ids(content(&as_activity)), ["refgraph-parent"]);
+    let executed = world
+        .call(
+            names::FIND_USAGES,
+            json!({"workflowDefinitionId": "child-with-output"}),
+        )
+        .await;
+    let executed = content(&executed);
+    assert_eq!(usage_ids(executed), ["parent-capture-output"]);
+    assert_eq!(
+        executed["items"][0]["activities"]["items"][0]["id"],
+        "ExecuteWorkflow1"
+    );
+
+    let none = world
+        .call(
+            names::FIND_USAGES,
+            json!({"activityType": "Globex.Nothing"}),
+        )
+        .await;
+    assert_eq!(content(&none)["total"], 0);
+
+    let denied = world
+        .call_as(
+            world.without(&Permission::READ_WORKFLOWS),
+            names::FIND_USAGES,
+            json!({"activityType": "Elsa.WriteLine"}),
+        )
+        .await;
+    let (status, code, _) = refusal(&denied);
+    assert_eq!((status, code.as_str()), (403, "permission_denied"));
+    world
+        .assert_invalid_arguments(
+            names::FIND_USAGES,
+            &[
+                json!({}),
+                json!({"activityType": "Elsa.WriteLine", "workflowDefinitionId": "x"}),
+                json!({"activityType": ""}),
+                json!({"activityType": "  "}),
+                json!({"workflowDefinitionId": 3}),
+                json!({"text": "x"}),
+            ],
+        )
+        .await;
+}

@@ -6,6 +6,7 @@ use elsa_ai_abstractions::{AiAgentDefinition, AttachmentKind, Permission};
 pub(crate) mod tools {
     pub const GET_DEFINITION: &str = "workflow.getDefinition";
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
+    pub const FIND_USAGES: &str = "workflow.findUsages";
     pub const VALIDATE_DRAFT: &str = "workflow.validateDraft";
     pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
     pub const PROPOSE_UPDATE: &str = "workflow.proposeUpdate";
@@ -45,6 +46,7 @@ pub fn workflow_author() -> AiAgentDefinition {
         allowed_tools: names(&[
             tools::GET_DEFINITION,
             tools::LIST_DEFINITIONS,
+            tools::FIND_USAGES,
             tools::ACTIVITIES_CATALOG,
             tools::ACTIVITIES_GET_DESCRIPTOR,
             tools::VALIDATE_DRAFT,
@@ -81,6 +83,7 @@ pub fn instance_diagnostics() -> AiAgentDefinition {
         allowed_tools: names(&[
             tools::GET_DEFINITION,
             tools::LIST_DEFINITIONS,
+            tools::FIND_USAGES,
             tools::INSTANCE_GET,
             tools::INSTANCE_SEARCH,
             tools::INSTANCE_ERRORS,
