@@ -11,6 +11,7 @@
 //! | `workflow.getDefinition` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.listDefinitions` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.findUsages` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.explain` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `activities.catalog` | ReadOnly | Low | `read:activities` | invocation |
 //! | `activities.getDescriptor` | ReadOnly | Low | `read:activities` | invocation |
 //! | `instance.get` | ReadOnly | Low | `read:workflow-instances` | invocation |
@@ -105,6 +106,7 @@
 
 mod activities;
 mod diagnostics;
+mod explain;
 mod graph;
 mod instance;
 pub mod proposal;
@@ -119,6 +121,7 @@ pub use diagnostics::{
     AggregateFailures, AggregateFailuresInput, BucketSize, DetectTrends, DetectTrendsInput,
     ExecutionHistory, ExecutionHistoryInput, GetErrors,
 };
+pub use explain::{Explain, ExplainInput};
 pub use instance::{
     GetInstance, InstanceIdInput, SearchInstances, SearchInstancesInput, StatusFilter,
     SubStatusFilter,
@@ -139,6 +142,8 @@ pub mod names {
     pub const GET_DEFINITION: &str = "workflow.getDefinition";
     /// `workflow.listDefinitions`.
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
+    /// `workflow.explain`.
+    pub const EXPLAIN: &str = "workflow.explain";
     /// `workflow.findUsages`.
     pub const FIND_USAGES: &str = "workflow.findUsages";
     /// `activities.catalog`.
@@ -174,6 +179,7 @@ pub mod names {
         INSTANCE_GET,
         INSTANCE_ERRORS,
         INSTANCE_SEARCH,
+        EXPLAIN,
         FIND_USAGES,
         GET_DEFINITION,
         LIST_DEFINITIONS,

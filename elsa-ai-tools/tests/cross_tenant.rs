@@ -135,6 +135,7 @@ impl Tenants {
         let mut calls = Vec::new();
         for id in &self.definitions {
             calls.push((names::GET_DEFINITION, json!({"definitionId": id})));
+            calls.push((names::EXPLAIN, json!({"definitionId": id})));
             calls.push((
                 names::GET_DEFINITION,
                 json!({"definitionId": id, "version": "published"}),

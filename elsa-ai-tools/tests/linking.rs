@@ -49,6 +49,7 @@ fn expected() -> Vec<Expected> {
         read(names::GET_DEFINITION, Low, definitions.clone()),
         read(names::LIST_DEFINITIONS, Low, definitions.clone()),
         read(names::FIND_USAGES, Low, definitions.clone()),
+        read(names::EXPLAIN, Low, definitions.clone()),
         read(names::ACTIVITIES_CATALOG, Low, Permission::READ_ACTIVITIES),
         read(
             names::ACTIVITIES_GET_DESCRIPTOR,

@@ -659,3 +659,71 @@ async fn usages_are_found_by_activity_type_and_by_called_workflow_in_the_callers
         )
         .await;
 }
+
+#[tokio::test]
+async fn a_definition_is_explained_in_execution_order_in_the_callers_tenant_only() {
+    let world = world();
+    let explained = world
+        .call(
+            names::EXPLAIN,
+            json!({"definitionId": "parent-capture-output"}),
+        )
+        .await;
+    let explained = content(&explained);
+    assert_eq!(explained["definitionId"], "parent-capture-output");
+    assert_eq!(explained["activityTypes"]["Elsa.ExecuteWorkflow"], 1);
+    let root = &explained["containers"]["items"][0];
+    assert_eq!(root["mode"], "sequence");
+    let order: Vec<&str> = root["steps"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["ExecuteWorkflow1", "WriteLine1"]);
+
+    // Every fixture flowchart: each child is either a step or unreachable, never both.
+    for definition in acme_definitions(&world).await {
+        let id = definition.definition_id().to_owned();
+        let result = world
+            .call(names::EXPLAIN, json!({"definitionId": id}))
+            .await;
+        let result = content(&result);
+        for walk in result["containers"]["items"].as_array().unwrap() {
+            let steps: Vec<&Value> = walk["steps"]["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| &s["id"])
+                .collect();
+            if let Some(unreachable) = walk["unreachable"].as_array() {
+                assert!(
+                    unreachable.iter().all(|u| !steps.contains(&u)),
+                    "{id}: {walk}"
+                );
+            }
+        }
+    }
+
+    world
+        .assert_standard_refusals(
+            names::EXPLAIN,
+            &Permission::READ_WORKFLOWS,
+            |id| json!({"definitionId": id}),
+            "parent-capture-output",
+            GLOBEX_DEFINITION,
+        )
+        .await;
+    world
+        .assert_invalid_arguments(
+            names::EXPLAIN,
+            &[
+                json!({}),
+                json!({"definitionId": ""}),
+                json!({"definitionId": "x", "version": 0}),
+                json!({"definitionId": "x", "version": "latest"}),
+                json!({"definitionId": "x", "text": "y"}),
+            ],
+        )
+        .await;
+}

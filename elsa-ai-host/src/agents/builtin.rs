@@ -7,6 +7,7 @@ pub(crate) mod tools {
     pub const GET_DEFINITION: &str = "workflow.getDefinition";
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
     pub const FIND_USAGES: &str = "workflow.findUsages";
+    pub const EXPLAIN: &str = "workflow.explain";
     pub const VALIDATE_DRAFT: &str = "workflow.validateDraft";
     pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
     pub const PROPOSE_UPDATE: &str = "workflow.proposeUpdate";
@@ -47,6 +48,7 @@ pub fn workflow_author() -> AiAgentDefinition {
             tools::GET_DEFINITION,
             tools::LIST_DEFINITIONS,
             tools::FIND_USAGES,
+            tools::EXPLAIN,
             tools::ACTIVITIES_CATALOG,
             tools::ACTIVITIES_GET_DESCRIPTOR,
             tools::VALIDATE_DRAFT,
@@ -84,6 +86,7 @@ pub fn instance_diagnostics() -> AiAgentDefinition {
             tools::GET_DEFINITION,
             tools::LIST_DEFINITIONS,
             tools::FIND_USAGES,
+            tools::EXPLAIN,
             tools::INSTANCE_GET,
             tools::INSTANCE_SEARCH,
             tools::INSTANCE_ERRORS,
