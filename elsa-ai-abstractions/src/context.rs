@@ -21,9 +21,11 @@ pub enum AttachmentKind {
     ActivitySelection,
     /// The caller's tenant (`referenceId` = tenant id; must be the caller's own).
     Tenant,
-    /// The workflows a diagnostics tool may analyse (`referenceId` = a definition id).
+    /// The workflows a diagnostics tool may analyse (`referenceId` = a definition id; an empty
+    /// `referenceId` is every workflow of the caller's tenant).
     DiagnosticsScope,
-    /// The time window a diagnostics tool may analyse (`timeRange` required).
+    /// The time window a diagnostics tool may analyse (`timeRange` required, `referenceId`
+    /// optional).
     TimeRange,
 }
 

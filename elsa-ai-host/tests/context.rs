@@ -561,3 +561,46 @@ async fn a_resolved_attachment_whose_record_cannot_be_written_never_reaches_the_
         "the session opened for it is closed"
     );
 }
+
+#[tokio::test]
+async fn a_diagnostics_scope_without_a_reference_covers_the_callers_tenant_only() {
+    let world = world();
+    let caller = alice(&all_permissions());
+    let mut whole = AiContextAttachment::new(AttachmentKind::DiagnosticsScope, "");
+    whole.time_range = Some(window());
+    let resolved = resolve(&world, &caller, whole).await.unwrap();
+    assert_eq!(resolved.reference_id, "");
+    assert_eq!(resolved.content["scope"], "tenant");
+    assert!(resolved.content.get("definition").is_none());
+    let own_scope = resolve(
+        &world,
+        &caller,
+        attachment(AttachmentKind::DiagnosticsScope, &world.own, ACME),
+    )
+    .await
+    .unwrap();
+    let total = resolved.content["instances"]["total"].as_u64().unwrap();
+    assert!(
+        total >= own_scope.content["instances"]["total"].as_u64().unwrap(),
+        "the tenant holds at least the one definition's runs"
+    );
+    let text = serde_json::to_string(&resolved).unwrap();
+    assert!(!text.contains(&world.foreign.instance), "{text}");
+    assert!(!text.to_lowercase().contains(GLOBEX), "{text}");
+
+    // A time range needs no reference either.
+    let mut window_only = AiContextAttachment::new(AttachmentKind::TimeRange, "");
+    window_only.time_range = Some(window());
+    assert!(resolve(&world, &caller, window_only).await.is_ok());
+    // Still read:workflows.
+    let mut whole = AiContextAttachment::new(AttachmentKind::DiagnosticsScope, "");
+    whole.time_range = Some(window());
+    let error = resolve(
+        &world,
+        &alice(&[Permission::READ_WORKFLOW_INSTANCES]),
+        whole,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(error.status(), 403);
+}

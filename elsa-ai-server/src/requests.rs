@@ -33,21 +33,34 @@ pub struct ChatRequestBody {
     pub attachments: Vec<AttachmentBody>,
 }
 
-/// A reference attached to a chat message.
+/// A reference attached to a chat message, in the shape Elsa Studio's Weaver panel sends.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AttachmentBody {
-    /// What is referenced.
+    /// The client's own id for the attachment; accepted and not used.
+    #[serde(default)]
+    pub id: Option<String>,
+    /// What is referenced (`Activity` is accepted for `ActivitySelection`).
     #[schema(schema_with = crate::schema::attachment_kind)]
     pub kind: String,
-    /// The referenced object's id.
-    pub reference_id: String,
+    /// The referenced object's id. Required, except for `TimeRange` and for a
+    /// `DiagnosticsScope` that covers the caller's whole tenant.
+    #[serde(default)]
+    pub reference_id: Option<String>,
+    /// A client's scope label; accepted and not used.
+    #[serde(default)]
+    pub scope: Option<String>,
     /// For `ActivitySelection`: the activity within the definition.
     #[serde(default)]
     pub activity_id: Option<String>,
     /// For `TimeRange` (and optionally `DiagnosticsScope`): the window.
     #[serde(default)]
     pub time_range: Option<TimeRangeBody>,
+    /// A client's own annotations; accepted and never passed on (clients send references,
+    /// never content, to a model).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A closed time window.
@@ -77,21 +90,31 @@ impl TimeRangeBody {
 
 impl AttachmentBody {
     fn into_attachment(self) -> Result<AiContextAttachment, ApiError> {
-        let kind = AttachmentKind::ALL
-            .into_iter()
-            .find(|kind| kind.as_str() == self.kind)
-            .ok_or_else(|| {
-                let supported: Vec<&str> = AttachmentKind::ALL.iter().map(|k| k.as_str()).collect();
-                ApiError::bad_request(
-                    "unsupported_attachment_kind",
-                    format!(
-                        "attachment kind '{}' is not supported; the kinds are {}",
-                        self.kind,
-                        supported.join(", ")
-                    ),
-                )
-            })?;
-        if self.reference_id.trim().is_empty() {
+        let kind = match self.kind.as_str() {
+            // Elsa Studio's name for an activity selection.
+            "Activity" => AttachmentKind::ActivitySelection,
+            name => AttachmentKind::ALL
+                .into_iter()
+                .find(|kind| kind.as_str() == name)
+                .ok_or_else(|| {
+                    let supported: Vec<&str> =
+                        AttachmentKind::ALL.iter().map(|k| k.as_str()).collect();
+                    ApiError::bad_request(
+                        "unsupported_attachment_kind",
+                        format!(
+                            "attachment kind '{}' is not supported; the kinds are {}",
+                            self.kind,
+                            supported.join(", ")
+                        ),
+                    )
+                })?,
+        };
+        let reference_id = self.reference_id.unwrap_or_default();
+        let unreferenced = matches!(
+            kind,
+            AttachmentKind::TimeRange | AttachmentKind::DiagnosticsScope
+        );
+        if reference_id.trim().is_empty() && !unreferenced {
             return Err(ApiError::bad_request(
                 "invalid_attachment",
                 format!("a {} attachment needs a referenceId", kind.as_str()),
@@ -99,7 +122,7 @@ impl AttachmentBody {
         }
         Ok(AiContextAttachment {
             kind,
-            reference_id: self.reference_id,
+            reference_id: reference_id.trim().to_owned(),
             activity_id: self.activity_id,
             time_range: self.time_range.map(TimeRangeBody::into_range).transpose()?,
         })
@@ -326,6 +349,43 @@ mod tests {
     }
 
     #[test]
+    fn elsa_studios_chat_body_is_accepted_as_it_is_sent() {
+        let request = body(json!({
+            "conversationId": null,
+            "message": "why did it fail?",
+            "agent": null,
+            "attachments": [
+                {"id": "4f1c2d", "kind": "WorkflowDefinition", "referenceId": "orders",
+                 "scope": null, "timeRange": null, "activityId": null, "metadata": {}},
+                {"id": "5a", "kind": "Activity", "referenceId": "orders", "scope": null,
+                 "timeRange": null, "activityId": "a1", "metadata": {"label": "x"}},
+                {"id": "6b", "kind": "TimeRange", "referenceId": null, "scope": null,
+                 "timeRange": {"from": "2024-04-18T00:00:00Z", "to": "2024-04-19T00:00:00Z"},
+                 "activityId": null, "metadata": {}},
+                {"id": "7c", "kind": "DiagnosticsScope", "scope": "tenant", "metadata": {}}
+            ]
+        }))
+        .unwrap();
+        assert_eq!(request.conversation_id, None);
+        let kinds: Vec<AttachmentKind> = request.attachments.iter().map(|a| a.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                AttachmentKind::WorkflowDefinition,
+                AttachmentKind::ActivitySelection,
+                AttachmentKind::TimeRange,
+                AttachmentKind::DiagnosticsScope
+            ]
+        );
+        assert_eq!(request.attachments[1].activity_id.as_deref(), Some("a1"));
+        assert_eq!(request.attachments[2].reference_id, "");
+        assert_eq!(
+            request.attachments[3].reference_id, "",
+            "a scope without a reference covers the caller's tenant"
+        );
+    }
+
+    #[test]
     fn bad_bodies_are_refused_with_a_code() {
         let code = |json| body(json).unwrap_err().0.code().to_owned();
         assert_eq!(
@@ -336,6 +396,18 @@ mod tests {
         );
         assert_eq!(
             code(json!({"message": "hi", "attachments": [{"kind": "Tenant", "referenceId": " "}]})),
+            "invalid_attachment"
+        );
+        assert_eq!(
+            code(
+                json!({"message": "hi", "attachments": [{"kind": "WorkflowInstance", "referenceId": null}]})
+            ),
+            "invalid_attachment"
+        );
+        assert_eq!(
+            code(
+                json!({"message": "hi", "attachments": [{"kind": "Activity", "activityId": "a1"}]})
+            ),
             "invalid_attachment"
         );
         assert_eq!(

@@ -488,3 +488,52 @@ async fn diagnostics_need_instance_permission_and_valid_arguments() {
         .await;
     assert_eq!(refusal(&result).1, "invalid_arguments");
 }
+
+#[tokio::test]
+async fn a_scope_without_a_reference_is_the_whole_tenant_and_still_only_the_time_range() {
+    let (world, recording) = seeded();
+    let whole = vec![scope(""), range(window())];
+    let result = world
+        .call_with(whole.clone(), names::AGGREGATE_FAILURES, json!({}))
+        .await;
+    let got = content(&result);
+    assert_eq!(got["scope"]["wholeTenant"], true);
+    assert_eq!(got["scope"]["definitionIds"], json!([]));
+    let text = got.to_string();
+    assert!(
+        text.contains("run-billing"),
+        "every workflow of the tenant is in scope: {text}"
+    );
+    for marker in [
+        OUTSIDE[0],
+        OUTSIDE[2],
+        "run-early",
+        "run-late",
+        "run-globex",
+    ] {
+        assert!(!text.contains(marker), "{marker} leaked into {text}");
+    }
+    for read in recording.reads() {
+        if let InstanceRead::Search(query) = read {
+            let searched = query.time_range.expect("always a time range");
+            assert!(searched.from >= window().from && searched.to <= window().to);
+        }
+    }
+
+    // Naming definitions narrows a whole-tenant scope; a time range is still required.
+    let narrowed = world
+        .call_with(
+            whole,
+            names::AGGREGATE_FAILURES,
+            json!({"definitionIds": ["billing"]}),
+        )
+        .await;
+    let narrowed = content(&narrowed);
+    assert_eq!(narrowed["scope"]["definitionIds"], json!(["billing"]));
+    assert!(narrowed["scope"].get("wholeTenant").is_none());
+    assert!(!narrowed.to_string().contains("run-a1"));
+    let without_range = world
+        .call_with(vec![scope("")], names::DETECT_TRENDS, json!({}))
+        .await;
+    assert_eq!(refusal(&without_range).1, "time_range_required");
+}

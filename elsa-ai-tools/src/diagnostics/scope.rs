@@ -2,7 +2,9 @@
 //! they may read, taken from the turn's attachments and never from the model.
 //!
 //! - **Definitions**: the reference ids of the `DiagnosticsScope` attachments (at least one
-//!   is required, else 400 `diagnostics_scope_required`).
+//!   is required, else 400 `diagnostics_scope_required`). A `DiagnosticsScope` without a
+//!   reference id (as Elsa Studio may send it) is the person's explicit choice of every
+//!   workflow of the caller's tenant.
 //! - **Time range**: the intersection of every attached range — `TimeRange` attachments and
 //!   the optional range of each `DiagnosticsScope` (at least one is required, else 400
 //!   `time_range_required`; an empty intersection is 400 `empty_time_range`).
@@ -46,7 +48,9 @@ pub(crate) struct ScopeNarrowing {
 /// What an analysis may read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Scope {
+    /// The scoped definitions; empty with `whole_tenant` for every one of the tenant's.
     pub definitions: BTreeSet<String>,
+    pub whole_tenant: bool,
     pub instances: BTreeSet<String>,
     pub range: TimeRange,
 }
@@ -56,6 +60,8 @@ pub(crate) struct Scope {
 #[serde(rename_all = "camelCase")]
 pub(crate) struct ScopeEcho {
     pub definition_ids: Vec<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub whole_tenant: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attached_instance_ids: Vec<String>,
     pub from: DateTime<Utc>,
@@ -90,12 +96,17 @@ impl Scope {
         narrowing: &ScopeNarrowing,
     ) -> Result<Self, AiError> {
         let mut definitions = BTreeSet::new();
+        let mut whole_tenant = false;
         let mut instances = BTreeSet::new();
         let mut ranges = Vec::new();
         for attachment in attachments {
             match attachment.kind {
                 AttachmentKind::DiagnosticsScope => {
-                    definitions.insert(attachment.reference_id.clone());
+                    if attachment.reference_id.is_empty() {
+                        whole_tenant = true;
+                    } else {
+                        definitions.insert(attachment.reference_id.clone());
+                    }
                     ranges.extend(attachment.time_range);
                 }
                 AttachmentKind::TimeRange => ranges.extend(attachment.time_range),
@@ -107,7 +118,11 @@ impl Scope {
                 | AttachmentKind::Tenant => {}
             }
         }
-        if definitions.is_empty() {
+        if whole_tenant {
+            // Every definition of the tenant is in scope; naming some narrows it.
+            definitions.clear();
+        }
+        if definitions.is_empty() && !whole_tenant {
             return Err(invalid(
                 "diagnostics_scope_required",
                 "this analysis reads only an explicit diagnostics scope: attach a \
@@ -146,7 +161,10 @@ impl Scope {
                     "'definitionIds' must name at least one definition of the scope",
                 ));
             }
-            if let Some(outside) = wanted.iter().find(|id| !definitions.contains(*id)) {
+            if let Some(outside) = wanted
+                .iter()
+                .find(|id| !whole_tenant && !definitions.contains(*id))
+            {
                 return Err(AiError::forbidden(
                     "outside_diagnostics_scope",
                     format!(
@@ -156,6 +174,7 @@ impl Scope {
                 ));
             }
             definitions = wanted.iter().cloned().collect();
+            whole_tenant = false;
         }
         if narrowing.from.is_some() || narrowing.to.is_some() {
             let window = TimeRange {
@@ -182,6 +201,7 @@ impl Scope {
         }
         Ok(Self {
             definitions,
+            whole_tenant,
             instances,
             range,
         })
@@ -255,6 +275,7 @@ impl Scope {
             failures,
             echo: ScopeEcho {
                 definition_ids: self.definitions.iter().cloned().collect(),
+                whole_tenant: self.whole_tenant,
                 attached_instance_ids: self.instances.iter().cloned().collect(),
                 from: self.range.from,
                 to: self.range.to,
