@@ -84,5 +84,5 @@ pub use requests::{
     AttachmentBody, AuditQueryParams, ChatRequestBody, EnablementChangeBody, PageQuery,
     ProposalQueryParams, RejectBody, ResumeQuery, TimeRangeBody, ToolsQuery,
 };
-pub use routes::{CONVERSATION_ID_HEADER, openapi, router};
+pub use routes::{AI_FEATURE, CONVERSATION_ID_HEADER, openapi, router};
 pub use weaver::{DevelopmentKey, EnvLookup, StartupError, Weaver, WeaverBuilder};

@@ -156,13 +156,20 @@ pub struct ToolListView {
 #[derive(Clone, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CapabilitiesView {
-    /// Chat turns stream as Server-Sent Events.
-    pub streaming: StreamingView,
+    /// Whether chat turns stream (always true; Elsa Studio enables Send only when it is).
+    pub streaming: bool,
+    /// How they stream.
+    pub streaming_details: StreamingView,
+    /// Whether conversations survive a restart (a durable store).
+    pub conversation_persistence: bool,
     /// How conversations are kept.
-    pub conversation_persistence: PersistenceView,
+    pub persistence: PersistenceView,
     /// Whether AI-made changes are reviewable proposals (always true: the model never writes).
     pub proposal_review: bool,
-    /// The attachment kinds the server resolves.
+    /// The attachment kinds the server resolves (Elsa Studio's name for them).
+    #[schema(schema_with = crate::schema::attachment_kinds)]
+    pub supported_attachment_kinds: Vec<AttachmentKind>,
+    /// The same kinds, under the name earlier clients read.
     #[schema(schema_with = crate::schema::attachment_kinds)]
     pub attachment_kinds: Vec<AttachmentKind>,
     /// The agents a chat may run under.

@@ -582,6 +582,8 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
         ("put", "/ai/admin/tools/{toolName}/enablement"),
         ("get", "/ai/audit"),
         ("get", "/ai/openapi.json"),
+        ("get", "/features/installed"),
+        ("get", "/features/installed/{fullName}"),
     ];
     for (method, path) in contract {
         assert!(
@@ -597,7 +599,8 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
         let concrete = path
             .replace("{conversationId}", "c-1")
             .replace("{proposalId}", "p-1")
-            .replace("{toolName}", "workflow.getDefinition");
+            .replace("{toolName}", "workflow.getDefinition")
+            .replace("{fullName}", elsa_ai_server::AI_FEATURE);
         for method in item.as_object().unwrap().keys() {
             let method = Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
             let response = server
@@ -625,5 +628,43 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
             .unwrap()
             .contains(&json!("code"))
     );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_feature_probe_answers_as_elsa_studio_expects() {
+    let server = TestServer::start(two_tenants()).await;
+    let (status, list) = server.get("/features/installed", BOB_KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(list["count"], 1);
+    let feature = &list["items"][0];
+    assert_eq!(feature["fullName"], "Elsa.AI.Host.ShellFeatures.AIFeature");
+    assert_eq!(feature["namespace"], "Elsa.AI.Host.ShellFeatures");
+    assert_eq!(feature["name"], "AIFeature");
+    for field in ["displayName", "description"] {
+        assert!(feature[field].is_string(), "{field}");
+    }
+    let (status, single) = server
+        .get(
+            "/features/installed/Elsa.AI.Host.ShellFeatures.AIFeature",
+            BOB_KEY,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(&single, feature);
+    let (status, missing) = server
+        .get("/features/installed/Elsa.Workflows.Other", BOB_KEY)
+        .await;
+    assert_eq!(
+        (status, missing["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("feature_not_found"))
+    );
+    let anonymous = server
+        .client
+        .get(server.url("/features/installed"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
     server.shutdown().await.unwrap();
 }

@@ -238,7 +238,23 @@ async fn the_demo_provider_summarises_and_proposes_a_description_change() {
             .contains("not produced by a model")
     );
     assert_eq!(capabilities["proposalReview"], true);
-    assert_eq!(capabilities["streaming"]["protocol"], "sse");
+    // Elsa Studio reads these case-sensitively, as booleans and arrays.
+    assert_eq!(capabilities["streaming"], true);
+    assert_eq!(capabilities["streamingDetails"]["protocol"], "sse");
+    assert!(capabilities["conversationPersistence"].is_boolean());
+    assert_eq!(
+        capabilities["conversationPersistence"],
+        capabilities["persistence"]["durable"]
+    );
+    assert_eq!(
+        capabilities["supportedAttachmentKinds"],
+        capabilities["attachmentKinds"]
+    );
+    for agent in capabilities["agents"].as_array().unwrap() {
+        for field in ["name", "displayName", "description"] {
+            assert!(agent[field].is_string(), "{field} of {agent}");
+        }
+    }
     assert!(
         capabilities["attachmentKinds"]
             .as_array()

@@ -4,6 +4,7 @@
 mod admin;
 mod chat;
 mod conversations;
+mod features;
 mod proposals;
 mod tools;
 
@@ -23,6 +24,7 @@ use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
 
 pub use chat::CONVERSATION_ID_HEADER;
+pub use features::AI_FEATURE;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -39,7 +41,7 @@ pub use chat::CONVERSATION_ID_HEADER;
         (name = "proposals", description = "The review inbox; approving, rejecting and applying proposals."),
         (name = "conversations", description = "The caller's conversation history."),
         (name = "admin", description = "Tool enablement and the audit trail (`admin:ai`)."),
-        (name = "meta", description = "This document."),
+        (name = "meta", description = "This document, and the feature probe Elsa Studio sends."),
     ),
     components(schemas(ErrorBody)),
 )]
@@ -86,6 +88,8 @@ fn routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(admin::list_enablement))
         .routes(routes!(admin::change_enablement))
         .routes(routes!(admin::audit))
+        .routes(routes!(features::installed_features))
+        .routes(routes!(features::installed_feature))
         .routes(routes!(openapi_json))
 }
 
@@ -98,7 +102,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 #[derive(Clone)]
 struct OpenApiJson(Bytes);
 
-/// The API's routes (all under `/ai`) over `api`. Mount it at the root or under any prefix
+/// The API's routes (under `/ai`, plus the `/features/installed` probe) over `api`. Mount it at the root or under any prefix
 /// with [`Router::nest`].
 pub fn router(api: WeaverApi) -> Router {
     let (router, document) = routes().split_for_parts();

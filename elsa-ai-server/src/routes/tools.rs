@@ -70,13 +70,16 @@ pub(crate) async fn capabilities(
         .map(|agent| AgentView::new(agent, agent.name == AgentRegistry::DEFAULT_AGENT))
         .collect();
     Json(CapabilitiesView {
-        streaming: StreamingView {
+        streaming: true,
+        streaming_details: StreamingView {
             protocol: "sse".into(),
             resumable: true,
             grace_window_secs: parts.grace_window_secs,
         },
-        conversation_persistence: parts.persistence.clone(),
+        conversation_persistence: parts.persistence.durable,
+        persistence: parts.persistence.clone(),
         proposal_review: true,
+        supported_attachment_kinds: parts.attachment_kinds.clone(),
         attachment_kinds: parts.attachment_kinds.clone(),
         agents,
         provider: parts.provider.clone(),
