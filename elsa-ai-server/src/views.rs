@@ -87,7 +87,10 @@ pub struct ToolView {
     pub display_name: String,
     /// What the tool does.
     pub description: String,
-    /// JSON Schema of the arguments.
+    /// JSON Schema of the arguments (Elsa Studio's name for it).
+    #[schema(schema_with = crate::schema::any_json)]
+    pub schema: Value,
+    /// The same schema, under the name earlier clients read.
     #[schema(schema_with = crate::schema::any_json)]
     pub input_schema: Value,
     /// Read-only, proposal or administrative.
@@ -113,6 +116,8 @@ pub struct ToolView {
     pub source: ToolSource,
     /// Whether it is on before an administrator decides.
     pub enabled_by_default: bool,
+    /// Whether the caller may use it now (always true: the list holds only enabled tools).
+    pub is_enabled: bool,
     /// The execution timeout in milliseconds, when the tool sets one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
@@ -124,6 +129,7 @@ impl From<&AiToolDefinition> for ToolView {
             name: tool.name.clone(),
             display_name: tool.display_name.clone(),
             description: tool.description.clone(),
+            schema: tool.input_schema.clone(),
             input_schema: tool.input_schema.clone(),
             mutability: tool.mutability,
             danger_level: tool.danger_level,
@@ -137,19 +143,12 @@ impl From<&AiToolDefinition> for ToolView {
             allowed_agents: tool.allowed_agents.clone(),
             source: tool.source,
             enabled_by_default: tool.enabled_by_default,
+            is_enabled: true,
             timeout_ms: tool
                 .timeout
                 .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         }
     }
-}
-
-/// The tools a caller may use.
-#[derive(Clone, Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolListView {
-    /// The tools, sorted by name.
-    pub tools: Vec<ToolView>,
 }
 
 /// What the server can do, for clients to adapt to.

@@ -439,7 +439,7 @@ async fn hs256_and_rs256_bearer_tokens_identify_callers_by_configured_claims() {
         .json()
         .await
         .unwrap();
-    let names: Vec<&str> = tools["tools"]
+    let names: Vec<&str> = tools
         .as_array()
         .unwrap()
         .iter()
@@ -666,5 +666,44 @@ async fn the_feature_probe_answers_as_elsa_studio_expects() {
         .await
         .unwrap();
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn the_tool_list_is_a_top_level_array_in_elsa_studios_shape() {
+    let server = TestServer::start(two_tenants()).await;
+    let (status, tools) = server.get("/ai/tools", ALICE_KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    let tools = tools.as_array().expect("a top-level array");
+    assert!(!tools.is_empty());
+    for tool in tools {
+        for field in [
+            "name",
+            "displayName",
+            "description",
+            "mutability",
+            "dangerLevel",
+            "tenantBehavior",
+            "auditBehavior",
+        ] {
+            assert!(tool[field].is_string(), "{field} of {tool}");
+        }
+        assert!(tool["schema"].is_object(), "{tool}");
+        assert_eq!(tool["schema"], tool["inputSchema"]);
+        assert!(
+            tool["permissions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(Value::is_string)
+        );
+        assert!(tool["enabledByDefault"].is_boolean());
+        assert_eq!(
+            tool["isEnabled"], true,
+            "only tools the caller may use are listed"
+        );
+    }
+    // A proposal tool an administrator has not enabled is not listed at all.
+    assert!(tools.iter().all(|t| t["name"] != "workflow.proposeUpdate"));
     server.shutdown().await.unwrap();
 }

@@ -9,17 +9,18 @@ use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiQuery, Caller};
 use crate::requests::ToolsQuery;
-use crate::views::{AgentView, CapabilitiesView, StreamingView, ToolListView, ToolView};
+use crate::views::{AgentView, CapabilitiesView, StreamingView, ToolView};
 
 /// The tools the caller may use: filtered by tenant, permissions, agent scope, enablement
-/// and policy in the host, then by the optional filters.
+/// and policy in the host, then by the optional filters. A top-level array, as Elsa Studio
+/// reads it.
 #[utoipa::path(
     get,
     path = "/ai/tools",
     tag = "tools",
     params(ToolsQuery),
     responses(
-        (status = 200, description = "The tools the caller may use, sorted by name.", body = ToolListView),
+        (status = 200, description = "The tools the caller may use, sorted by name.", body = Vec<ToolView>),
         (status = 400, description = "An unknown mutability or danger level.", body = ErrorBody),
         (status = 401, description = "No or invalid credentials.", body = ErrorBody),
         (status = 403, description = "The named agent is disabled.", body = ErrorBody),
@@ -30,7 +31,7 @@ pub(crate) async fn list_tools(
     State(api): State<WeaverApi>,
     Caller(caller): Caller,
     ApiQuery(filters): ApiQuery<ToolsQuery>,
-) -> Result<Json<ToolListView>, ApiError> {
+) -> Result<Json<Vec<ToolView>>, ApiError> {
     let query = AiToolQuery {
         caller,
         agent: filters.agent,
@@ -38,12 +39,12 @@ pub(crate) async fn list_tools(
         danger_level: filters.danger_level,
     };
     let tools = api.parts().registry.list(&query).await?;
-    Ok(Json(ToolListView {
-        tools: tools
+    Ok(Json(
+        tools
             .iter()
             .map(|tool| ToolView::from(tool.as_ref()))
             .collect(),
-    }))
+    ))
 }
 
 /// What the server can do: streaming, conversation persistence, proposal review, the
