@@ -18,8 +18,9 @@ async fn sqlite_keeps_conversations_proposals_journal_and_audit_across_a_restart
 
     let server = TestServer::start(config.clone()).await;
     let (_, capabilities) = server.get("/ai/capabilities", ALICE_KEY).await;
-    assert_eq!(capabilities["conversationPersistence"]["store"], "sqlite");
-    assert_eq!(capabilities["conversationPersistence"]["durable"], true);
+    assert_eq!(capabilities["persistence"]["store"], "sqlite");
+    assert_eq!(capabilities["persistence"]["durable"], true);
+    assert_eq!(capabilities["conversationPersistence"], true);
     let (proposal, events) = server
         .demo_proposal(ALICE_KEY, "sample-order-approval")
         .await;
@@ -132,7 +133,7 @@ async fn two_servers_on_one_postgres_database_share_the_review_flow() {
     let first = TestServer::start(config.clone()).await;
     let second = TestServer::start(config).await;
     let (_, capabilities) = second.get("/ai/capabilities", ALICE_KEY).await;
-    assert_eq!(capabilities["conversationPersistence"]["store"], "postgres");
+    assert_eq!(capabilities["persistence"]["store"], "postgres");
 
     // Proposed through the first server, reviewed and applied through the second.
     let (proposal, events) = first

@@ -83,7 +83,7 @@ async fn the_issue_configuration_works_exactly_as_written() {
     let (status, capabilities) = server.get("/ai/capabilities", ACME_KEY).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(capabilities["provider"]["name"], "demo");
-    assert_eq!(capabilities["conversationPersistence"]["store"], "sqlite");
+    assert_eq!(capabilities["persistence"]["store"], "sqlite");
     assert!(
         dir.path().join("weaver.db").is_file(),
         "the SQLite file beside the configuration"

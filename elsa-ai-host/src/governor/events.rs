@@ -54,14 +54,22 @@ impl ToolEvent {
         }
     }
 
-    /// The stream event's `data` (camelCase JSON).
+    /// The stream event's `data` (camelCase JSON). `toolCallId`, `status` and `summary` are
+    /// the strings Elsa Studio's panel reads (it reads `summary` before `result`).
     pub fn data(&self) -> Value {
         match self {
             Self::Started {
                 call_id,
                 tool_name,
                 arguments,
-            } => json!({"callId": call_id, "toolName": tool_name, "arguments": arguments}),
+            } => json!({
+                "callId": call_id,
+                "toolCallId": call_id,
+                "toolName": tool_name,
+                "status": "started",
+                "summary": format!("{tool_name} started"),
+                "arguments": arguments,
+            }),
             Self::Completed {
                 call_id,
                 tool_name,
@@ -71,14 +79,23 @@ impl ToolEvent {
                 call_id,
                 tool_name,
                 result,
-            } => json!({
-                "callId": call_id,
-                "toolName": tool_name,
-                "outcome": result.outcome,
-                "result": result.content,
-                "error": result.error,
-                "truncated": result.truncated,
-            }),
+            } => {
+                let (status, summary) = match &result.error {
+                    Some(error) => ("failed", format!("{tool_name} failed: {}", error.message)),
+                    None => ("completed", format!("{tool_name} completed")),
+                };
+                json!({
+                    "callId": call_id,
+                    "toolCallId": call_id,
+                    "toolName": tool_name,
+                    "status": status,
+                    "summary": summary,
+                    "outcome": result.outcome,
+                    "result": result.content,
+                    "error": result.error,
+                    "truncated": result.truncated,
+                })
+            }
         }
     }
 }

@@ -35,6 +35,9 @@ struct Ledger {
     by_id: HashMap<String, usize>,
     /// Text deltas since the last complete assistant message.
     pending_text: String,
+    /// The id of the assistant message being streamed (`messageId` of its deltas and of its
+    /// `assistant.completed`), made when its first delta arrives.
+    message_id: Option<String>,
     /// The turn's complete assistant messages.
     messages: Vec<String>,
     /// The first event that could not be journaled; it fails the turn.
@@ -99,20 +102,23 @@ impl TurnEvents {
         match event {
             AiProviderEvent::AssistantDelta { text } => {
                 ledger.pending_text.push_str(&text);
+                let message_id = ledger.message_id().to_owned();
                 self.append(
                     &mut ledger,
                     AiStreamEventType::AssistantDelta,
-                    json!({"text": text}),
+                    json!({"text": text, "content": text, "messageId": message_id}),
                 )
                 .await;
             }
             AiProviderEvent::AssistantMessage { text } => {
                 ledger.pending_text.clear();
                 ledger.messages.push(text.clone());
+                let message_id = ledger.message_id().to_owned();
+                ledger.message_id = None;
                 self.append(
                     &mut ledger,
                     AiStreamEventType::AssistantCompleted,
-                    json!({"text": text}),
+                    json!({"text": text, "content": text, "messageId": message_id}),
                 )
                 .await;
             }
@@ -138,7 +144,14 @@ impl TurnEvents {
                 self.append(
                     &mut ledger,
                     AiStreamEventType::ToolProgress,
-                    json!({"callId": call_id, "toolName": tool_name, "message": message}),
+                    json!({
+                        "callId": call_id,
+                        "toolCallId": call_id,
+                        "toolName": tool_name,
+                        "status": "running",
+                        "summary": message,
+                        "message": message,
+                    }),
                 )
                 .await;
             }
@@ -252,10 +265,11 @@ impl TurnEvents {
         if completed && !ledger.pending_text.is_empty() {
             let text = std::mem::take(&mut ledger.pending_text);
             ledger.messages.push(text.clone());
+            let message_id = ledger.message_id().to_owned();
             self.append(
                 &mut ledger,
                 AiStreamEventType::AssistantCompleted,
-                json!({"text": text}),
+                json!({"text": text, "content": text, "messageId": message_id}),
             )
             .await;
         }
@@ -268,6 +282,12 @@ impl TurnEvents {
 }
 
 impl Ledger {
+    /// The id of the assistant message being streamed, made on first use.
+    fn message_id(&mut self) -> &str {
+        self.message_id
+            .get_or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
+    }
+
     fn insert(&mut self, call_id: String, tool_name: String, state: CallState) -> usize {
         let index = self.calls.len();
         self.by_id.insert(call_id.clone(), index);

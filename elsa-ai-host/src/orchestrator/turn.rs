@@ -241,7 +241,7 @@ async fn finish(
             turn.slot
                 .finish(
                     AiStreamEventType::ConversationFailed,
-                    json!({"conversationId": conversation_id, "error": error.to_body()}),
+                    failed_data(&conversation_id, &error),
                 )
                 .await
         }
@@ -288,4 +288,15 @@ async fn complete(
         }),
     );
     core.record(event).await
+}
+
+/// `conversation.failed` data: the error body, and beside its code a sentence for a person
+/// (`content`, what Elsa Studio's panel shows).
+fn failed_data(conversation_id: &ConversationId, error: &AiError) -> serde_json::Value {
+    json!({
+        "conversationId": conversation_id,
+        "code": error.code(),
+        "content": format!("Weaver could not complete the turn: {}", error.message()),
+        "error": error.to_body(),
+    })
 }

@@ -206,13 +206,25 @@ impl<'a> From<&'a ProposalId> for ProposalRef<'a> {
 }
 
 /// What `proposal.created` / `proposal.updated` carry: the review-relevant state, not the
-/// payload (clients read that from the proposal itself).
+/// payload (clients read that from the proposal itself). `summary` and
+/// `workflowDefinitionId` are the strings Elsa Studio's panel reads.
 pub(crate) fn event_data(proposal: &AiProposal, previous: Option<ProposalStatus>) -> Value {
+    let summary = format!(
+        "{} workflow '{}': {}",
+        match proposal.kind {
+            elsa_ai_abstractions::ProposalKind::Create => "Create",
+            elsa_ai_abstractions::ProposalKind::Update => "Update",
+        },
+        proposal.definition_id(),
+        proposal.status.as_str()
+    );
     json!({
         "proposalId": proposal.id,
         "status": proposal.status,
         "previousStatus": previous,
         "kind": proposal.kind,
+        "summary": summary,
+        "workflowDefinitionId": proposal.definition_id(),
         "definitionId": proposal.definition_id(),
         "baseline": proposal.baseline,
         "rationale": proposal.rationale,

@@ -1,0 +1,208 @@
+//! Elsa Studio's Weaver panel against weaver, over a real socket: its chat request as it
+//! sends it (System.Text.Json's camelCase with nulls, `application/json; charset=utf-8`,
+//! `Accept: text/event-stream`), and the stream read the way its reducer reads it: the type
+//! from the JSON's `type`, keys matched case-insensitively, and every field it reads must be
+//! a string or absent (it calls `GetValue<string>()`, which throws on anything else).
+
+use std::sync::Arc;
+
+use elsa_ai_abstractions::AiError;
+use elsa_ai_host::{Script, ScriptedProvider};
+use elsa_ai_server::Weaver;
+use elsa_ai_server::testing::{ALICE_KEY, SseStream, TestServer, two_tenants};
+use reqwest::{Method, StatusCode};
+use serde_json::{Map, Value};
+
+/// The chat body exactly as Studio serialises `WeaverChatRequest` with one attachment.
+fn studio_chat_body(conversation_id: Option<&str>) -> String {
+    let conversation = conversation_id.map_or("null".to_owned(), |id| format!("\"{id}\""));
+    format!(
+        "{{\"conversationId\":{conversation},\"message\":\"Why is this workflow slow?\",\"agent\":null,\
+         \"attachments\":[{{\"id\":\"3f2b8c1e9a7d4e6f8b0c2d4e6f8a0b1c\",\"kind\":\"WorkflowDefinition\",\
+         \"referenceId\":\"sample-order-approval\",\"scope\":null,\"timeRange\":null,\"activityId\":null,\
+         \"metadata\":{{}}}}]}}"
+    )
+}
+
+async fn studio_chat(server: &TestServer, conversation_id: Option<&str>) -> SseStream {
+    let response = server
+        .request(Method::POST, "/ai/chat", ALICE_KEY)
+        .header("Accept", "text/event-stream")
+        .header("Content-Type", "application/json; charset=utf-8")
+        .body(studio_chat_body(conversation_id))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    SseStream::new(response)
+}
+
+/// Studio's `ReadString`: the first key equal ignoring case; null is absent; anything but a
+/// string is the exception Studio would throw.
+fn read_string(data: &Map<String, Value>, name: &str) -> Option<String> {
+    let value = data
+        .iter()
+        .find(|(key, _)| key.eq_ignore_ascii_case(name))
+        .map(|(_, value)| value)?;
+    match value {
+        Value::Null => None,
+        Value::String(text) => Some(text.clone()),
+        other => panic!("Studio would throw reading '{name}': {other}"),
+    }
+}
+
+/// The first of `names` that is present, reading them in order as Studio's `??` chains do.
+fn first_of(data: &Map<String, Value>, names: &[&str]) -> Option<String> {
+    names.iter().find_map(|name| read_string(data, name))
+}
+
+/// What Studio's reducer takes from one event, by its (trimmed, lower-cased) type.
+#[derive(Debug, Default)]
+struct Seen {
+    deltas: String,
+    tools: Vec<(String, String, String, Option<String>)>,
+    proposals: Vec<(String, String, String, Option<String>, Option<String>)>,
+    error: Option<String>,
+    completed: bool,
+}
+
+fn reduce(events: &[Value]) -> Seen {
+    let mut seen = Seen::default();
+    for event in events {
+        let kind = event["type"].as_str().expect("type").trim().to_lowercase();
+        let data = event["data"].as_object().expect("data is an object");
+        match kind.as_str() {
+            "assistant.delta" => {
+                seen.deltas
+                    .push_str(&read_string(data, "content").unwrap_or_default());
+                read_string(data, "messageId").expect("deltas name their message");
+            }
+            "tool.started" | "tool.progress" | "tool.result" | "tool.completed" => {
+                let id = first_of(data, &["toolCallId", "id"]).expect("a call id");
+                let name = first_of(data, &["toolName", "name"]).expect("a tool name");
+                let status = read_string(data, "status").expect("a status");
+                let summary = first_of(data, &["summary", "content", "result"]);
+                seen.tools.push((id, name, status, summary));
+            }
+            "proposal.created" | "proposal.updated" => {
+                let id = first_of(data, &["proposalId", "id"]).expect("a proposal id");
+                let status = read_string(data, "status").expect("a status");
+                let kind = read_string(data, "kind").expect("a kind");
+                let summary = first_of(data, &["summary", "rationale", "content"]);
+                let definition = first_of(
+                    data,
+                    &["workflowDefinitionId", "baselineWorkflowDefinitionId"],
+                );
+                seen.proposals.push((id, status, kind, summary, definition));
+            }
+            "conversation.error" | "conversation.failed" => {
+                seen.error = first_of(data, &["content", "message"]);
+            }
+            "conversation.completed" => seen.completed = true,
+            "conversation.started" | "assistant.completed" => {}
+            // Everything else goes to its activity list through `summary` or `content`.
+            _ => {
+                first_of(data, &["summary", "content"]);
+            }
+        }
+    }
+    seen
+}
+
+async fn events_of(stream: SseStream) -> Vec<Value> {
+    stream.collect().await.iter().map(|e| e.json()).collect()
+}
+
+#[tokio::test]
+async fn studios_chat_streams_fields_its_reducer_can_read() {
+    let first = Script::new()
+        .delta("Reading ")
+        .delta("the workflow.")
+        .tool_call(
+            "workflow.getDefinition",
+            serde_json::json!({"definitionId": "sample-order-approval"}),
+        )
+        // Not enabled by an administrator: refused, streamed as tool.failed.
+        .tool_call(
+            "workflow.proposeUpdate",
+            serde_json::json!({"definitionId": "sample-order-approval", "baselineVersion": 1,
+                               "operations": [], "rationale": "x"}),
+        )
+        .reply("It is not slow.");
+    let second = Script::new().fail(AiError::unavailable(
+        "provider_unavailable",
+        "the model endpoint did not answer",
+    ));
+    let server = TestServer::start_with(
+        Weaver::builder(two_tenants()).provider(Arc::new(ScriptedProvider::turns([first, second]))),
+    )
+    .await;
+
+    let events = events_of(studio_chat(&server, None).await).await;
+    let seen = reduce(&events);
+    assert!(
+        seen.deltas.starts_with("Reading the workflow.")
+            && seen.deltas.ends_with("It is not slow."),
+        "{}",
+        seen.deltas
+    );
+    assert!(seen.completed, "{events:#?}");
+    let statuses: Vec<(&str, &str)> = seen
+        .tools
+        .iter()
+        .map(|(_, name, status, _)| (name.as_str(), status.as_str()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            ("workflow.getDefinition", "started"),
+            ("workflow.getDefinition", "completed"),
+            ("workflow.proposeUpdate", "started"),
+        ],
+        "tool.failed is not among the reducer's tool cases"
+    );
+    assert!(
+        seen.tools
+            .iter()
+            .all(|(_, _, _, summary)| summary.is_some())
+    );
+    let failed = events
+        .iter()
+        .find(|e| e["type"] == "tool.failed")
+        .expect("the refused call");
+    let failed = failed["data"].as_object().unwrap();
+    assert_eq!(read_string(failed, "status").as_deref(), Some("failed"));
+    assert!(
+        read_string(failed, "summary")
+            .unwrap()
+            .contains("proposeUpdate")
+    );
+
+    // The same conversation again, as Studio sends it: this turn fails.
+    let conversation = events[0]["conversationId"].as_str().unwrap().to_owned();
+    let events = events_of(studio_chat(&server, Some(&conversation)).await).await;
+    let seen = reduce(&events);
+    let error = seen.error.expect("a sentence for a person");
+    assert!(error.contains("did not answer"), "{error}");
+    let last = events.last().unwrap();
+    assert_eq!(last["type"], "conversation.failed");
+    assert_eq!(last["data"]["code"], "provider_unavailable");
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn proposal_events_carry_the_strings_studio_shows() {
+    let server = TestServer::start(two_tenants()).await;
+    let (proposal, events) = server
+        .demo_proposal(ALICE_KEY, "sample-order-approval")
+        .await;
+    let events: Vec<Value> = events.iter().map(|e| e.json()).collect();
+    let seen = reduce(&events);
+    let (id, status, kind, summary, definition) =
+        seen.proposals.first().expect("proposal.created").clone();
+    assert_eq!(id, proposal);
+    assert_eq!((status.as_str(), kind.as_str()), ("Validated", "Update"));
+    assert!(summary.unwrap().contains("sample-order-approval"));
+    assert_eq!(definition.as_deref(), Some("sample-order-approval"));
+    server.shutdown().await.unwrap();
+}
