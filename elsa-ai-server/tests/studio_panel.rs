@@ -56,12 +56,25 @@ fn first_of(data: &Map<String, Value>, names: &[&str]) -> Option<String> {
     names.iter().find_map(|name| read_string(data, name))
 }
 
+/// A tool card as Studio's reducer fills it: id, name, status, summary.
+type ToolCard = (String, String, String, Option<String>);
+
+/// A proposal card: id, status, kind, summary, workflow definition id.
+#[derive(Clone, Debug)]
+struct ProposalCard {
+    id: String,
+    status: String,
+    kind: String,
+    summary: Option<String>,
+    definition: Option<String>,
+}
+
 /// What Studio's reducer takes from one event, by its (trimmed, lower-cased) type.
 #[derive(Debug, Default)]
 struct Seen {
     deltas: String,
-    tools: Vec<(String, String, String, Option<String>)>,
-    proposals: Vec<(String, String, String, Option<String>, Option<String>)>,
+    tools: Vec<ToolCard>,
+    proposals: Vec<ProposalCard>,
     error: Option<String>,
     completed: bool,
 }
@@ -85,15 +98,16 @@ fn reduce(events: &[Value]) -> Seen {
                 seen.tools.push((id, name, status, summary));
             }
             "proposal.created" | "proposal.updated" => {
-                let id = first_of(data, &["proposalId", "id"]).expect("a proposal id");
-                let status = read_string(data, "status").expect("a status");
-                let kind = read_string(data, "kind").expect("a kind");
-                let summary = first_of(data, &["summary", "rationale", "content"]);
-                let definition = first_of(
-                    data,
-                    &["workflowDefinitionId", "baselineWorkflowDefinitionId"],
-                );
-                seen.proposals.push((id, status, kind, summary, definition));
+                seen.proposals.push(ProposalCard {
+                    id: first_of(data, &["proposalId", "id"]).expect("a proposal id"),
+                    status: read_string(data, "status").expect("a status"),
+                    kind: read_string(data, "kind").expect("a kind"),
+                    summary: first_of(data, &["summary", "rationale", "content"]),
+                    definition: first_of(
+                        data,
+                        &["workflowDefinitionId", "baselineWorkflowDefinitionId"],
+                    ),
+                });
             }
             "conversation.error" | "conversation.failed" => {
                 seen.error = first_of(data, &["content", "message"]);
@@ -198,11 +212,13 @@ async fn proposal_events_carry_the_strings_studio_shows() {
         .await;
     let events: Vec<Value> = events.iter().map(|e| e.json()).collect();
     let seen = reduce(&events);
-    let (id, status, kind, summary, definition) =
-        seen.proposals.first().expect("proposal.created").clone();
-    assert_eq!(id, proposal);
-    assert_eq!((status.as_str(), kind.as_str()), ("Validated", "Update"));
-    assert!(summary.unwrap().contains("sample-order-approval"));
-    assert_eq!(definition.as_deref(), Some("sample-order-approval"));
+    let card = seen.proposals.first().expect("proposal.created").clone();
+    assert_eq!(card.id, proposal);
+    assert_eq!(
+        (card.status.as_str(), card.kind.as_str()),
+        ("Validated", "Update")
+    );
+    assert!(card.summary.unwrap().contains("sample-order-approval"));
+    assert_eq!(card.definition.as_deref(), Some("sample-order-approval"));
     server.shutdown().await.unwrap();
 }
