@@ -1,5 +1,8 @@
 //! Bearer JSON Web Tokens signed with HS256 (shared secret) or RS256 (RSA public key), with
 //! configurable claim names for the actor, the tenant and the permissions.
+//!
+//! The permissions claim may hold Weaver's names or Elsa's, which Elsa Studio's identity
+//! provider issues; Elsa's are read as Weaver's (see [`elsa_permission`]).
 
 use async_trait::async_trait;
 use axum::http::request::Parts;
@@ -179,18 +182,23 @@ impl JwtIdentity {
         let tenant = text(&self.claims.tenant)?;
         let permissions: Vec<Permission> = match claim(claims, &self.claims.permissions) {
             None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(scope)) => scope.split_whitespace().map(Permission::new).collect(),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| {
-                    item.as_str().map(Permission::new).ok_or_else(|| {
-                        invalid_token(format!(
-                            "the '{}' claim must hold strings",
-                            self.claims.permissions
-                        ))
+            Some(Value::String(scope)) => {
+                scope.split_whitespace().flat_map(permissions_of).collect()
+            }
+            Some(Value::Array(items)) => {
+                let names = items
+                    .iter()
+                    .map(|item| {
+                        item.as_str().ok_or_else(|| {
+                            invalid_token(format!(
+                                "the '{}' claim must hold strings",
+                                self.claims.permissions
+                            ))
+                        })
                     })
-                })
-                .collect::<Result<_, _>>()?,
+                    .collect::<Result<Vec<_>, _>>()?;
+                names.into_iter().flat_map(permissions_of).collect()
+            }
             Some(_) => {
                 return Err(invalid_token(format!(
                     "the '{}' claim must be an array of strings or a space-separated string",
@@ -200,6 +208,45 @@ impl JwtIdentity {
         };
         Ok(AiCaller::new(actor, tenant, permissions))
     }
+}
+
+/// Weaver's permissions for one name of a token: Elsa's names mapped, any other name as it
+/// is.
+fn permissions_of(name: &str) -> Vec<Permission> {
+    elsa_permission(name).map_or_else(|| vec![Permission::new(name)], <[Permission]>::to_vec)
+}
+
+/// What one of Elsa's AI permission names grants in Weaver, or `None` for a name that is not
+/// Elsa's. Weaver's permissions are coarser than Elsa's, so two names widen: viewing
+/// proposals needs one of the proposal permissions (`propose:workflows` is the narrower),
+/// and Weaver has one review permission (`apply:workflows`) for approving, rejecting and
+/// applying. Viewing tools and capabilities needs only a valid token.
+pub fn elsa_permission(name: &str) -> Option<&'static [Permission]> {
+    const ALL: &[Permission] = &[
+        Permission::READ_WORKFLOWS,
+        Permission::READ_WORKFLOW_INSTANCES,
+        Permission::READ_ACTIVITIES,
+        Permission::PROPOSE_WORKFLOWS,
+        Permission::APPLY_WORKFLOWS,
+        Permission::ADMIN_AI,
+    ];
+    const CHAT: &[Permission] = &[
+        Permission::READ_WORKFLOWS,
+        Permission::READ_WORKFLOW_INSTANCES,
+        Permission::READ_ACTIVITIES,
+        Permission::PROPOSE_WORKFLOWS,
+    ];
+    const NONE: &[Permission] = &[];
+    const VIEW_PROPOSALS: &[Permission] = &[Permission::PROPOSE_WORKFLOWS];
+    const REVIEW: &[Permission] = &[Permission::APPLY_WORKFLOWS];
+    Some(match name {
+        "*" => ALL,
+        "ai:chat" => CHAT,
+        "ai:tools:view" | "ai:capabilities:view" => NONE,
+        "ai:proposals:view" => VIEW_PROPOSALS,
+        "ai:proposals:approve" | "ai:proposals:apply" => REVIEW,
+        _ => return None,
+    })
 }
 
 fn claim<'a>(claims: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
@@ -322,6 +369,50 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(caller.has(&Permission::PROPOSE_WORKFLOWS));
+    }
+
+    #[tokio::test]
+    async fn elsas_permission_names_are_read_as_weavers() {
+        let caller = |permissions: Value| {
+            let parts = super::super::tests::parts(Some(&format!(
+                "Bearer {}",
+                token(
+                    json!({"sub": "a", "tenant": "acme", "permissions": permissions, "iss": "https://id.example", "exp": exp()})
+                )
+            )));
+            async move {
+                self::identity(JwtClaimNames::default())
+                    .identify(&parts)
+                    .await
+                    .unwrap()
+                    .unwrap()
+            }
+        };
+        let everything = caller(json!(["*"])).await;
+        for permission in [
+            Permission::READ_WORKFLOWS,
+            Permission::APPLY_WORKFLOWS,
+            Permission::ADMIN_AI,
+        ] {
+            assert!(everything.has(&permission), "{permission}");
+        }
+        let chat = caller(json!("ai:chat ai:tools:view ai:capabilities:view")).await;
+        assert!(chat.has(&Permission::READ_WORKFLOW_INSTANCES));
+        assert!(chat.has(&Permission::PROPOSE_WORKFLOWS));
+        assert!(
+            !chat.has(&Permission::APPLY_WORKFLOWS),
+            "chatting reviews nothing"
+        );
+        assert!(!chat.has(&Permission::ADMIN_AI));
+        let reviewer = caller(json!(["ai:proposals:view", "ai:proposals:approve"])).await;
+        assert!(reviewer.has(&Permission::APPLY_WORKFLOWS));
+        assert!(!reviewer.has(&Permission::READ_WORKFLOWS));
+        let ours = caller(json!(["read:workflows", "custom:thing"])).await;
+        assert!(ours.has(&Permission::READ_WORKFLOWS));
+        assert!(
+            ours.has(&Permission::new("custom:thing")),
+            "other names pass as they are"
+        );
     }
 
     #[tokio::test]
