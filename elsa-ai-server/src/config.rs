@@ -98,6 +98,15 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
     wire_api = "completions"        completions | responses (openai, azure)
     github_token_env = "GH_TOKEN"   GitHub-hosted models without base_url
 
+  [http]
+  base_path = "/elsa/api"           Serve every route under this path (Elsa Studio's
+                                    Backend:Url), and the chat route also at
+                                    <parent of base_path>/ai/chat, where Studio posts it.
+                                    Without it, routes are served at /.
+  cors_origins = ["https://studio.example.com"]
+                                    Browser origins allowed to call the API (CORS, with
+                                    preflight); none by default.
+
   [limits]
   max_body_bytes = 262144           Largest request body; larger is 413 (flag --max-body-bytes,
                                     env WEAVER_MAX_BODY_BYTES).
@@ -132,6 +141,51 @@ pub struct WeaverConfig {
     /// Sizes and durations.
     #[serde(default)]
     pub limits: LimitsConfig,
+    /// Where routes are served and which browser origins may call them.
+    #[serde(default)]
+    pub http: HttpConfig,
+}
+
+/// `[http]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    /// Serve every route under this path (for example `/elsa/api`); the chat route is also
+    /// served at `<parent of base_path>/ai/chat`. `None` serves routes at `/`.
+    pub base_path: Option<String>,
+    /// Origins (`scheme://host[:port]`) allowed to call the API from a browser.
+    #[serde(default)]
+    pub cors_origins: Vec<String>,
+}
+
+impl HttpConfig {
+    /// The base path normalised (`/elsa/api`: a leading `/`, no trailing `/`), `None` for
+    /// none or `/`; an error for a path with characters a route cannot hold.
+    pub fn base_path(&self) -> Result<Option<String>, ConfigError> {
+        let Some(path) = &self.base_path else {
+            return Ok(None);
+        };
+        let trimmed = path.trim().trim_end_matches('/');
+        if trimmed.is_empty() {
+            return Ok(None);
+        }
+        let normalised = format!("/{}", trimmed.trim_start_matches('/'));
+        let valid = normalised[1..].split('/').all(|segment| {
+            !segment.is_empty()
+                && segment
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~'))
+        });
+        if valid {
+            Ok(Some(normalised))
+        } else {
+            Err(ConfigError::Invalid(
+                "[http] base_path must be a path like \"/elsa/api\": segments of letters, \
+                 digits and - _ . ~"
+                    .to_owned(),
+            ))
+        }
+    }
 }
 
 /// `[store]`. `Debug` never shows a password in the URL.
@@ -851,5 +905,31 @@ mod tests {
             ..WeaverConfig::default()
         };
         assert!(bad.listen_addr().is_err());
+    }
+
+    #[test]
+    fn the_http_section_sets_a_checked_base_path_and_origins() {
+        let config = WeaverConfig::from_toml(
+            "[http]\nbase_path = \"elsa/api/\"\ncors_origins = [\"https://studio.example.com\"]\n",
+        )
+        .unwrap();
+        assert_eq!(
+            config.http.base_path().unwrap().as_deref(),
+            Some("/elsa/api")
+        );
+        assert_eq!(config.http.cors_origins, ["https://studio.example.com"]);
+        assert_eq!(WeaverConfig::default().http.base_path().unwrap(), None);
+        for bad in ["/elsa api", "/elsa//api", "/{id}", "/a?b"] {
+            let http = HttpConfig {
+                base_path: Some(bad.into()),
+                ..HttpConfig::default()
+            };
+            assert!(http.base_path().is_err(), "{bad}");
+        }
+        let root = HttpConfig {
+            base_path: Some("/".into()),
+            ..HttpConfig::default()
+        };
+        assert_eq!(root.base_path().unwrap(), None);
     }
 }

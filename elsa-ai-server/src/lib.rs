@@ -67,6 +67,7 @@ pub mod config;
 pub mod demo;
 mod error;
 mod extract;
+mod http_surface;
 pub mod identity;
 pub mod log_redaction;
 mod requests;

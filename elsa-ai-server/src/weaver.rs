@@ -37,6 +37,7 @@ use crate::config::{
     ProviderConfig, StoreConfig, TenantConfig, WeaverConfig,
 };
 use crate::demo::DemoProvider;
+use crate::http_surface::HttpSurface;
 use crate::identity::{
     ApiKey, ApiKeyIdentity, IdentityChain, IdentityConfigError, JwtClaimNames, JwtIdentity, JwtKey,
     JwtSettings,
@@ -274,6 +275,7 @@ pub struct Weaver {
     development_keys: Vec<DevelopmentKey>,
     report: Vec<String>,
     background: CancellationToken,
+    http: HttpSurface,
 }
 
 impl std::fmt::Debug for Weaver {
@@ -327,6 +329,7 @@ impl Weaver {
             provider,
         } = builder;
         let limits = config.limits;
+        let http = HttpSurface::new(&config.http)?;
         let retention_days = i64::from(limits.retention_days.unwrap_or(30));
         let grace_window = Duration::from_secs(limits.grace_window_secs.unwrap_or(60));
         let mut report = Vec::new();
@@ -501,6 +504,7 @@ impl Weaver {
             development_keys,
             report,
             background: CancellationToken::new(),
+            http,
         })
     }
 
@@ -516,9 +520,10 @@ impl Weaver {
         &self.redactor
     }
 
-    /// The API's router, to serve or to nest under a prefix.
+    /// The API's router, to serve or to nest under a prefix: under `[http] base_path` when
+    /// set (the chat route also one level above it), with CORS for `[http] cors_origins`.
     pub fn router(&self) -> Router {
-        crate::router(self.api.clone())
+        self.http.router(self.api.clone())
     }
 
     /// The orchestrator.

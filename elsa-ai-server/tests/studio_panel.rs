@@ -222,3 +222,109 @@ async fn proposal_events_carry_the_strings_studio_shows() {
     assert_eq!(card.definition.as_deref(), Some("sample-order-approval"));
     server.shutdown().await.unwrap();
 }
+
+const STUDIO: &str = "https://studio.example.com";
+
+#[tokio::test]
+async fn under_base_path_studio_reaches_every_route_and_posts_chat_one_level_up() {
+    let mut config = two_tenants();
+    config.http.base_path = Some("/elsa/api/".into());
+    config.http.cors_origins = vec![STUDIO.into()];
+    let server = TestServer::start(config).await;
+
+    let (status, _) = server
+        .get(
+            "/elsa/api/features/installed/Elsa.AI.Host.ShellFeatures.AIFeature",
+            ALICE_KEY,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, capabilities) = server.get("/elsa/api/ai/capabilities", ALICE_KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(capabilities["streaming"], true);
+    let (status, _) = server.get("/ai/capabilities", ALICE_KEY).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "nothing is served outside base_path"
+    );
+
+    // Studio's chat URL, `new Uri("<origin>/elsa/api", "ai/chat")`, and the one under the base.
+    for path in ["/elsa/ai/chat", "/elsa/api/ai/chat"] {
+        let response = server
+            .request(Method::POST, path, ALICE_KEY)
+            .header("Origin", STUDIO)
+            .header("Accept", "text/event-stream")
+            .header("Content-Type", "application/json; charset=utf-8")
+            .body(studio_chat_body(None))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(
+            response.headers()["access-control-allow-origin"],
+            STUDIO,
+            "{path}"
+        );
+        let events = events_of(SseStream::new(response)).await;
+        assert_eq!(
+            events.last().unwrap()["type"],
+            "conversation.completed",
+            "{path}"
+        );
+    }
+
+    // The browser's preflight for Studio's POST, and for an origin not configured.
+    let preflight = |origin: &'static str| {
+        server
+            .client
+            .request(Method::OPTIONS, server.url("/elsa/ai/chat"))
+            .header("Origin", origin)
+            .header("Access-Control-Request-Method", "POST")
+            .header(
+                "Access-Control-Request-Headers",
+                "authorization,content-type,accept",
+            )
+            .send()
+    };
+    let allowed = preflight(STUDIO).await.unwrap();
+    assert!(allowed.status().is_success(), "{}", allowed.status());
+    let headers = allowed.headers();
+    assert_eq!(headers["access-control-allow-origin"], STUDIO);
+    let methods = headers["access-control-allow-methods"].to_str().unwrap();
+    assert!(methods.contains("POST"), "{methods}");
+    let allowed_headers = headers["access-control-allow-headers"]
+        .to_str()
+        .unwrap()
+        .to_lowercase();
+    for needed in ["authorization", "content-type", "accept"] {
+        assert!(allowed_headers.contains(needed), "{allowed_headers}");
+    }
+    let foreign = preflight("https://evil.example").await.unwrap();
+    assert!(
+        foreign
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn without_cors_origins_no_origin_is_allowed() {
+    let server = TestServer::start(two_tenants()).await;
+    let response = server
+        .request(Method::GET, "/ai/capabilities", ALICE_KEY)
+        .header("Origin", STUDIO)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none()
+    );
+    server.shutdown().await.unwrap();
+}

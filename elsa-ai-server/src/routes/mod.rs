@@ -118,6 +118,15 @@ pub fn router(api: WeaverApi) -> Router {
         .with_state(api)
 }
 
+/// Only `POST /ai/chat` over `api`: where Elsa Studio posts its chat when the API is served
+/// under a base path (one level above it).
+pub(crate) fn chat_router(api: WeaverApi) -> Router {
+    Router::new()
+        .route("/ai/chat", axum::routing::post(chat::chat))
+        .layer(TraceLayer::new_for_http())
+        .with_state(api)
+}
+
 /// This OpenAPI document.
 #[utoipa::path(
     get,
