@@ -1248,3 +1248,44 @@ async fn a_baseline_that_moves_during_the_apply_is_stale_and_the_claim_is_releas
         .unwrap();
     assert_eq!(rejected.status, ProposalStatus::Rejected);
 }
+
+#[tokio::test]
+async fn the_actions_a_caller_may_take_follow_permission_state_tenant_and_expiry() {
+    let h = ProposalHarness::new();
+    let alice = h.caller();
+    let proposal = h.validated_update("orders", None).await;
+    let allowed = |caller: &elsa_ai_abstractions::AiCaller, proposal: &AiProposal| {
+        h.service.allowed_actions(caller, proposal)
+    };
+    assert_eq!(
+        allowed(&alice, &proposal),
+        [ProposalAction::Approve, ProposalAction::Reject]
+    );
+    let proposer = elsa_ai_abstractions::AiCaller::new(
+        "paul",
+        TEST_TENANT,
+        [Permission::PROPOSE_WORKFLOWS, Permission::READ_WORKFLOWS],
+    );
+    assert_eq!(allowed(&proposer, &proposal), []);
+    let stranger = elsa_ai_abstractions::AiCaller::new(
+        "gina",
+        "globex",
+        [Permission::APPLY_WORKFLOWS, Permission::PROPOSE_WORKFLOWS],
+    );
+    assert_eq!(
+        allowed(&stranger, &proposal),
+        [],
+        "another tenant's proposal"
+    );
+    let approved = h.service.approve(&alice, &proposal.id).await.unwrap();
+    assert_eq!(
+        allowed(&alice, &approved),
+        [ProposalAction::Reject, ProposalAction::Apply]
+    );
+    h.clock.advance(TimeDelta::days(8));
+    assert_eq!(
+        allowed(&alice, &approved),
+        [],
+        "past its expiry nothing is offered"
+    );
+}

@@ -10,6 +10,7 @@ use elsa_ai_abstractions::{
     AuditOutcome, DangerLevel, MessageRole, ProposalKind, ProposalStatus, TenantBehavior,
     ToolEnablement, ToolMutability, ToolSource,
 };
+use elsa_ai_host::ProposalAction;
 use elsa_workflows::{Diagnostic, GraphDiff, Page, WorkflowDefinition};
 use serde::Serialize;
 use serde_json::Value;
@@ -525,10 +526,14 @@ pub struct ProposalSummaryView {
     /// After this instant the proposal expires.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// The review actions the caller may take now: `approve`, `reject`, `apply`.
+    #[schema(value_type = Vec<String>)]
+    pub allowed_actions: Vec<&'static str>,
 }
 
-impl From<AiProposal> for ProposalSummaryView {
-    fn from(proposal: AiProposal) -> Self {
+impl ProposalSummaryView {
+    /// The inbox row of `proposal` for a caller who may take `allowed_actions`.
+    pub fn new(proposal: AiProposal, allowed_actions: &[ProposalAction]) -> Self {
         Self {
             id: proposal.id.as_str().to_owned(),
             kind: proposal.kind,
@@ -542,8 +547,13 @@ impl From<AiProposal> for ProposalSummaryView {
             created_by: proposal.created_by,
             created_at: proposal.created_at,
             expires_at: proposal.expires_at,
+            allowed_actions: action_names(allowed_actions),
         }
     }
+}
+
+fn action_names(actions: &[ProposalAction]) -> Vec<&'static str> {
+    actions.iter().map(|action| action.as_str()).collect()
 }
 
 /// A proposal with everything a reviewer needs: the proposed definition, its validation
@@ -613,10 +623,14 @@ pub struct ProposalView {
     pub expires_at: Option<DateTime<Utc>>,
     /// Changes with every stored action.
     pub revision: u64,
+    /// The review actions the caller may take now: `approve`, `reject`, `apply`.
+    #[schema(value_type = Vec<String>)]
+    pub allowed_actions: Vec<&'static str>,
 }
 
-impl From<AiProposal> for ProposalView {
-    fn from(proposal: AiProposal) -> Self {
+impl ProposalView {
+    /// The view of `proposal` for a caller who may take `allowed_actions`.
+    pub fn new(proposal: AiProposal, allowed_actions: &[ProposalAction]) -> Self {
         Self {
             id: proposal.id.as_str().to_owned(),
             tenant_id: proposal.tenant_id.as_str().to_owned(),
@@ -651,6 +665,7 @@ impl From<AiProposal> for ProposalView {
             }),
             expires_at: proposal.expires_at,
             revision: proposal.revision,
+            allowed_actions: action_names(allowed_actions),
         }
     }
 }

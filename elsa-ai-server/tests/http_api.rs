@@ -582,6 +582,7 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
         ("put", "/ai/admin/tools/{toolName}/enablement"),
         ("get", "/ai/audit"),
         ("get", "/ai/openapi.json"),
+        ("get", "/ai/me"),
         ("get", "/features/installed"),
         ("get", "/features/installed/{fullName}"),
     ];

@@ -454,3 +454,78 @@ async fn a_second_tenant_sees_nothing_of_the_first() {
     );
     server.shutdown().await.unwrap();
 }
+
+const PROPOSER_KEY: &str = "test-key-paul-acme-proposer";
+
+#[tokio::test]
+async fn me_and_allowed_actions_tell_a_client_which_review_buttons_to_offer() {
+    let mut config = two_tenants();
+    config
+        .auth
+        .api_keys
+        .push(elsa_ai_server::config::ApiKeyConfig {
+            key: Some(PROPOSER_KEY.into()),
+            key_env: None,
+            actor: "paul".into(),
+            tenant: "acme".into(),
+            permissions: vec!["propose:workflows".into(), "read:workflows".into()],
+        });
+    let server = TestServer::start(config).await;
+    let (status, me) = server.get("/ai/me", PROPOSER_KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        me,
+        json!({"actor": "paul", "tenant": "acme", "permissions": ["propose:workflows", "read:workflows"]})
+    );
+
+    let (proposal, _) = server
+        .demo_proposal(ALICE_KEY, "sample-order-approval")
+        .await;
+    let path = format!("/ai/proposals/{proposal}");
+    let allowed = |key: &'static str| {
+        let path = path.clone();
+        let server = &server;
+        async move {
+            let (status, view) = server.get(&path, key).await;
+            assert_eq!(status, StatusCode::OK, "{view}");
+            let (_, inbox) = server.get("/ai/proposals", key).await;
+            let row = inbox["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|row| row["id"] == view["id"])
+                .unwrap()
+                .clone();
+            assert_eq!(
+                row["allowedActions"], view["allowedActions"],
+                "inbox and detail agree"
+            );
+            view["allowedActions"].clone()
+        }
+    };
+    assert_eq!(allowed(ALICE_KEY).await, json!(["approve", "reject"]));
+    assert_eq!(
+        allowed(PROPOSER_KEY).await,
+        json!([]),
+        "a proposer may read the proposal but review nothing"
+    );
+    let (status, _) = server
+        .proposal_action(ALICE_KEY, &proposal, "approve")
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(allowed(ALICE_KEY).await, json!(["reject", "apply"]));
+    let (status, applied) = server.proposal_action(ALICE_KEY, &proposal, "apply").await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(
+        applied["allowedActions"],
+        json!([]),
+        "an applied proposal is final"
+    );
+    let (status, _) = server.get(&path, GINA_KEY).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "another tenant sees no proposal at all"
+    );
+    server.shutdown().await.unwrap();
+}

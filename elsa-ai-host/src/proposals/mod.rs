@@ -216,6 +216,26 @@ impl ProposalService {
         self.inner.load(&caller.tenant_id, id).await
     }
 
+    /// The review actions (approve, reject, apply) `caller` could take on `proposal` now:
+    /// the permission held, the state allowing it, not past its expiry and no apply under
+    /// way. What a client offers as buttons; the action itself checks everything again.
+    pub fn allowed_actions(&self, caller: &AiCaller, proposal: &AiProposal) -> Vec<ProposalAction> {
+        let now = self.inner.clock.now();
+        let open = caller.tenant_id == proposal.tenant_id
+            && proposal.expires_at.is_none_or(|at| now < at)
+            && self.inner.live_claim(proposal, now).is_none();
+        [
+            ProposalAction::Approve,
+            ProposalAction::Reject,
+            ProposalAction::Apply,
+        ]
+        .into_iter()
+        .filter(|action| {
+            open && caller.has(&action.permission()) && action.is_allowed_from(proposal.status)
+        })
+        .collect()
+    }
+
     /// The caller's tenant's proposals matching `query`, newest first (the review inbox).
     pub async fn list(
         &self,

@@ -5,6 +5,7 @@ mod admin;
 mod chat;
 mod conversations;
 mod features;
+mod me;
 mod proposals;
 mod tools;
 
@@ -88,6 +89,7 @@ fn routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(admin::list_enablement))
         .routes(routes!(admin::change_enablement))
         .routes(routes!(admin::audit))
+        .routes(routes!(me::me))
         .routes(routes!(features::installed_features))
         .routes(routes!(features::installed_feature))
         .routes(routes!(openapi_json))

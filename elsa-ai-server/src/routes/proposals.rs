@@ -3,7 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
-use elsa_ai_abstractions::ProposalId;
+use elsa_ai_abstractions::{AiCaller, AiProposal, ProposalId};
 
 use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
@@ -34,7 +34,11 @@ pub(crate) async fn list_proposals(
         .proposals
         .list(&caller, &params.into_query())
         .await?;
-    Ok(Json(PageView::of(page, ProposalSummaryView::from)))
+    let service = &api.parts().proposals;
+    Ok(Json(PageView::of(page, |proposal| {
+        let allowed = service.allowed_actions(&caller, &proposal);
+        ProposalSummaryView::new(proposal, &allowed)
+    })))
 }
 
 /// One proposal with its proposed definition, diagnostics and graph diff.
@@ -60,7 +64,7 @@ pub(crate) async fn get_proposal(
         .proposals
         .find(&caller, &ProposalId::new(id))
         .await?;
-    Ok(Json(ProposalView::from(proposal)))
+    Ok(Json(view(&api, &caller, proposal)))
 }
 
 /// Approves a `Validated` proposal; the caller becomes its reviewer.
@@ -87,7 +91,7 @@ pub(crate) async fn approve(
         .proposals
         .approve(&caller, &ProposalId::new(id))
         .await?;
-    Ok(Json(ProposalView::from(proposal)))
+    Ok(Json(view(&api, &caller, proposal)))
 }
 
 /// Rejects a proposal with a reason for the requester.
@@ -117,7 +121,7 @@ pub(crate) async fn reject(
         .proposals
         .reject(&caller, &ProposalId::new(id), &body.reason)
         .await?;
-    Ok(Json(ProposalView::from(proposal)))
+    Ok(Json(view(&api, &caller, proposal)))
 }
 
 /// Applies an `Approved` proposal: validation runs again and the baseline must still be the
@@ -146,5 +150,11 @@ pub(crate) async fn apply(
         .proposals
         .apply(&caller, &ProposalId::new(id))
         .await?;
-    Ok(Json(ProposalView::from(proposal)))
+    Ok(Json(view(&api, &caller, proposal)))
+}
+
+/// The view of `proposal` with the review actions `caller` may take on it now.
+fn view(api: &WeaverApi, caller: &AiCaller, proposal: AiProposal) -> ProposalView {
+    let allowed = api.parts().proposals.allowed_actions(caller, &proposal);
+    ProposalView::new(proposal, &allowed)
 }
