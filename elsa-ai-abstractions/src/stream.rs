@@ -134,6 +134,15 @@ pub trait AiOrchestrator: Send + Sync {
         conversation_id: &ConversationId,
         after_sequence: u64,
     ) -> Result<AiChatStream, AiError>;
+
+    /// Stops the turn running in a conversation the caller owns; the turn ends with
+    /// `conversation.failed`, code `cancelled`. 404 for a conversation the caller does not
+    /// own, 409 `no_turn_in_progress` when none runs.
+    async fn cancel(
+        &self,
+        caller: &AiCaller,
+        conversation_id: &ConversationId,
+    ) -> Result<(), AiError>;
 }
 
 #[cfg(test)]

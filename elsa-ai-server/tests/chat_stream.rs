@@ -7,7 +7,9 @@ use std::time::Duration;
 use elsa_ai_host::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::WeaverConfig;
-use elsa_ai_server::testing::{ALICE_KEY, SseEvent, SseStream, TestServer, two_tenants};
+use elsa_ai_server::testing::{
+    ALICE_KEY, BOB_KEY, GINA_KEY, SseEvent, SseStream, TestServer, two_tenants,
+};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -208,4 +210,57 @@ async fn shutdown_cancels_a_turn_still_running_after_the_grace_window() {
     let last = rest.last().unwrap();
     assert_eq!(last.event, "conversation.failed");
     assert_eq!(last.json()["data"]["error"]["code"], "host_shutdown");
+}
+
+#[tokio::test]
+async fn a_person_cancels_a_running_turn_and_only_the_owner_may() {
+    let script = Script::new()
+        .delta("working ")
+        .delay(Duration::from_secs(3600))
+        .reply("never");
+    let server = TestServer::start_with(Weaver::builder(two_tenants()).provider(Arc::new(
+        ScriptedProvider::turns([script, Script::new().reply("next turn")]),
+    )))
+    .await;
+    let mut stream = server.chat(ALICE_KEY, &json!({"message": "long"})).await;
+    let seen = stream.until(&["assistant.delta"]).await;
+    let conversation = seen[0].json()["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let cancel = format!("/ai/chat/{conversation}/cancel");
+
+    // Another actor of the tenant, and another tenant, see no such conversation.
+    for key in [BOB_KEY, GINA_KEY] {
+        let (status, body) = server.post(&cancel, key, &json!({})).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    }
+    let response = server
+        .request(Method::POST, &cancel, ALICE_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::ACCEPTED);
+    let rest = stream.collect().await;
+    let last = rest.last().unwrap().json();
+    assert_eq!(last["type"], "conversation.failed");
+    assert_eq!(last["data"]["code"], "cancelled");
+    assert_eq!(last["data"]["error"]["code"], "cancelled");
+
+    let (status, body) = server.post(&cancel, ALICE_KEY, &json!({})).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("no_turn_in_progress"))
+    );
+    // The conversation takes the next turn.
+    let next = server
+        .chat(
+            ALICE_KEY,
+            &json!({"message": "again", "conversationId": conversation}),
+        )
+        .await
+        .collect()
+        .await;
+    assert_eq!(next.last().unwrap().event, "conversation.completed");
+    server.shutdown().await.unwrap();
 }

@@ -569,6 +569,7 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
     let contract = [
         ("post", "/ai/chat"),
         ("get", "/ai/chat/{conversationId}/events"),
+        ("post", "/ai/chat/{conversationId}/cancel"),
         ("get", "/ai/tools"),
         ("get", "/ai/capabilities"),
         ("get", "/ai/proposals"),

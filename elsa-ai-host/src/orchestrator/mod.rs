@@ -13,6 +13,7 @@ mod sessions;
 mod span;
 mod turn;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,7 @@ use elsa_ai_abstractions::{
     AiStreamEventType, AiStreamJournal, AiToolQuery, AiToolRegistry, AuditAction, AuditOutcome,
     Clock, ConversationId, MessageRole,
 };
+use elsa_workflows::TenantId;
 use futures::future;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -131,6 +133,7 @@ impl ChatOrchestratorBuilder {
                 settings: self.settings,
                 draining: CancellationToken::new(),
                 shutdown: CancellationToken::new(),
+                stops: parking_lot::Mutex::default(),
                 tasks: TaskTracker::new(),
             }),
         }
@@ -158,6 +161,9 @@ pub(crate) struct Core {
     draining: CancellationToken,
     /// Cancelled at shutdown; every turn's token is a child of it.
     shutdown: CancellationToken,
+    /// The stop token of each running turn, by (tenant, conversation): what a person's
+    /// cancel request fires.
+    stops: parking_lot::Mutex<HashMap<(TenantId, ConversationId), CancellationToken>>,
     tasks: TaskTracker,
 }
 
@@ -524,8 +530,14 @@ impl AiOrchestrator for ChatOrchestrator {
             .await?;
         let events = channel.subscribe(started.sequence - 1, StreamEnd::AtTerminal);
 
+        let stop = CancellationToken::new();
+        core.stops.lock().insert(
+            (caller.tenant_id.clone(), conversation_id.clone()),
+            stop.clone(),
+        );
         let turn = Turn {
             cancellation: core.shutdown.child_token(),
+            stop,
             slot,
             conversation_id: conversation_id.clone(),
             caller,
@@ -560,6 +572,31 @@ impl AiOrchestrator for ChatOrchestrator {
             conversation_id: conversation_id.clone(),
             events,
         })
+    }
+
+    async fn cancel(
+        &self,
+        caller: &AiCaller,
+        conversation_id: &ConversationId,
+    ) -> Result<(), AiError> {
+        find_owned_conversation(self.core.conversations.as_ref(), caller, conversation_id).await?;
+        let stop = self
+            .core
+            .stops
+            .lock()
+            .get(&(caller.tenant_id.clone(), conversation_id.clone()))
+            .cloned();
+        match stop {
+            Some(stop) => {
+                stop.cancel();
+                Ok(())
+            }
+            None => Err(AiError::Conflict {
+                code: "no_turn_in_progress".into(),
+                message: format!("no turn is running in conversation '{conversation_id}'"),
+                current_state: None,
+            }),
+        }
     }
 }
 

@@ -25,6 +25,8 @@ use crate::stream::TurnSlot;
 pub(super) struct Turn {
     pub slot: TurnSlot,
     pub cancellation: CancellationToken,
+    /// Fired when a person cancels the turn.
+    pub stop: CancellationToken,
     pub conversation_id: ConversationId,
     pub caller: AiCaller,
     pub agent: AiAgentDefinition,
@@ -68,8 +70,13 @@ pub(super) async fn run(core: Arc<Core>, turn: Turn) {
                 "the turn failed unexpectedly",
             ))
         });
-    // Whatever the provider started stops with the turn.
+    // Whatever the provider started stops with the turn; from here on it cannot be
+    // cancelled (removed before the terminal event frees the conversation for the next
+    // turn, whose stop token would otherwise be removed instead).
     turn.cancellation.cancel();
+    core.stops
+        .lock()
+        .remove(&(turn.caller.tenant_id.clone(), turn.conversation_id.clone()));
     finish(&core, turn, &events, end, started, &span)
         .instrument(span.clone())
         .await;
@@ -109,6 +116,10 @@ async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
             () = turn.cancellation.cancelled() => break End::Cancelled(AiError::unavailable(
                 "host_shutdown",
                 "the host shut down while the turn was running",
+            )),
+            () = turn.stop.cancelled() => break End::Cancelled(AiError::unavailable(
+                "cancelled",
+                "the turn was cancelled at the user's request",
             )),
             next = provider_events.next() => match next {
                 None => break End::Failed(AiError::internal(
@@ -214,7 +225,7 @@ async fn finish(
         }
         Err(error) => {
             let error = core.redactor.redact_error(error);
-            let outcome = if error.code() == "client_gone" || error.code() == "host_shutdown" {
+            let outcome = if matches!(error.code(), "client_gone" | "host_shutdown" | "cancelled") {
                 "cancelled"
             } else {
                 "failed"

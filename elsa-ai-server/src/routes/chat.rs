@@ -3,7 +3,7 @@
 use std::convert::Infallible;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use elsa_ai_abstractions::{AiChatStream, AiStreamEvent, ConversationId};
@@ -131,4 +131,32 @@ fn sse_event(event: AiStreamEvent) -> Event {
             .to_string()
     });
     Event::default().event(name).id(id).data(data)
+}
+
+/// Stops the turn running in one of the caller's conversations. The turn ends with
+/// `conversation.failed`, code `cancelled`, on its stream.
+#[utoipa::path(
+    post,
+    path = "/ai/chat/{conversationId}/cancel",
+    tag = "chat",
+    params(
+        ("conversationId" = String, Path, description = "The conversation whose turn to stop."),
+    ),
+    responses(
+        (status = 202, description = "The turn is being stopped; its stream ends with `conversation.failed` (`cancelled`)."),
+        (status = 401, description = "No or invalid credentials.", body = ErrorBody),
+        (status = 404, description = "No such conversation of the caller's.", body = ErrorBody),
+        (status = 409, description = "No turn is running in the conversation (`no_turn_in_progress`).", body = ErrorBody),
+    )
+)]
+pub(crate) async fn cancel(
+    State(api): State<WeaverApi>,
+    Caller(caller): Caller,
+    ApiPath(conversation_id): ApiPath<String>,
+) -> Result<StatusCode, ApiError> {
+    api.parts()
+        .orchestrator
+        .cancel(&caller, &ConversationId::new(conversation_id))
+        .await?;
+    Ok(StatusCode::ACCEPTED)
 }

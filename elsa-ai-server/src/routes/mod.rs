@@ -77,6 +77,7 @@ fn routes() -> OpenApiRouter<WeaverApi> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(chat::chat))
         .routes(routes!(chat::resume))
+        .routes(routes!(chat::cancel))
         .routes(routes!(tools::list_tools))
         .routes(routes!(tools::capabilities))
         .routes(routes!(proposals::list_proposals))
