@@ -27,6 +27,16 @@ impl Permission {
     /// Administer the AI platform: tool enablement and the audit trail.
     pub const ADMIN_AI: Self = Self::from_static("admin:ai");
 
+    /// Every permission Weaver defines.
+    pub const ALL: [Self; 6] = [
+        Self::READ_WORKFLOWS,
+        Self::READ_WORKFLOW_INSTANCES,
+        Self::READ_ACTIVITIES,
+        Self::PROPOSE_WORKFLOWS,
+        Self::APPLY_WORKFLOWS,
+        Self::ADMIN_AI,
+    ];
+
     /// A permission from a static name.
     pub const fn from_static(name: &'static str) -> Self {
         Self(Cow::Borrowed(name))

@@ -833,14 +833,7 @@ fn identity(
 }
 
 fn all_permissions() -> Vec<Permission> {
-    vec![
-        Permission::READ_WORKFLOWS,
-        Permission::READ_WORKFLOW_INSTANCES,
-        Permission::READ_ACTIVITIES,
-        Permission::PROPOSE_WORKFLOWS,
-        Permission::APPLY_WORKFLOWS,
-        Permission::ADMIN_AI,
-    ]
+    Permission::ALL.to_vec()
 }
 
 fn invalid(message: String) -> StartupError {

@@ -222,14 +222,7 @@ fn permissions_of(name: &str) -> Vec<Permission> {
 /// and Weaver has one review permission (`apply:workflows`) for approving, rejecting and
 /// applying. Viewing tools and capabilities needs only a valid token.
 pub fn elsa_permission(name: &str) -> Option<&'static [Permission]> {
-    const ALL: &[Permission] = &[
-        Permission::READ_WORKFLOWS,
-        Permission::READ_WORKFLOW_INSTANCES,
-        Permission::READ_ACTIVITIES,
-        Permission::PROPOSE_WORKFLOWS,
-        Permission::APPLY_WORKFLOWS,
-        Permission::ADMIN_AI,
-    ];
+    const ALL: &[Permission] = &Permission::ALL;
     const CHAT: &[Permission] = &[
         Permission::READ_WORKFLOWS,
         Permission::READ_WORKFLOW_INSTANCES,
