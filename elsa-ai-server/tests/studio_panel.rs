@@ -328,3 +328,87 @@ async fn without_cors_origins_no_origin_is_allowed() {
     );
     server.shutdown().await.unwrap();
 }
+
+/// `value` is one of `allowed`, as System.Text.Json's string enum converter requires.
+fn assert_enum(value: &Value, allowed: &[&str]) {
+    let text = value
+        .as_str()
+        .unwrap_or_else(|| panic!("not a string: {value}"));
+    assert!(allowed.contains(&text), "{text} is none of {allowed:?}");
+}
+
+#[tokio::test]
+async fn studios_discovery_requests_deserialise_into_its_records() {
+    let mut config = two_tenants();
+    config.http.base_path = Some("/elsa/api".into());
+    let server = TestServer::start(config).await;
+
+    // The menu: the list names the feature and the single lookup answers.
+    let (status, features) = server.get("/elsa/api/features/installed", ALICE_KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        features["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["fullName"] == "Elsa.AI.Host.ShellFeatures.AIFeature")
+    );
+
+    // WeaverCapabilities(bool, bool, bool, string[], {name, displayName, description}[]).
+    let (status, capabilities) = server.get("/elsa/api/ai/capabilities", ALICE_KEY).await;
+    assert_eq!(status, StatusCode::OK);
+    for field in ["streaming", "conversationPersistence", "proposalReview"] {
+        assert!(capabilities[field].is_boolean(), "{field}");
+    }
+    assert!(
+        capabilities["supportedAttachmentKinds"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(Value::is_string)
+    );
+    for agent in capabilities["agents"].as_array().unwrap() {
+        for field in ["name", "displayName", "description"] {
+            assert!(agent[field].is_string(), "{field}");
+        }
+    }
+
+    // WeaverToolDefinition[], with and without Refit's `agent` query parameter.
+    for path in [
+        "/elsa/api/ai/tools",
+        "/elsa/api/ai/tools?agent=instance-diagnostics",
+    ] {
+        let (status, tools) = server.get(path, ALICE_KEY).await;
+        assert_eq!(status, StatusCode::OK, "{path}");
+        let tools = tools.as_array().expect("a top-level array");
+        assert!(!tools.is_empty(), "{path}");
+        for tool in tools {
+            for field in ["name", "displayName", "description"] {
+                assert!(tool[field].is_string(), "{field}");
+            }
+            assert!(tool["schema"].is_object());
+            assert_enum(
+                &tool["mutability"],
+                &["ReadOnly", "Proposal", "Administrative"],
+            );
+            assert_enum(&tool["dangerLevel"], &["Low", "Medium", "High", "Critical"]);
+            assert_enum(
+                &tool["tenantBehavior"],
+                &["TenantScoped", "HostScoped", "CrossTenantDenied"],
+            );
+            assert_enum(
+                &tool["auditBehavior"],
+                &["None", "RecordInvocation", "RecordInvocationAndResult"],
+            );
+            assert!(
+                tool["permissions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(Value::is_string)
+            );
+            assert!(tool["enabledByDefault"].is_boolean() && tool["isEnabled"].is_boolean());
+        }
+    }
+    server.shutdown().await.unwrap();
+}
