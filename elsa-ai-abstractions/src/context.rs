@@ -122,6 +122,26 @@ pub struct AiResolvedContext {
     pub truncated: bool,
 }
 
+impl AiResolvedContext {
+    /// The attachment as a model reads it: a `<context>` element naming kind, reference,
+    /// title and whether it was clamped, around the compact JSON, ending in a newline. Every
+    /// provider renders attachments this way, so a model sees the same prompt whichever
+    /// runtime carries it.
+    pub fn prompt_block(&self) -> String {
+        fn attribute(value: &str) -> String {
+            value.replace(['"', '\n', '\r'], " ")
+        }
+        format!(
+            "<context kind=\"{:?}\" reference=\"{}\" title=\"{}\" truncated=\"{}\">\n{}\n</context>\n",
+            self.kind,
+            attribute(&self.reference_id),
+            attribute(&self.title),
+            self.truncated,
+            self.content,
+        )
+    }
+}
+
 /// Resolves one attachment kind.
 #[async_trait]
 pub trait AiContextProvider: Send + Sync {

@@ -30,6 +30,7 @@ mod context;
 mod conversation;
 mod enablement;
 mod error;
+pub mod function_names;
 mod identity;
 mod ids;
 mod mcp;

@@ -20,8 +20,8 @@ use github_copilot_sdk::session_events::{
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::names::ToolNames;
 use crate::tools::ToolResults;
+use elsa_ai_abstractions::function_names::ToolNames;
 
 /// What one session event means for the turn.
 #[derive(Debug, Default, PartialEq)]

@@ -57,7 +57,6 @@
 mod config;
 mod events;
 mod logging;
-mod names;
 mod provider;
 mod runtime;
 mod session;

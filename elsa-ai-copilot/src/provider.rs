@@ -15,11 +15,11 @@ use tokio_stream::wrappers::UnboundedReceiverStream;
 
 use crate::config::{CopilotProviderConfig, Secret};
 use crate::logging::LogRedaction;
-use crate::names::ToolNames;
 use crate::runtime::{CliRuntime, sdk_error};
 use crate::session::{SessionSettings, session_name};
 use crate::tools::ToolPermissions;
 use crate::turn::{self, Reporter, TurnSetup};
+use elsa_ai_abstractions::function_names::ToolNames;
 
 /// An [`AiProvider`] that runs turns on GitHub Copilot: the official SDK drives one
 /// Copilot CLI process (started on first use, restarted if it died, stopped by

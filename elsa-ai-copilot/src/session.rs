@@ -157,23 +157,11 @@ pub(crate) fn turn_prompt(
         prompt.push_str("</conversation_history>\n\n");
     }
     for attachment in context {
-        let _ = writeln!(
-            prompt,
-            "<context kind=\"{:?}\" reference=\"{}\" title=\"{}\" truncated=\"{}\">\n{}\n</context>\n",
-            attachment.kind,
-            attribute(&attachment.reference_id),
-            attribute(&attachment.title),
-            attachment.truncated,
-            attachment.content,
-        );
+        prompt.push_str(&attachment.prompt_block());
+        prompt.push('\n');
     }
     prompt.push_str(message);
     prompt
-}
-
-/// A value safe inside a double-quoted attribute.
-fn attribute(value: &str) -> String {
-    value.replace(['"', '\n', '\r'], " ")
 }
 
 /// A session name the runtime accepts (at most 100 characters, no quotes or control

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::logging::LogRedaction;
-use crate::names::ToolNames;
+use elsa_ai_abstractions::function_names::ToolNames;
 
 /// How long the guard waits for the start event that names an unoffered call.
 const CALL_ID_WAIT: Duration = Duration::from_secs(5);

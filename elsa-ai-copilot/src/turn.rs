@@ -17,10 +17,10 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::events::{TurnEventMapper, turn_cancelled, unoffered_call};
 use crate::logging::LogRedaction;
-use crate::names::ToolNames;
 use crate::runtime::{runtime_lost, sdk_error};
 use crate::session::{SessionSettings, TurnTools, turn_prompt};
 use crate::tools::{ToolPermissions, ToolResults, UnofferedCalls, UnofferedToolGuard, sdk_tools};
+use elsa_ai_abstractions::function_names::ToolNames;
 
 /// How long an aborted turn may take to confirm before the session is disconnected anyway.
 const ABORT_GRACE: Duration = Duration::from_secs(10);

@@ -1,20 +1,21 @@
 //! Weaver tool names as OpenAI-style function names, and back.
 //!
 //! Weaver names are namespaced with dots (`workflow.getDefinition`) and may be 128 bytes
-//! long; the function names the Copilot CLI and the model APIs accept match
-//! `^[a-zA-Z0-9_-]{1,64}$`. Each turn builds one [`ToolNames`] table from the tools it may
-//! offer, so that mapping back is a lookup, never a guess.
+//! long; the function names model APIs (and the Copilot CLI) accept match
+//! `^[a-zA-Z0-9_-]{1,64}$`. A provider builds one [`ToolNames`] table per turn from the
+//! tools it may offer, so that mapping back is a lookup, never a guess. Every provider uses
+//! this one mapping, so a tool has the same function name whichever model calls it.
 
 use std::collections::HashMap;
 
-use elsa_ai_abstractions::AiError;
+use crate::AiError;
 
 /// The longest function name the model APIs accept.
-pub(crate) const MAX_WIRE_NAME_LEN: usize = 64;
+pub const MAX_WIRE_NAME_LEN: usize = 64;
 
 /// Why a turn's tools cannot be offered under distinct function names.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ToolNameError {
+pub enum ToolNameError {
     /// Two tools map to the same function name.
     #[error("tools '{first}' and '{second}' would both be offered as '{wire}'")]
     Collision {
@@ -36,7 +37,7 @@ impl From<ToolNameError> for AiError {
 /// The function name for a Weaver tool name: every character outside `[A-Za-z0-9_-]`
 /// becomes `_`; a result longer than 64 characters keeps its first 55 and appends `_` and
 /// eight hex digits of a hash of the whole name.
-pub(crate) fn wire_name(name: &str) -> String {
+pub fn wire_name(name: &str) -> String {
     let mapped: String = name
         .chars()
         .map(|c| {
@@ -73,7 +74,7 @@ fn fnv1a(bytes: &[u8]) -> u32 {
 /// agent's scope knows (so that a call the model makes to a tool it was not offered, for
 /// example one it remembers from an earlier turn, can still be named to the governor).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ToolNames {
+pub struct ToolNames {
     /// Function name → Weaver name, for the offered tools.
     to_weaver: HashMap<String, String>,
     /// Weaver names in the order given, with their function names.
@@ -85,7 +86,7 @@ pub(crate) struct ToolNames {
 impl ToolNames {
     /// The table for `names`, refusing two names that map to the same function name.
     /// A name given twice is one tool.
-    pub(crate) fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, ToolNameError> {
+    pub fn new<'a>(names: impl IntoIterator<Item = &'a str>) -> Result<Self, ToolNameError> {
         let mut table = Self::default();
         for name in names {
             let wire = wire_name(name);
@@ -109,7 +110,7 @@ impl ToolNames {
 
     /// Adds names that are known but not offered; a name whose function name is taken
     /// (offered, or known already) is left out, so that lookups stay unambiguous.
-    pub(crate) fn with_known<'a>(mut self, names: impl IntoIterator<Item = &'a str>) -> Self {
+    pub fn with_known<'a>(mut self, names: impl IntoIterator<Item = &'a str>) -> Self {
         let mut ambiguous = Vec::new();
         for name in names {
             let wire = wire_name(name);
@@ -131,18 +132,18 @@ impl ToolNames {
     }
 
     /// The Weaver name behind a function name, if it is one of this turn's tools.
-    pub(crate) fn weaver(&self, wire: &str) -> Option<&str> {
+    pub fn weaver(&self, wire: &str) -> Option<&str> {
         self.to_weaver.get(wire).map(String::as_str)
     }
 
     /// The Weaver name behind a function name, offered or only known.
-    pub(crate) fn resolve(&self, wire: &str) -> Option<&str> {
+    pub fn resolve(&self, wire: &str) -> Option<&str> {
         self.weaver(wire)
             .or_else(|| self.known.get(wire).map(String::as_str))
     }
 
     /// The function name of a Weaver tool of this turn.
-    pub(crate) fn wire(&self, weaver: &str) -> Option<&str> {
+    pub fn wire(&self, weaver: &str) -> Option<&str> {
         self.ordered
             .iter()
             .find(|(name, _)| name == weaver)
@@ -150,12 +151,12 @@ impl ToolNames {
     }
 
     /// Whether `wire` is one of this turn's function names.
-    pub(crate) fn contains_wire(&self, wire: &str) -> bool {
+    pub fn contains_wire(&self, wire: &str) -> bool {
         self.to_weaver.contains_key(wire)
     }
 
     /// The function names, in the order the tools were given.
-    pub(crate) fn wire_names(&self) -> impl Iterator<Item = &str> {
+    pub fn wire_names(&self) -> impl Iterator<Item = &str> {
         self.ordered.iter().map(|(_, wire)| wire.as_str())
     }
 }
@@ -163,7 +164,13 @@ impl ToolNames {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::is_valid_function_name;
+
+    fn is_valid_function_name(name: &str) -> bool {
+        (1..=MAX_WIRE_NAME_LEN).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    }
 
     #[test]
     fn dotted_names_map_reversibly() {
