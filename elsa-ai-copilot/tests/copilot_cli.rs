@@ -12,9 +12,7 @@ use elsa_ai_abstractions::{
     AiToolExecutionContext, AiToolServices, AiTurnRequest, AttachmentKind, AuditAction,
     AuditOutcome, ConversationId, CreateAiSessionRequest, MessageRole, Permission, ToolMutability,
 };
-use elsa_ai_copilot::testing::{
-    ModelReply, ScriptedModelServer, TraceLog, gone, pinned_cli, process_environment, running,
-};
+use elsa_ai_copilot::testing::{TraceLog, gone, pinned_cli, process_environment, running};
 use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
 use elsa_ai_host::testing::chat::{ChatHarness, REGISTERED_SECRET, caller_with, of_type, types};
 use elsa_ai_host::testing::governance::{
@@ -26,6 +24,7 @@ use elsa_workflows::{InMemoryWorkflowBackend, TenantId, VersionOptions, Workflow
 use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 /// The variable the provider reads the endpoint key from, and the key.
 const KEY_VARIABLE: &str = "WEAVER_TEST_MODEL_KEY";

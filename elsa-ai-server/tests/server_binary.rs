@@ -9,8 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use elsa_ai_copilot::testing::{
-    ModelReply, ScriptedModelServer, child_processes, pinned_cli, process_environment, running,
-    stopped_within,
+    child_processes, pinned_cli, process_environment, running, stopped_within,
 };
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{REFERENCE, WeaverConfig};
@@ -18,6 +17,7 @@ use elsa_ai_server::testing::TestServer;
 use elsa_workflows::{DefinitionQuery, TenantId, WorkflowDefinitionStore};
 use reqwest::StatusCode;
 use serde_json::json;
+use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 /// The configuration file of issue 7, verbatim.
 const ISSUE_CONFIG: &str = r#"listen = "127.0.0.1:8080"

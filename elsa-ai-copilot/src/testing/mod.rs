@@ -1,9 +1,7 @@
 //! Test helpers shared by this crate's suites and by other crates' tests (feature `testing`;
-//! never enabled in production builds): a scripted OpenAI-compatible model server, the
-//! location of the pinned Copilot CLI, what `/proc` says about the CLI process, and a
-//! capture of what is logged.
-
-mod model_server;
+//! never enabled in production builds): the location of the pinned Copilot CLI, what
+//! `/proc` says about the CLI process, and a capture of what is logged. The scripted model
+//! server the CLI talks to in tests is `weaver_testkit::model_server`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,8 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-
-pub use model_server::{ModelReply, RecordedRequest, ScriptedModelServer, is_valid_function_name};
 
 use crate::config::CLI_PATH_ENV;
 
