@@ -119,6 +119,14 @@ pub enum AiProviderEvent {
         /// The failure.
         error: AiToolError,
     },
+    /// Tokens one model request of the turn used, as the endpoint reported them; the host
+    /// sums every report of a turn.
+    Usage {
+        /// Prompt (input) tokens.
+        input_tokens: u64,
+        /// Completion (output) tokens.
+        output_tokens: u64,
+    },
     /// The turn failed; no further events follow.
     Failed {
         /// Why.

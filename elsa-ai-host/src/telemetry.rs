@@ -21,6 +21,41 @@ pub struct Metrics {
     pub tools: ToolCounters,
     /// Proposal transitions and refusals.
     pub proposals: ProposalCounters,
+    /// Model tokens used by turns (`gen_ai.client.token.usage`).
+    pub tokens: TokenCounters,
+}
+
+/// Model tokens the providers reported, summed over every turn.
+#[derive(Debug, Default)]
+pub struct TokenCounters {
+    input: AtomicU64,
+    output: AtomicU64,
+}
+
+/// The values of [`TokenCounters`] at one point in time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenUsage {
+    /// Prompt (input) tokens.
+    pub input_tokens: u64,
+    /// Completion (output) tokens.
+    pub output_tokens: u64,
+}
+
+impl TokenCounters {
+    /// The current values.
+    pub fn snapshot(&self) -> TokenUsage {
+        TokenUsage {
+            input_tokens: self.input.load(Ordering::Relaxed),
+            output_tokens: self.output.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn add(&self, usage: TokenUsage) {
+        self.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
+        self.output
+            .fetch_add(usage.output_tokens, Ordering::Relaxed);
+    }
 }
 
 impl Metrics {

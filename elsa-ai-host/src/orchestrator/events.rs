@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::stream::Channel;
+use crate::telemetry::TokenUsage;
 use crate::{ToolEvent, ToolEventSink};
 
 /// One turn's view of its conversation channel; the governor's [`ToolEventSink`].
@@ -44,6 +45,8 @@ struct Ledger {
     failure: Option<AiError>,
     /// Set when the turn ended: nothing more is published for it.
     closed: bool,
+    /// The tokens the provider reported, summed; `None` when it reported none.
+    usage: Option<TokenUsage>,
 }
 
 struct Call {
@@ -67,6 +70,8 @@ pub(crate) struct TurnOutput {
     pub reply: String,
     /// How many tool calls the turn made.
     pub tool_calls: usize,
+    /// The tokens the provider reported for the turn, if it reported any.
+    pub usage: Option<TokenUsage>,
 }
 
 impl TurnEvents {
@@ -191,6 +196,14 @@ impl TurnEvents {
                 )
                 .await;
             }
+            AiProviderEvent::Usage {
+                input_tokens,
+                output_tokens,
+            } => {
+                let usage = ledger.usage.get_or_insert_with(TokenUsage::default);
+                usage.input_tokens = usage.input_tokens.saturating_add(input_tokens);
+                usage.output_tokens = usage.output_tokens.saturating_add(output_tokens);
+            }
             // The turn loop handles the end of a turn itself.
             AiProviderEvent::Completed | AiProviderEvent::Failed { .. } => {}
         }
@@ -277,6 +290,7 @@ impl TurnEvents {
         TurnOutput {
             reply: ledger.messages.join("\n\n"),
             tool_calls: ledger.calls.len(),
+            usage: ledger.usage,
         }
     }
 }

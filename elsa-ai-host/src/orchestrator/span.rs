@@ -4,7 +4,8 @@ use tracing::Span;
 
 /// The span of one chat turn: `gen_ai.operation.name = "chat"`, the provider as
 /// `gen_ai.system` and `gen_ai.provider.name`, the conversation and the agent. How the turn
-/// ended is recorded on it as `weaver.turn.outcome` (and `error.type` on failure).
+/// ended is recorded on it as `weaver.turn.outcome` (and `error.type` on failure), and the
+/// tokens the provider reported as `gen_ai.usage.input_tokens` and `gen_ai.usage.output_tokens`.
 pub fn chat_span(provider: &str, model: Option<&str>, conversation_id: &str, agent: &str) -> Span {
     let otel_name = match model {
         Some(model) => format!("chat {model}"),
@@ -22,6 +23,8 @@ pub fn chat_span(provider: &str, model: Option<&str>, conversation_id: &str, age
         gen_ai.agent.name = %agent,
         weaver.turn.outcome = tracing::field::Empty,
         weaver.turn.tool_calls = tracing::field::Empty,
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
         error.type = tracing::field::Empty,
     )
 }

@@ -212,15 +212,22 @@ async fn finish(
         }
     };
     span.record("weaver.turn.tool_calls", output.tool_calls);
+    if let Some(usage) = output.usage {
+        core.governor.metrics().tokens.add(usage);
+        span.record("gen_ai.usage.input_tokens", usage.input_tokens);
+        span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+    }
     let conversation_id = turn.conversation_id.clone();
     let terminal = match end {
         Ok(()) => {
             span.record("weaver.turn.outcome", "completed");
+            let mut data =
+                json!({"conversationId": conversation_id, "toolCalls": output.tool_calls});
+            if let Some(usage) = output.usage {
+                data["usage"] = json!(usage);
+            }
             turn.slot
-                .finish(
-                    AiStreamEventType::ConversationCompleted,
-                    json!({"conversationId": conversation_id, "toolCalls": output.tool_calls}),
-                )
+                .finish(AiStreamEventType::ConversationCompleted, data)
                 .await
         }
         Err(error) => {
