@@ -229,6 +229,7 @@ mod governor;
 mod host_core;
 mod orchestrator;
 mod proposals;
+mod provider_router;
 mod redaction;
 mod registry;
 mod retention;
@@ -267,6 +268,7 @@ pub use proposals::{
     EXPIRY_ACTOR, InMemoryProposalStore, ProposalAction, ProposalService, ProposalServiceBuilder,
     ProposalSettings,
 };
+pub use provider_router::{ProviderRouter, ProviderRouterBuilder};
 pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};
 pub use registry::{
     MAX_TOOL_NAME_LEN, RegisteredTool, ToolPolicy, ToolRegistrationError, ToolRegistry,
@@ -279,6 +281,6 @@ pub use scripted::{
 };
 pub use stream::{ConversationEvents, InMemoryStreamJournal};
 pub use telemetry::{
-    Metrics, ProposalCounters, ProposalCountersSnapshot, ToolCounters, ToolCountersSnapshot,
-    tool_span,
+    Metrics, ProposalCounters, ProposalCountersSnapshot, TokenCounters, TokenUsage, ToolCounters,
+    ToolCountersSnapshot, tool_span,
 };

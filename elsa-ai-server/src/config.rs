@@ -57,6 +57,7 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   elsa_api_key_env = "ELSA_KEY"     Environment variable holding the Elsa API key, sent as
                                     "Authorization: ApiKey <key>"; never logged.
   elsa_tenant = "acme"              Elsa tenant id, sent as the X-Tenant-Id header.
+  provider = "hosted"               The [[providers]] entry serving this tenant.
 
   [[auth.api_keys]]                 Static API keys, sent as "Authorization: ApiKey <key>".
   key_env = "ACME_KEY"              Environment variable holding the key (or: key = "...",
@@ -89,6 +90,18 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   kind = "demo"                     demo: a scripted provider, no model (the default without
                                     [auth]; with [auth] it must be chosen here). It is
                                     labelled as such in /ai/capabilities and at start-up.
+  kind = "openai"                   An OpenAI-compatible endpoint (Ollama, vLLM, LM Studio,
+                                    OpenAI, Azure OpenAI), called directly, with:
+    base_url = "http://127.0.0.1:11434/v1"   the API's base URL, up to /v1
+    model = "llama3.1"                        the model (Azure: the deployment)
+    api_key_env = "OPENAI_API_KEY"   the key is read from this variable, never logged;
+                                    optional for local servers
+    api = "chat"                    chat (Chat Completions, default) | responses
+    max_tool_rounds = 8             model requests ending in tool calls per turn
+    request_timeout_s = 60          per model request, and per streamed chunk
+    api_version = "2024-10-21"      Azure: sent as ?api-version=, the key as api-key
+    headers = { "X-Team" = "a" }    sent with every request (values of names with key,
+                                    token, secret, authorization are secrets)
   kind = "copilot"                  GitHub Copilot through the Copilot CLI, with:
     cli_path = "node_modules/.bin/copilot"   default: COPILOT_CLI_PATH, then copilot on PATH
     model = "gpt-4.1"
@@ -97,6 +110,18 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
     api_key_env = "OPENAI_API_KEY"  the key is read from this variable, never logged
     wire_api = "completions"        completions | responses (openai, azure)
     github_token_env = "GH_TOKEN"   GitHub-hosted models without base_url
+
+  [[providers]]                     Several providers instead of [provider]: each entry has
+  name = "local"                    a name and the settings of [provider] (kind included).
+  kind = "openai"
+  base_url = "http://127.0.0.1:11434/v1"
+  model = "llama3.1"
+  default_provider = "local"        (top level) serves whoever no route below names; may be
+                                    left out when there is one entry.
+                                    A tenant's provider = "…" wins over its agent's.
+  [[agents]]                        per built-in agent:
+  name = "instance-diagnostics"
+  provider = "local"                that agent's provider, unless its tenant names one.
 
   [http]
   base_path = "/elsa/api"           Serve every route under this path (Elsa Studio's
@@ -138,6 +163,14 @@ pub struct WeaverConfig {
     /// The model provider; `None` when the file has no `[provider]` (then the demo provider
     /// serves, unless `[auth]` is configured: see [`WeaverConfig::chosen_provider`]).
     pub provider: Option<ProviderConfig>,
+    /// Several named providers (`[[providers]]`), instead of `[provider]`.
+    #[serde(default)]
+    pub providers: Vec<NamedProviderConfig>,
+    /// The `[[providers]]` entry serving whoever no tenant or agent route names.
+    pub default_provider: Option<String>,
+    /// Settings of the built-in agents (`[[agents]]`): which provider serves each.
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
     /// Sizes and durations.
     #[serde(default)]
     pub limits: LimitsConfig,
@@ -224,6 +257,68 @@ pub struct TenantConfig {
     /// The Elsa tenant id, sent as `X-Tenant-Id` (for an Elsa Server resolving its tenant
     /// from that header).
     pub elsa_tenant: Option<String>,
+    /// The `[[providers]]` entry that serves this tenant's conversations.
+    pub provider: Option<String>,
+}
+
+/// The providers a server runs, checked: every name unique and every route naming one.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProviderPlan {
+    /// The providers, by name.
+    pub providers: Vec<NamedProviderConfig>,
+    /// The name of the provider serving whoever no route names.
+    pub default: String,
+    /// Tenant id → provider name.
+    pub tenants: Vec<(String, String)>,
+    /// Agent name → provider name.
+    pub agents: Vec<(String, String)>,
+}
+
+/// `[[agents]]`: settings of one agent.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// The agent's name, such as `workflow-author`.
+    pub name: String,
+    /// The `[[providers]]` entry that serves this agent's conversations (unless the tenant
+    /// names one).
+    pub provider: Option<String>,
+}
+
+/// `[[providers]]`: a provider with a name, and the same settings as `[provider]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NamedProviderConfig {
+    /// The name tenants and agents use for it.
+    pub name: String,
+    /// The provider's settings.
+    pub config: ProviderConfig,
+}
+
+impl<'de> Deserialize<'de> for NamedProviderConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut table = toml::Table::deserialize(deserializer)?;
+        let name = match table.remove("name") {
+            Some(toml::Value::String(name)) => name,
+            Some(_) => return Err(serde::de::Error::custom("providers.name must be a string")),
+            None => {
+                return Err(serde::de::Error::custom(
+                    "every [[providers]] entry needs a name",
+                ));
+            }
+        };
+        let valid = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid {
+            return Err(serde::de::Error::custom(format!(
+                "the provider name '{name}' must be 1 to 64 letters, digits, '-', '_' or '.'"
+            )));
+        }
+        let config = ProviderConfig::from_table(table).map_err(serde::de::Error::custom)?;
+        Ok(Self { name, config })
+    }
 }
 
 impl std::fmt::Debug for StoreConfig {
@@ -246,6 +341,7 @@ impl std::fmt::Debug for TenantConfig {
             .field("elsa_api_path", &self.elsa_api_path)
             .field("elsa_api_key_env", &self.elsa_api_key_env)
             .field("elsa_tenant", &self.elsa_tenant)
+            .field("provider", &self.provider)
             .finish()
     }
 }
@@ -353,13 +449,15 @@ pub enum ProviderConfig {
     Demo,
     /// GitHub Copilot; the settings are the Copilot provider's own (`kind` included).
     Copilot(toml::Table),
+    /// An OpenAI-compatible endpoint; the settings are that provider's own (`kind` included).
+    OpenAi(toml::Table),
 }
 
 impl std::fmt::Debug for ProviderConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Demo => f.write_str("Demo"),
-            Self::Copilot(table) => {
+            Self::Copilot(table) | Self::OpenAi(table) => {
                 let mut settings = f.debug_map();
                 for (key, value) in table {
                     settings.entry(key, &SettingValue { key, value });
@@ -385,6 +483,8 @@ impl std::fmt::Debug for SettingValue<'_> {
             && !self.key.ends_with("_env");
         match self.value {
             _ if secret_looking => f.write_str("<redacted>"),
+            // Tables such as `headers` may hold credentials under any name: keys only.
+            toml::Value::Table(table) => f.debug_list().entries(table.keys()).finish(),
             toml::Value::String(text) => std::fmt::Debug::fmt(&redact_url(text), f),
             other => write!(f, "{other}"),
         }
@@ -407,6 +507,7 @@ impl ProviderConfig {
         match self {
             Self::Demo => "demo",
             Self::Copilot(_) => "copilot",
+            Self::OpenAi(_) => "openai",
         }
     }
 
@@ -431,8 +532,9 @@ impl ProviderConfig {
                 None => Ok(Self::Demo),
             },
             "copilot" => Ok(Self::Copilot(table)),
+            "openai" => Ok(Self::OpenAi(table)),
             other => Err(format!(
-                "provider kind '{other}' is not known; use \"demo\" or \"copilot\""
+                "provider kind '{other}' is not known; use \"demo\", \"openai\" or \"copilot\""
             )),
         }
     }
@@ -537,12 +639,94 @@ impl WeaverConfig {
             Some(provider) => Ok(provider.clone()),
             None if self.auth.is_configured() => Err(ConfigError::Invalid(
                 "[auth] is configured but [provider] is not: name the model provider \
-                 ([provider] kind = \"copilot\"), or set kind = \"demo\" to serve the scripted \
+                 ([provider] kind = \"openai\"), or set kind = \"demo\" to serve the scripted \
                  demo provider on purpose"
                     .to_owned(),
             )),
             None => Ok(ProviderConfig::Demo),
         }
+    }
+
+    /// The providers to serve and who uses which: the `[[providers]]` entries with their
+    /// default and the tenants' and agents' choices, or the one `[provider]` (see
+    /// [`chosen_provider`](Self::chosen_provider)) under the name of its kind.
+    pub fn provider_plan(&self) -> Result<ProviderPlan, ConfigError> {
+        let invalid = |message: String| Err(ConfigError::Invalid(message));
+        let tenants: Vec<(String, String)> = self
+            .tenants
+            .iter()
+            .filter_map(|t| Some((t.id.clone(), t.provider.clone()?)))
+            .collect();
+        let agents: Vec<(String, String)> = self
+            .agents
+            .iter()
+            .filter_map(|a| Some((a.name.clone(), a.provider.clone()?)))
+            .collect();
+        if self.providers.is_empty() {
+            if let Some(default) = &self.default_provider {
+                return invalid(format!(
+                    "default_provider = \"{default}\" names a [[providers]] entry, but there is none"
+                ));
+            }
+            if let Some((who, name)) = tenants.iter().chain(&agents).next() {
+                return invalid(format!(
+                    "'{who}' names the provider '{name}': routing by provider name needs \
+                     [[providers]] entries"
+                ));
+            }
+            let config = self.chosen_provider()?;
+            return Ok(ProviderPlan {
+                default: config.kind().to_owned(),
+                providers: vec![NamedProviderConfig {
+                    name: config.kind().to_owned(),
+                    config,
+                }],
+                tenants,
+                agents,
+            });
+        }
+        if self.provider.is_some() {
+            return invalid("use either [provider] or [[providers]], not both".to_owned());
+        }
+        let default = match (&self.default_provider, self.providers.as_slice()) {
+            (Some(default), _) => default.clone(),
+            (None, [only]) => only.name.clone(),
+            (None, _) => {
+                return invalid(
+                    "several [[providers]] are configured: name the one that serves everyone \
+                     else with default_provider = \"name\""
+                        .to_owned(),
+                );
+            }
+        };
+        let named = |name: &str| self.providers.iter().any(|p| p.name == name);
+        for (who, name) in std::iter::once((&"default_provider".to_owned(), &default))
+            .chain(tenants.iter().map(|(t, n)| (t, n)))
+            .chain(agents.iter().map(|(a, n)| (a, n)))
+        {
+            if !named(name) {
+                return invalid(format!(
+                    "'{who}' names the provider '{name}', which no [[providers]] entry has"
+                ));
+            }
+        }
+        for (index, provider) in self.providers.iter().enumerate() {
+            if self.providers[..index]
+                .iter()
+                .any(|p| p.name == provider.name)
+            {
+                return invalid(format!(
+                    "the provider name '{}' is given to two [[providers]] entries",
+                    provider.name
+                ));
+            }
+        }
+        Ok(ProviderPlan {
+            providers: self.providers.clone(),
+            default,
+            tenants,
+            agents,
+        })
     }
 
     /// Reads a file; relative paths in it are resolved against its folder.
@@ -579,11 +763,17 @@ impl WeaverConfig {
         {
             resolve(key);
         }
-        if let Some(ProviderConfig::Copilot(table)) = &mut self.provider
-            && let Some(toml::Value::String(cli)) = table.get_mut("cli_path")
-            && Path::new(cli.as_str()).is_relative()
-        {
-            *cli = base.join(cli.as_str()).to_string_lossy().into_owned();
+        let providers = self
+            .provider
+            .iter_mut()
+            .chain(self.providers.iter_mut().map(|named| &mut named.config));
+        for provider in providers {
+            if let ProviderConfig::Copilot(table) = provider
+                && let Some(toml::Value::String(cli)) = table.get_mut("cli_path")
+                && Path::new(cli.as_str()).is_relative()
+            {
+                *cli = base.join(cli.as_str()).to_string_lossy().into_owned();
+            }
         }
     }
 
@@ -841,11 +1031,103 @@ mod tests {
     fn unknown_keys_and_providers_are_refused_with_their_name() {
         let error = WeaverConfig::from_toml("lsiten = \"x\"").unwrap_err();
         assert!(error.contains("lsiten"), "{error}");
-        let error = WeaverConfig::from_toml("[provider]\nkind = \"openai\"").unwrap_err();
-        assert!(error.contains("openai"), "{error}");
+        let error = WeaverConfig::from_toml("[provider]\nkind = \"ollama\"").unwrap_err();
+        assert!(
+            error.contains("ollama") && error.contains("openai"),
+            "{error}"
+        );
         let error =
             WeaverConfig::from_toml("[provider]\nkind = \"demo\"\nmodel = \"x\"").unwrap_err();
         assert!(error.contains("provider.model"), "{error}");
+    }
+
+    const OPENAI: &str =
+        "kind = \"openai\"\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"m\"\n";
+
+    #[test]
+    fn one_provider_is_a_plan_of_one_named_after_its_kind() {
+        let config = WeaverConfig::from_toml(&format!("[provider]\n{OPENAI}")).unwrap();
+        let plan = config.provider_plan().unwrap();
+        assert_eq!(plan.default, "openai");
+        assert_eq!(plan.providers.len(), 1);
+        assert_eq!(plan.providers[0].config.kind(), "openai");
+        let demo = WeaverConfig::default().provider_plan().unwrap();
+        assert_eq!(
+            (demo.default.as_str(), &demo.providers[0].config),
+            ("demo", &ProviderConfig::Demo)
+        );
+    }
+
+    #[test]
+    fn several_providers_route_tenants_and_agents_by_name() {
+        let config = WeaverConfig::from_toml(&format!(
+            "default_provider = \"local\"\n\
+             [[providers]]\nname = \"local\"\n{OPENAI}\
+             [[providers]]\nname = \"hosted\"\n{OPENAI}api = \"responses\"\n\
+             [[tenants]]\nid = \"acme\"\nprovider = \"hosted\"\n\
+             [[agents]]\nname = \"instance-diagnostics\"\nprovider = \"local\"\n"
+        ))
+        .unwrap();
+        let plan = config.provider_plan().unwrap();
+        assert_eq!(plan.default, "local");
+        assert_eq!(plan.tenants, [("acme".to_owned(), "hosted".to_owned())]);
+        assert_eq!(
+            plan.agents,
+            [("instance-diagnostics".to_owned(), "local".to_owned())]
+        );
+        assert_eq!(plan.providers[1].name, "hosted");
+    }
+
+    #[test]
+    fn provider_plans_that_cannot_work_are_refused_with_what_to_fix() {
+        let one = format!("[[providers]]\nname = \"a\"\n{OPENAI}");
+        let cases = [
+            (format!("[provider]\n{OPENAI}{one}"), "either"),
+            (
+                format!("{one}[[providers]]\nname = \"b\"\n{OPENAI}"),
+                "default_provider",
+            ),
+            (format!("default_provider = \"zz\"\n{one}"), "zz"),
+            (
+                format!("{one}[[tenants]]\nid = \"t\"\nprovider = \"nope\"\n"),
+                "nope",
+            ),
+            (
+                format!("default_provider = \"a\"\n{one}[[providers]]\nname = \"a\"\n{OPENAI}"),
+                "two",
+            ),
+            (
+                "[[tenants]]\nid = \"t\"\nprovider = \"x\"\n".to_owned(),
+                "[[providers]]",
+            ),
+            ("default_provider = \"x\"\n".to_owned(), "none"),
+        ];
+        for (text, named) in cases {
+            let error = match WeaverConfig::from_toml(&text) {
+                Ok(config) => config.provider_plan().unwrap_err().to_string(),
+                Err(error) => error,
+            };
+            assert!(error.contains(named), "{text}\n=> {error}");
+        }
+        for bad in [
+            "[[providers]]\nkind = \"demo\"\n",
+            "[[providers]]\nname = \"a b\"\nkind = \"demo\"\n",
+        ] {
+            assert!(WeaverConfig::from_toml(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn debug_shows_no_provider_header_value() {
+        let config = WeaverConfig::from_toml(&format!(
+            "[provider]\n{OPENAI}headers = {{ \"X-Gateway\" = \"gw-secret-value-123\" }}\n"
+        ))
+        .unwrap();
+        let shown = format!("{config:?}");
+        assert!(
+            shown.contains("X-Gateway") && !shown.contains("gw-secret-value-123"),
+            "{shown}"
+        );
     }
 
     #[test]

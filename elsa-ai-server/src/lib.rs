@@ -70,6 +70,7 @@ mod extract;
 mod http_surface;
 pub mod identity;
 pub mod log_redaction;
+mod providers;
 mod requests;
 mod routes;
 mod schema;

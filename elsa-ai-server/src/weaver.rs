@@ -16,7 +16,6 @@ use elsa_ai_abstractions::{
     AiAuditLog, AiAuditSink, AiCaller, AiConversationStore, AiProposalStore, AiProvider,
     AiStreamJournal, AiToolEnablementStore, AiToolServices, Permission,
 };
-use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
 use elsa_ai_host::{
     AgentRegistry, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
     InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
@@ -34,14 +33,14 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{WeaverApi, WeaverApiParts};
 use crate::config::{
     ApiKeyConfig, ConfigError, DEFAULT_SQLITE_FILE, DEFAULT_TENANT, JwtAlgorithmConfig, JwtConfig,
-    ProviderConfig, StoreConfig, TenantConfig, WeaverConfig,
+    StoreConfig, TenantConfig, WeaverConfig,
 };
-use crate::demo::DemoProvider;
 use crate::http_surface::HttpSurface;
 use crate::identity::{
     ApiKey, ApiKeyIdentity, IdentityChain, IdentityConfigError, JwtClaimNames, JwtIdentity, JwtKey,
     JwtSettings,
 };
+use crate::providers::ServedProviders;
 use crate::views::{PersistenceView, ProviderView};
 
 // Linking the built-in tools registers them (`inventory`).
@@ -268,7 +267,7 @@ pub struct Weaver {
     conversations: Arc<dyn AiConversationStore>,
     tenants: Vec<TenantId>,
     store: StoreBackend,
-    copilot: Option<CopilotProvider>,
+    providers: ServedProviders,
     redactor: Arc<Redactor>,
     grace_window: Duration,
     retention: TimeDelta,
@@ -392,20 +391,23 @@ impl Weaver {
         let (identity, mut secrets, development_keys) =
             identity(&config, &tenants, env.as_ref(), &mut report)?;
         secrets.extend(backend_secrets);
-        let (provider, copilot) = match provider {
-            Some(provider) => (provider, None),
-            None => build_provider(&config.chosen_provider()?, env.as_ref())?,
+        let providers = match provider {
+            Some(provider) => ServedProviders {
+                provider,
+                copilots: Vec::new(),
+                secrets: Vec::new(),
+            },
+            None => ServedProviders::build(&config.provider_plan()?, env.as_ref())?,
         };
-        secrets.extend(copilot.iter().flat_map(CopilotProvider::secrets));
+        let provider = providers.provider.clone();
+        secrets.extend(providers.secrets.iter().cloned());
         let redactor = Arc::new(
             Redactor::builder()
                 .secrets(secrets)
                 .build()
                 .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?,
         );
-        if let Some(copilot) = &copilot {
-            copilot.redact_logs_with(redactor.clone());
-        }
+        providers.redact_logs_with(&redactor);
 
         let stores = Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?;
 
@@ -434,14 +436,18 @@ impl Weaver {
             catalog: workflows.clone(),
             proposals: Arc::new(proposals.clone()),
         };
+        let agents = AgentRegistry::builtin();
+        if let Some(unknown) = config.agents.iter().find(|a| agents.get(&a.name).is_none()) {
+            return Err(StartupError::Config(ConfigError::Invalid(format!(
+                "[[agents]] names '{}', which is not an agent of this server",
+                unknown.name
+            ))));
+        }
         let registry = Arc::new(
             ToolRegistry::builder()
                 .linked_tools()
                 .map_err(|e| StartupError::Tools(e.to_string()))?
-                .build(
-                    Arc::new(AgentRegistry::builtin()),
-                    stores.enablement.clone(),
-                ),
+                .build(Arc::new(agents), stores.enablement.clone()),
         );
         let mut governor = core.governor(registry.clone(), services.clone());
         if let Some(budget) = limits.result_budget_bytes {
@@ -497,7 +503,7 @@ impl Weaver {
             conversations: stores.conversations,
             tenants: tenants.into_iter().map(|(tenant, _)| tenant).collect(),
             store: stores.backend,
-            copilot,
+            providers,
             redactor: core.redactor().clone(),
             grace_window,
             retention: TimeDelta::days(retention_days),
@@ -649,10 +655,8 @@ impl Weaver {
             drain
         );
         self.background.cancel();
-        if let Some(copilot) = &self.copilot {
-            // No Copilot CLI outlives the server.
-            copilot.shutdown().await;
-        }
+        // No Copilot CLI outlives the server.
+        self.providers.shutdown().await;
         // Every audit record accepted during the drain is written before the store closes.
         self.store.close().await;
         served
@@ -939,25 +943,6 @@ fn jwt_identity(
         leeway_secs: jwt.leeway_secs.unwrap_or(60),
     };
     Ok((JwtIdentity::new(settings)?, secret))
-}
-
-/// The provider `[provider]` configures; a Copilot provider is also returned on its own so
-/// that shutdown can stop its CLI.
-fn build_provider(
-    config: &ProviderConfig,
-    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
-) -> Result<(Arc<dyn AiProvider>, Option<CopilotProvider>), StartupError> {
-    match config {
-        ProviderConfig::Demo => Ok((Arc::new(DemoProvider::new()), None)),
-        ProviderConfig::Copilot(table) => {
-            let settings: CopilotProviderConfig = toml::Value::Table(table.clone())
-                .try_into()
-                .map_err(|e| StartupError::Provider(format!("[provider] is not valid: {e}")))?;
-            let copilot = CopilotProvider::with_secrets(&settings, env)
-                .map_err(|e| StartupError::Provider(e.message().to_owned()))?;
-            Ok((Arc::new(copilot.clone()), Some(copilot)))
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,18 @@
-//! The `weaver` server with `[provider] kind = "copilot"`: a chat turn over HTTP runs through
-//! the real Copilot CLI (pinned in `tools/copilot-cli`, or `COPILOT_CLI_PATH`) against a
-//! scripted OpenAI-compatible model on 127.0.0.1, and the model's tool call reaches the
-//! built-in `workflow.getDefinition` through Weaver's governance. Without the CLI this test
-//! fails and says how to install it.
+//! The `weaver` server with each real provider against a scripted OpenAI-compatible model on
+//! 127.0.0.1: with `kind = "copilot"` a chat turn over HTTP runs through the real Copilot CLI
+//! (pinned in `tools/copilot-cli`, or `COPILOT_CLI_PATH`; without it the test fails and says
+//! how to install it), with `kind = "openai"` directly; either way the model's tool call
+//! reaches the built-in `workflow.getDefinition` through Weaver's governance. Several
+//! `[[providers]]` route conversations by tenant and agent.
 
-use elsa_ai_copilot::testing::{ModelReply, ScriptedModelServer, pinned_cli};
+use elsa_ai_copilot::testing::pinned_cli;
 use elsa_ai_host::{REDACTED, Redactor};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::WeaverConfig;
 use elsa_ai_server::testing::TestServer;
 use reqwest::StatusCode;
 use serde_json::json;
+use weaver_testkit::model_server::{ModelReply, Quirks, ScriptedModelServer};
 
 const DEV_KEY: &str = "copilot-turn-dev-key";
 const MODEL_KEY: &str = "sk-weaver-server-e2e-model-key-0123456789";
@@ -152,4 +154,187 @@ async fn the_configured_provider_keys_are_registered_with_the_redactor() {
             format!("the model answered with {REDACTED} in it")
         );
     }
+}
+
+/// A server over `config` (TOML) whose environment holds the model key and the dev key.
+async fn openai_server(config: &str) -> TestServer {
+    let config = WeaverConfig::from_toml(&format!("{config}\n[store]\nmemory = true\n")).unwrap();
+    TestServer::start_with(Weaver::builder(config).env(|name| match name {
+        "OPENAI_API_KEY" => Some(MODEL_KEY.to_owned()),
+        "WEAVER_DEV_KEY" => Some(DEV_KEY.to_owned()),
+        _ => None,
+    }))
+    .await
+}
+
+fn openai_section(header: &str, model: &ScriptedModelServer, api: &str) -> String {
+    format!(
+        "{header}\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
+         api_key_env = \"OPENAI_API_KEY\"\napi = \"{api}\"\n",
+        model.base_url()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_turn_runs_through_an_openai_compatible_endpoint_with_no_runtime_beside_weaver() {
+    for api in ["chat", "responses"] {
+        let model = ScriptedModelServer::start_with(
+            [
+                ModelReply::ToolCall {
+                    name: "workflow_getDefinition".into(),
+                    arguments: json!({"definitionId": "sample-order-approval"}),
+                },
+                ModelReply::QuoteToolResult {
+                    prefix: "The workflow reads: ".into(),
+                },
+            ],
+            Quirks {
+                required_key: Some(MODEL_KEY.into()),
+                ..Quirks::default()
+            },
+        )
+        .await
+        .unwrap();
+        let server = openai_server(&openai_section("[provider]", &model, api)).await;
+
+        let (status, capabilities) = server.get("/ai/capabilities", DEV_KEY).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(
+            capabilities["provider"]["name"], "openai",
+            "{capabilities:#}"
+        );
+        assert_eq!(capabilities["provider"]["model"], "scripted-model");
+
+        let events = server
+            .chat(
+                DEV_KEY,
+                &json!({"message": "What does sample-order-approval do?"}),
+            )
+            .await
+            .collect()
+            .await;
+        let names: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+        assert_eq!(
+            names.last(),
+            Some(&"conversation.completed"),
+            "{api}: {events:#?}"
+        );
+        for expected in [
+            "tool.started",
+            "tool.completed",
+            "assistant.delta",
+            "assistant.completed",
+        ] {
+            assert!(
+                names.contains(&expected),
+                "{api}: {expected} missing: {names:?}"
+            );
+        }
+        let completed = events.last().unwrap().json();
+        assert!(
+            completed["data"]["usage"]["inputTokens"].as_u64() > Some(0),
+            "{completed:#}"
+        );
+        let results = model.model_requests()[1].tool_messages();
+        assert!(
+            results.iter().any(|r| r.contains("sample-order-approval")),
+            "{results:?}"
+        );
+
+        let (_, audit) = server.get("/ai/audit", DEV_KEY).await;
+        let records = audit["items"].as_array().unwrap();
+        assert!(
+            records.iter().any(|r| r["action"] == "tool.invoked"
+                && r["toolName"] == "workflow.getDefinition"
+                && r["outcome"] == "Success"),
+            "{audit:#}"
+        );
+        assert!(!format!("{events:?}{audit}{capabilities}").contains(MODEL_KEY));
+        server.shutdown().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_openai_endpoint_that_cannot_be_used_is_an_http_error_before_the_stream() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let unreachable = openai_server(&format!(
+        "[provider]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\n"
+    ))
+    .await;
+    let (status, body) = unreachable
+        .post("/ai/chat", DEV_KEY, &json!({"message": "Hello?"}))
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body:#}");
+    assert_eq!(body["code"], "provider_unavailable");
+    unreachable.shutdown().await.unwrap();
+
+    let model = ScriptedModelServer::start_with(
+        [],
+        Quirks {
+            required_key: Some("the-key-the-endpoint-expects".into()),
+            ..Quirks::default()
+        },
+    )
+    .await
+    .unwrap();
+    let refused = openai_server(&openai_section("[provider]", &model, "chat")).await;
+    let (status, body) = refused
+        .post("/ai/chat", DEV_KEY, &json!({"message": "Hello?"}))
+        .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body:#}");
+    assert_eq!(body["code"], "model_auth_failed");
+    assert!(!body.to_string().contains(MODEL_KEY));
+    refused.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_providers_serve_the_agents_they_are_configured_for() {
+    let local = ScriptedModelServer::start([ModelReply::Text("From the local model.".into())])
+        .await
+        .unwrap();
+    let hosted = ScriptedModelServer::start([ModelReply::Text("From the hosted model.".into())])
+        .await
+        .unwrap();
+    let config = format!(
+        "default_provider = \"local\"\n{}name = \"local\"\n{}name = \"hosted\"\n\
+         [[agents]]\nname = \"instance-diagnostics\"\nprovider = \"hosted\"\n",
+        openai_section("[[providers]]", &local, "chat"),
+        openai_section("[[providers]]", &hosted, "responses"),
+    );
+    let server = openai_server(&config).await;
+    let reply = |events: &[elsa_ai_server::testing::SseEvent]| {
+        events
+            .iter()
+            .find(|e| e.event == "assistant.completed")
+            .map(|e| {
+                e.json()["data"]["text"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned()
+            })
+    };
+    let author = server
+        .chat(DEV_KEY, &json!({"message": "Hello?"}))
+        .await
+        .collect()
+        .await;
+    assert_eq!(reply(&author).as_deref(), Some("From the local model."));
+    let explainer = server
+        .chat(
+            DEV_KEY,
+            &json!({"message": "Hello?", "agent": "instance-diagnostics"}),
+        )
+        .await
+        .collect()
+        .await;
+    assert_eq!(reply(&explainer).as_deref(), Some("From the hosted model."));
+    assert_eq!(
+        (local.model_requests().len(), hosted.model_requests().len()),
+        (1, 1)
+    );
+    server.shutdown().await.unwrap();
 }

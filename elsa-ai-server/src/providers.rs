@@ -1,0 +1,109 @@
+//! The model providers a server runs, built from `[provider]` or `[[providers]]`: one
+//! provider as it is, several behind the host's `ProviderRouter`.
+
+use std::sync::Arc;
+
+use elsa_ai_abstractions::AiProvider;
+use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
+use elsa_ai_host::{ProviderRouter, Redactor};
+use elsa_ai_openai::{OpenAiProvider, OpenAiProviderConfig};
+
+use crate::config::{ProviderConfig, ProviderPlan};
+use crate::demo::DemoProvider;
+use crate::weaver::StartupError;
+
+/// The providers, and what the server must do with them beside serving turns.
+pub(crate) struct ServedProviders {
+    /// What the orchestrator calls.
+    pub provider: Arc<dyn AiProvider>,
+    /// Copilot providers, whose CLI stops with the server and logs through its redactor.
+    pub copilots: Vec<CopilotProvider>,
+    /// The secrets the providers were configured with, for the redactor.
+    pub secrets: Vec<String>,
+}
+
+impl ServedProviders {
+    /// Builds every provider of `plan`, reading their secrets through `env`.
+    pub(crate) fn build(
+        plan: &ProviderPlan,
+        env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    ) -> Result<Self, StartupError> {
+        let mut served = Self {
+            provider: Arc::new(DemoProvider::new()),
+            copilots: Vec::new(),
+            secrets: Vec::new(),
+        };
+        let mut built = Vec::with_capacity(plan.providers.len());
+        for named in &plan.providers {
+            let provider = served.one(&named.name, &named.config, env)?;
+            built.push((named.name.clone(), provider));
+        }
+        if let [(_, only)] = built.as_slice() {
+            served.provider = only.clone();
+            return Ok(served);
+        }
+        let mut router = ProviderRouter::builder();
+        for (name, provider) in built {
+            router = router.provider(name, provider);
+        }
+        for (tenant, name) in &plan.tenants {
+            router = router.tenant(tenant.as_str(), name.as_str());
+        }
+        for (agent, name) in &plan.agents {
+            router = router.agent(agent.as_str(), name.as_str());
+        }
+        let router = router
+            .build(plan.default.as_str())
+            .map_err(|e| StartupError::Provider(e.message().to_owned()))?;
+        served.provider = Arc::new(router);
+        Ok(served)
+    }
+
+    fn one(
+        &mut self,
+        name: &str,
+        config: &ProviderConfig,
+        env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
+    ) -> Result<Arc<dyn AiProvider>, StartupError> {
+        let invalid = |e: &dyn std::fmt::Display| {
+            StartupError::Provider(format!("provider '{name}' is not valid: {e}"))
+        };
+        Ok(match config {
+            ProviderConfig::Demo => Arc::new(DemoProvider::new()),
+            ProviderConfig::Copilot(table) => {
+                let settings: CopilotProviderConfig = toml::Value::Table(table.clone())
+                    .try_into()
+                    .map_err(|e| invalid(&e))?;
+                let copilot = CopilotProvider::with_secrets(&settings, env)
+                    .map_err(|e| invalid(&e.message()))?;
+                self.secrets.extend(copilot.secrets());
+                self.copilots.push(copilot.clone());
+                Arc::new(copilot)
+            }
+            ProviderConfig::OpenAi(table) => {
+                let settings: OpenAiProviderConfig = toml::Value::Table(table.clone())
+                    .try_into()
+                    .map_err(|e| invalid(&e))?;
+                let openai = OpenAiProvider::with_secrets(&settings, env)
+                    .map_err(|e| invalid(&e.message()))?
+                    .named(name);
+                self.secrets.extend(openai.secrets());
+                Arc::new(openai)
+            }
+        })
+    }
+
+    /// Hands the redactor to the providers that log what their runtime says.
+    pub(crate) fn redact_logs_with(&self, redactor: &Arc<Redactor>) {
+        for copilot in &self.copilots {
+            copilot.redact_logs_with(redactor.clone());
+        }
+    }
+
+    /// Stops what runs beside the server (Copilot CLIs).
+    pub(crate) async fn shutdown(&self) {
+        for copilot in &self.copilots {
+            copilot.shutdown().await;
+        }
+    }
+}
