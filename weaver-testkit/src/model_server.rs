@@ -11,7 +11,6 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -714,9 +713,9 @@ fn sse(state: &Arc<ServerState>, frames: Vec<Frame>) -> Response {
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
-/// The frames as body chunks, one per chunk with a short pause between them (so that a
-/// client sees them arrive apart, as from a model), ending at a [`Frame::Break`] with an
-/// error or when the server stops.
+/// The frames as body chunks, one per chunk (a client may read several in one go, as from a
+/// real server), ending at a [`Frame::Break`] with an error, at a [`Frame::Stall`] only when
+/// the server stops.
 fn async_stream(
     frames: Vec<Frame>,
     keep_alive: bool,
@@ -729,7 +728,6 @@ fn async_stream(
             if stopped.is_cancelled() {
                 return None;
             }
-            tokio::time::sleep(Duration::from_micros(200)).await;
             let bytes = match frames.next()? {
                 Frame::Data(name, data) => {
                     let mut text = String::new();

@@ -2,6 +2,8 @@
 //! server over a real socket, through the host's orchestrator and governor: both APIs, the
 //! quirks of real servers, every error class, the tool round limit and cancellation.
 
+mod boundary;
+
 use std::sync::Arc;
 use std::time::Duration;
 
