@@ -19,6 +19,9 @@
 //!    against the version it read (`baselineVersion`) and a rationale quoting the request,
 //!    then reports the proposal id and status. Proposal tools are off until an administrator
 //!    enables them; a refusal is reported like any other tool error.
+//! 4. **…and the message also contains "log"**: the patch also adds an `Elsa.WriteLine`
+//!    activity `weaver-demo-log` to the root flowchart, connected after the flowchart's last
+//!    activity, so that the proposal changes the graph (what a reviewer's diff draws).
 //!
 //! Every tool call goes through the invoker the host hands the provider, so the governance
 //! pipeline (permissions, enablement, redaction, audit) runs exactly as for a model.
@@ -112,7 +115,9 @@ fn script_for(turn: &AiTurnRequest) -> Script {
         );
     };
     let definition_id = definition.reference_id.clone();
-    let propose = turn.message.to_lowercase().contains("propose");
+    let lowered = turn.message.to_lowercase();
+    let propose = lowered.contains("propose");
+    let add_log = lowered.contains("log");
     let request_text = turn.message.clone();
     let script = Script::new()
         .tool_call(GET_DEFINITION, json!({"definitionId": definition_id}))
@@ -124,7 +129,7 @@ fn script_for(turn: &AiTurnRequest) -> Script {
         .computed(move |turn| match turn.result_of(GET_DEFINITION) {
             Some(read) if read.is_success() => ScriptStep::tool_call(
                 PROPOSE_UPDATE,
-                proposal_arguments(&read.content, &definition_id, &request_text),
+                proposal_arguments(&read.content, &definition_id, &request_text, add_log),
             ),
             // Nothing to propose against: the summary already said why.
             _ => ScriptStep::Sequence(Vec::new()),
@@ -191,22 +196,61 @@ fn summary(turn: &TurnSoFar) -> String {
 }
 
 /// The `workflow.proposeUpdate` arguments: the documented description change.
-fn proposal_arguments(read: &Value, definition_id: &str, request: &str) -> Value {
+fn proposal_arguments(read: &Value, definition_id: &str, request: &str, add_log: bool) -> Value {
     let name = read
         .get("name")
         .and_then(Value::as_str)
         .unwrap_or(definition_id);
     let version = read.get("version").and_then(Value::as_i64).unwrap_or(1);
     let request: String = request.chars().take(200).collect();
+    let mut operations = vec![json!({
+        "op": "setDescription",
+        "description": format!("{name}: described by the Weaver demo provider."),
+    })];
+    if add_log {
+        operations.extend(log_operations(read));
+    }
     json!({
         "definitionId": definition_id,
         "baselineVersion": version,
-        "operations": [{
-            "op": "setDescription",
-            "description": format!("{name}: described by the Weaver demo provider."),
-        }],
+        "operations": operations,
         "rationale": format!("The demo provider proposes a clearer description, as asked: \"{request}\""),
     })
+}
+
+/// Adds `weaver-demo-log` to the root flowchart, after its last activity: nothing when the
+/// root is not a flowchart.
+fn log_operations(read: &Value) -> Vec<Value> {
+    let Some(root) = read
+        .get("root")
+        .filter(|root| root.get("type").and_then(Value::as_str) == Some("Elsa.Flowchart"))
+        .and_then(|root| root.get("id"))
+        .and_then(Value::as_str)
+    else {
+        return Vec::new();
+    };
+    let last = read
+        .pointer("/activities/items")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|a| a.get("parent").and_then(Value::as_str) == Some(root))
+        .filter(|a| a.get("heldBy").is_none())
+        .filter_map(|a| a.get("id").and_then(Value::as_str))
+        .next_back();
+    let mut operations = vec![json!({
+        "op": "addActivity",
+        "activity": {
+            "id": "weaver-demo-log",
+            "type": "Elsa.WriteLine",
+            "name": "Log",
+            "inputs": {"text": {"value": "Logged by the Weaver demo provider."}},
+        },
+    })];
+    if let Some(last) = last {
+        operations.push(json!({"op": "connect", "source": last, "target": "weaver-demo-log"}));
+    }
+    operations
 }
 
 /// What the demo says about the proposal tool's result.
@@ -257,9 +301,12 @@ mod tests {
                 GET_DEFINITION => AiToolResult::success(json!({
                     "definitionId": "orders", "name": "Orders", "version": 3,
                     "isPublished": true, "activityCount": 4,
+                    "root": {"id": "f", "type": "Elsa.Flowchart"},
                     "activities": {"total": 4, "items": [
-                        {"type": "Elsa.Flowchart"}, {"type": "Elsa.HttpEndpoint"},
-                        {"type": "Elsa.WriteLine"}, {"type": "Elsa.WriteLine"}]},
+                        {"id": "f", "type": "Elsa.Flowchart"},
+                        {"id": "h", "type": "Elsa.HttpEndpoint", "parent": "f"},
+                        {"id": "w1", "type": "Elsa.WriteLine", "parent": "f"},
+                        {"id": "w2", "type": "Elsa.WriteLine", "parent": "f"}]},
                     "connections": {"total": 2, "items": []}
                 })),
                 _ => AiToolResult::success(json!({"proposalId": "p-1", "status": "Validated"})),
@@ -350,6 +397,26 @@ mod tests {
             json!([{"op": "setDescription", "description": "Orders: described by the Weaver demo provider."}])
         );
         assert!(text.contains("proposal p-1 (status Validated)"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn asked_to_propose_a_log_it_also_adds_a_connected_activity() {
+        let (_, calls) = play("Propose a log line too", true).await;
+        let operations = calls[1].arguments["operations"].as_array().unwrap().clone();
+        let ops: Vec<&str> = operations
+            .iter()
+            .map(|o| o["op"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            ops,
+            ["setDescription", "addActivity", "connect"],
+            "{operations:#?}"
+        );
+        assert_eq!(operations[1]["activity"]["type"], "Elsa.WriteLine");
+        assert_eq!(
+            (&operations[2]["source"], &operations[2]["target"]),
+            (&json!("w2"), &json!("weaver-demo-log"))
+        );
     }
 
     #[test]
