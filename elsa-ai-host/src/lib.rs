@@ -247,9 +247,10 @@ pub use agents::{
 pub use audit::{AuditTrail, InMemoryAuditLog};
 pub use clamp::{Clamped, ResultClamp, json_size};
 pub use context::{
-    ActivitySelectionContext, ContextRequest, ContextResolver, ContextResolverBuilder,
-    DiagnosticsScopeContext, ResolvedContext, TenantContext, TimeRangeContext,
-    WorkflowDefinitionContext, WorkflowInstanceContext, builtin_context_providers,
+    ActivitySelectionContext, AttachmentCandidate, AttachmentSearch, ContextRequest,
+    ContextResolver, ContextResolverBuilder, DiagnosticsScopeContext, ResolvedContext,
+    TenantContext, TimeRangeContext, WorkflowDefinitionContext, WorkflowInstanceContext,
+    builtin_context_providers,
 };
 pub use conversation::{InMemoryConversationStore, find_owned_conversation};
 pub use enablement::{

@@ -4,7 +4,9 @@
 use std::sync::Arc;
 
 use elsa_ai_abstractions::{AiConversationStore, AiOrchestrator, AttachmentKind};
-use elsa_ai_host::{AuditTrail, ProposalService, ToolEnablementService, ToolRegistry};
+use elsa_ai_host::{
+    AttachmentSearch, AuditTrail, ProposalService, ToolEnablementService, ToolRegistry,
+};
 
 use crate::identity::IdentityExtractor;
 use crate::views::{PersistenceView, ProviderView};
@@ -23,6 +25,8 @@ pub struct WeaverApiParts {
     pub proposals: ProposalService,
     /// The audit trail, read with `admin:ai`.
     pub audit: AuditTrail,
+    /// Finds definitions and instances to attach.
+    pub attachment_search: AttachmentSearch,
     /// Who is calling.
     pub identity: Arc<dyn IdentityExtractor>,
     /// What `/ai/capabilities` reports about the provider.

@@ -53,10 +53,13 @@ impl HttpSurface {
         Ok(Self { base_path, cors })
     }
 
-    /// The API's routes over `api`, under the base path, with CORS when origins are set.
+    /// The API's routes over `api` and the console, under the base path, with CORS when
+    /// origins are set.
     pub(crate) fn router(&self, api: WeaverApi) -> Router {
+        // The console sits beside the API, under the same prefix, and calls it from there.
+        let served = crate::router(api.clone()).merge(crate::console::router());
         let router = match &self.base_path {
-            None => crate::router(api),
+            None => served,
             Some(base) => {
                 // Studio posts its chat to `new Uri(Backend:Url, "ai/chat")`: one level up.
                 let parent = base.rsplit_once('/').map_or("", |(parent, _)| parent);
@@ -66,7 +69,7 @@ impl HttpSurface {
                 } else {
                     Router::new().nest(parent, chat)
                 };
-                Router::new().nest(base, crate::router(api)).merge(chat)
+                Router::new().nest(base, served).merge(chat)
             }
         };
         match &self.cors {

@@ -64,6 +64,7 @@
 
 mod api;
 pub mod config;
+pub mod console;
 pub mod demo;
 mod error;
 mod extract;

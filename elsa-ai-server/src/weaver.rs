@@ -17,7 +17,7 @@ use elsa_ai_abstractions::{
     AiStreamJournal, AiToolEnablementStore, AiToolServices, Permission,
 };
 use elsa_ai_host::{
-    AgentRegistry, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
+    AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
     InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
     InMemoryToolEnablementStore, OrchestratorSettings, ProposalService, Redactor, RedactorBuilder,
     RetentionSweeper, ToolRegistry, builtin_context_providers,
@@ -486,6 +486,10 @@ impl Weaver {
             conversations: stores.conversations.clone(),
             proposals: proposals.clone(),
             audit: AuditTrail::new(stores.audit_log.clone()),
+            attachment_search: AttachmentSearch::new(
+                services.definitions.clone(),
+                services.instances.clone(),
+            ),
             identity: Arc::new(identity),
             provider: provider_view,
             persistence: stores.view.clone(),

@@ -11,6 +11,7 @@
 //! turn's other opening records, in one group commit instead of one per attachment.
 
 mod providers;
+mod search;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -29,6 +30,7 @@ pub use providers::{
     ActivitySelectionContext, DiagnosticsScopeContext, TenantContext, TimeRangeContext,
     WorkflowDefinitionContext, WorkflowInstanceContext,
 };
+pub use search::{AttachmentCandidate, AttachmentSearch};
 
 /// The providers of every attachment kind of SPEC §2, over the host's Elsa stores.
 pub fn builtin_context_providers(

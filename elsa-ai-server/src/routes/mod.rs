@@ -2,6 +2,7 @@
 //! the document lists exactly the routes that exist).
 
 mod admin;
+mod attachments;
 mod chat;
 mod conversations;
 mod features;
@@ -78,6 +79,7 @@ fn routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(chat::chat))
         .routes(routes!(chat::resume))
         .routes(routes!(chat::cancel))
+        .routes(routes!(attachments::search_attachments))
         .routes(routes!(tools::list_tools))
         .routes(routes!(tools::capabilities))
         .routes(routes!(proposals::list_proposals))

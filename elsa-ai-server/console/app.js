@@ -1,0 +1,614 @@
+// The Weaver console: chat, review inbox and audit over Weaver's own API, from the same
+// origin. Every value from the server is put into the page as text, never as markup.
+
+const root = location.pathname.replace(/console\/.*$/, "");
+const KEY = "weaver.console.credential";
+const TERMINAL = new Set(["conversation.completed", "conversation.failed"]);
+
+const state = {
+  credential: sessionStorage.getItem(KEY),
+  me: null,
+  capabilities: null,
+  conversationId: null,
+  lastSequence: 0,
+  attachments: [],
+  cards: new Map(),
+  texts: new Map(),
+  turnOpen: false,
+};
+
+const $ = (id) => document.getElementById(id);
+
+/** An element with attributes (`on*` are listeners, `dataset` a map) and children. */
+function h(tag, attrs = {}, ...children) {
+  const node = tag === "svg" || attrs.svg ? document.createElementNS("http://www.w3.org/2000/svg", tag) : document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (name === "svg" || value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else if (name === "dataset") Object.assign(node.dataset, value);
+    else if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  return fill(node, children, false);
+}
+
+/** Puts `children` (nested lists, text, nodes; nothing for null, undefined, false or "")
+ * into `node`, replacing what it held when `replace`. */
+function fill(node, children, replace = true) {
+  const flat = [children].flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false && c !== "");
+  const nodes = flat.map((c) => (c instanceof Node ? c : document.createTextNode(String(c))));
+  if (replace) node.replaceChildren(...nodes);
+  else node.append(...nodes);
+  return node;
+}
+
+const svg = (tag, attrs = {}, ...children) => h(tag, { ...attrs, svg: true }, ...children);
+
+function authorization() {
+  const credential = state.credential || "";
+  // JWTs are three dot-separated parts; anything else is an API key.
+  return credential.split(".").length === 3 ? `Bearer ${credential}` : `ApiKey ${credential}`;
+}
+
+/** A request to the API; JSON in and out, errors thrown with the server's message. */
+async function call(method, path, body, extra = {}) {
+  const headers = { Authorization: authorization(), ...extra };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(root + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (extra.Accept === "text/event-stream" && response.ok) return response;
+  const text = await response.text();
+  let json = null;
+  try { json = text ? JSON.parse(text) : null; } catch { json = null; }
+  if (!response.ok) {
+    const error = new Error(json?.message || `${response.status} ${response.statusText}`);
+    error.status = response.status;
+    error.code = json?.code;
+    throw error;
+  }
+  return json;
+}
+
+const can = (permission) => !!state.me?.permissions?.includes(permission);
+
+// ---------------------------------------------------------------- sign-in and navigation
+
+async function signIn(credential) {
+  state.credential = credential;
+  try {
+    state.me = await call("GET", "ai/me");
+  } catch (error) {
+    state.credential = null;
+    sessionStorage.removeItem(KEY);
+    throw error;
+  }
+  sessionStorage.setItem(KEY, credential);
+  state.capabilities = await call("GET", "ai/capabilities");
+  $("who").textContent = `${state.me.actor} · ${state.me.tenant}`;
+  $("nav").hidden = false;
+  $("nav-audit").hidden = !can("admin:ai");
+  fillAgents();
+  show("chat");
+  loadConversations();
+}
+
+function show(view) {
+  for (const section of document.querySelectorAll(".view")) section.hidden = section.id !== `view-${view}`;
+  for (const button of document.querySelectorAll("#nav button")) {
+    if (button.dataset.view === view) button.setAttribute("aria-current", "page");
+    else button.removeAttribute("aria-current");
+  }
+  if (view === "inbox") loadInbox();
+  if (view === "audit") loadAudit();
+}
+
+function fillAgents() {
+  const select = $("agent");
+  select.replaceChildren(
+    ...state.capabilities.agents.map((agent) =>
+      h("option", { value: agent.name, selected: agent.default, text: agent.displayName || agent.name })),
+  );
+}
+
+// ---------------------------------------------------------------- attachments
+
+let searchTimer = null;
+
+async function searchAttachments() {
+  const kind = $("attach-kind").value;
+  const q = $("attachment-search").value;
+  const list = $("attachment-options");
+  try {
+    const found = await call("GET", `ai/attachments/search?kind=${encodeURIComponent(kind)}&q=${encodeURIComponent(q)}&limit=20`);
+    list.replaceChildren(...found.items.map((item) =>
+      h("li", {}, h("button", {
+        type: "button",
+        "data-testid": "attachment-option",
+        dataset: { reference: item.referenceId },
+        onclick: () => attach(item),
+      }, item.title, " ", h("small", { text: `${item.referenceId} · ${item.detail}` })))));
+    if (!found.items.length) list.replaceChildren(h("li", { class: "hint", text: "Nothing matches." }));
+  } catch (error) {
+    list.replaceChildren(h("li", { class: "error", text: error.message }));
+  }
+}
+
+function attach(item) {
+  if (!state.attachments.some((a) => a.kind === item.kind && a.referenceId === item.referenceId)) {
+    state.attachments.push({ kind: item.kind, referenceId: item.referenceId, title: item.title });
+  }
+  renderAttachments();
+  $("attach-panel").hidden = true;
+  $("attach").setAttribute("aria-expanded", "false");
+  $("message").focus();
+}
+
+function renderAttachments() {
+  $("attached").replaceChildren(...state.attachments.map((a, index) =>
+    h("li", {}, a.title, " ", h("small", { text: a.kind }), h("button", {
+      type: "button",
+      "aria-label": `Remove ${a.title}`,
+      onclick: () => { state.attachments.splice(index, 1); renderAttachments(); },
+    }, "×"))));
+}
+
+// ---------------------------------------------------------------- chat
+
+function transcriptItem(node) {
+  $("transcript").append(h("li", {}, node));
+  node.scrollIntoView({ block: "nearest" });
+  return node;
+}
+
+function resetTranscript() {
+  $("transcript").replaceChildren();
+  state.cards.clear();
+  state.texts.clear();
+  state.lastSequence = 0;
+}
+
+function setTurnOpen(open) {
+  state.turnOpen = open;
+  $("send").disabled = open;
+  $("cancel").disabled = !open;
+  $("chat-status").textContent = open ? "Weaver is working…" : "";
+}
+
+async function send(event) {
+  event.preventDefault();
+  const message = $("message").value.trim();
+  if (!message || state.turnOpen) return;
+  const body = {
+    conversationId: state.conversationId,
+    message,
+    agent: state.conversationId ? null : $("agent").value,
+    attachments: state.attachments.map(({ kind, referenceId }) => ({ kind, referenceId })),
+  };
+  transcriptItem(h("div", { class: "msg user", text: message }));
+  $("message").value = "";
+  setTurnOpen(true);
+  let response;
+  try {
+    response = await call("POST", "ai/chat", body, { Accept: "text/event-stream" });
+  } catch (error) {
+    transcriptItem(h("div", { class: "msg failed", role: "alert", text: error.message }));
+    setTurnOpen(false);
+    return;
+  }
+  state.conversationId = response.headers.get("x-conversation-id") || state.conversationId;
+  state.attachments = [];
+  renderAttachments();
+  await follow(response);
+}
+
+/** Reads a turn's stream to its end; a stream that breaks off is resumed after the last
+ * event seen (Last-Event-ID), and events seen already are skipped. */
+async function follow(response) {
+  let ended = false;
+  for (let attempt = 0; attempt < 8 && !ended; attempt++) {
+    try {
+      ended = await readEvents(response);
+    } catch {
+      ended = false;
+    }
+    if (ended || !state.conversationId) break;
+    $("chat-status").textContent = "Reconnecting…";
+    await new Promise((resolve) => setTimeout(resolve, Math.min(250 * 2 ** attempt, 4000)));
+    try {
+      response = await call("GET", `ai/chat/${encodeURIComponent(state.conversationId)}/events`, undefined, {
+        Accept: "text/event-stream",
+        "Last-Event-ID": String(state.lastSequence),
+      });
+    } catch (error) {
+      transcriptItem(h("div", { class: "msg failed", role: "alert", text: error.message }));
+      break;
+    }
+  }
+  setTurnOpen(false);
+  loadConversations();
+}
+
+/** Reads Server-Sent Events; true when the turn's terminal event arrived. */
+async function readEvents(response) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let ended = false;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const event = parseEvent(block);
+      if (!event) continue;
+      if (event.sequence <= state.lastSequence) continue;
+      state.lastSequence = event.sequence;
+      handle(event);
+      if (TERMINAL.has(event.type)) ended = true;
+    }
+  }
+  return ended;
+}
+
+function parseEvent(block) {
+  let id = null;
+  const data = [];
+  for (const line of block.split("\n")) {
+    if (line.startsWith(":")) continue;
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    const value = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+    if (field === "id") id = value;
+    else if (field === "data") data.push(value);
+  }
+  if (!data.length) return null;
+  try {
+    const json = JSON.parse(data.join("\n"));
+    return { type: json.type, sequence: Number(json.sequence ?? id), data: json.data || {} };
+  } catch {
+    return null;
+  }
+}
+
+function handle(event) {
+  const data = event.data;
+  switch (event.type) {
+    case "assistant.delta":
+      assistantText(data.messageId).textContent += data.content ?? data.text ?? "";
+      break;
+    case "assistant.completed":
+      assistantText(data.messageId).textContent = data.content ?? data.text ?? "";
+      break;
+    case "tool.started":
+    case "tool.progress":
+    case "tool.completed":
+    case "tool.failed":
+      toolCard(event.type, data);
+      break;
+    case "proposal.created":
+    case "proposal.updated":
+      proposalCard(data);
+      break;
+    case "conversation.failed":
+      transcriptItem(h("div", { class: "msg failed", role: "alert", dataset: { code: data.code } },
+        data.content || data.error?.message || "The turn failed.", " ", h("small", { text: `(${data.code})` })));
+      break;
+    default:
+      break;
+  }
+}
+
+function assistantText(messageId = "message") {
+  let node = state.texts.get(messageId);
+  if (!node) {
+    node = transcriptItem(h("div", { class: "msg assistant", "data-testid": "assistant-text" }));
+    state.texts.set(messageId, node);
+  }
+  return node;
+}
+
+function toolCard(type, data) {
+  const id = data.toolCallId || data.callId;
+  let card = state.cards.get(id);
+  if (!card) {
+    card = {
+      started: performance.now(),
+      node: transcriptItem(h("div", { class: "card tool", "data-testid": "tool-card", dataset: { tool: data.toolName } })),
+    };
+    state.cards.set(id, card);
+  }
+  if (data.arguments !== undefined) card.arguments = data.arguments;
+  const status = type === "tool.completed" ? "completed" : type === "tool.failed" ? "failed" : "running";
+  const seconds = status === "running" ? null : ((performance.now() - card.started) / 1000).toFixed(2);
+  card.node.className = `card tool ${status}`;
+  fill(card.node, [
+    h("strong", { text: data.toolName || "tool" }), " ",
+    h("span", { class: "status", "data-status": status, text: status }),
+    seconds ? ` · ${data.durationMs !== undefined ? (data.durationMs / 1000).toFixed(2) : seconds} s` : "",
+    data.summary && status !== "running" ? h("div", { class: "hint", text: data.summary }) : null,
+    card.arguments !== undefined ? h("details", {}, h("summary", { text: "Arguments (redacted)" }), h("pre", { text: JSON.stringify(card.arguments, null, 2) })) : null,
+  ]);
+}
+
+function proposalCard(data) {
+  const id = data.proposalId;
+  let node = state.cards.get(`proposal:${id}`)?.node;
+  if (!node) {
+    node = transcriptItem(h("div", { class: "card proposal", "data-testid": "proposal-card", dataset: { proposal: id } }));
+    state.cards.set(`proposal:${id}`, { node });
+  }
+  fill(node, [
+    h("strong", { text: `Proposal for ${data.workflowDefinitionId || "a workflow"}` }), " ",
+    h("span", { class: "status", text: data.status }),
+    data.summary ? h("div", { class: "hint", text: data.summary }) : null,
+    h("button", { type: "button", onclick: () => { show("inbox"); openProposal(id); } }, "Review"),
+  ]);
+}
+
+async function cancelTurn() {
+  if (!state.conversationId) return;
+  try {
+    await call("POST", `ai/chat/${encodeURIComponent(state.conversationId)}/cancel`);
+  } catch (error) {
+    $("chat-status").textContent = error.message;
+  }
+}
+
+async function loadConversations() {
+  try {
+    const page = await call("GET", "ai/conversations?limit=30");
+    $("conversations").replaceChildren(...page.items.map((c) =>
+      h("li", {}, h("button", { type: "button", onclick: () => openConversation(c.id), "aria-current": c.id === state.conversationId ? "true" : null },
+        c.title || c.id))));
+  } catch {
+    // The list is a convenience; chatting works without it.
+  }
+}
+
+async function openConversation(id) {
+  const conversation = await call("GET", `ai/conversations/${encodeURIComponent(id)}`);
+  resetTranscript();
+  state.conversationId = id;
+  for (const message of conversation.messages) {
+    transcriptItem(h("div", { class: `msg ${message.role === "User" ? "user" : "assistant"}`, text: message.content }));
+  }
+  const agent = $("agent");
+  agent.value = conversation.agent;
+  loadConversations();
+}
+
+function newConversation() {
+  resetTranscript();
+  state.conversationId = null;
+  state.attachments = [];
+  renderAttachments();
+  loadConversations();
+}
+
+// ---------------------------------------------------------------- review
+
+async function loadInbox() {
+  const status = $("inbox-status").value;
+  const body = $("inbox").tBodies[0];
+  try {
+    const page = await call("GET", `ai/proposals?limit=100${status ? `&status=${status}` : ""}`);
+    body.replaceChildren(...page.items.map((p) => h("tr", {
+      "data-testid": "proposal-row",
+      dataset: { id: p.id },
+      tabindex: 0,
+      onclick: () => openProposal(p.id),
+      onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openProposal(p.id); } },
+    },
+    h("td", { text: p.definitionId }),
+    h("td", { text: p.kind }),
+    h("td", {}, h("span", { class: "status", "data-testid": "proposal-status", text: p.status })),
+    h("td", { text: p.createdBy }),
+    h("td", { text: new Date(p.createdAt).toLocaleString() }))));
+    if (!page.items.length) body.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "hint", text: "No proposals." })));
+  } catch (error) {
+    body.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "error", text: error.message })));
+  }
+}
+
+async function openProposal(id) {
+  const panel = $("proposal");
+  panel.hidden = false;
+  let p;
+  try {
+    p = await call("GET", `ai/proposals/${encodeURIComponent(id)}`);
+  } catch (error) {
+    panel.replaceChildren(h("p", { class: "error", text: error.message }));
+    return;
+  }
+  const allowed = new Set(p.allowedActions || []);
+  const diff = p.graphDiff || {};
+  const actions = h("div", { class: "actions" });
+  const act = async (action, body) => {
+    try {
+      await call("POST", `ai/proposals/${encodeURIComponent(id)}/${action}`, body);
+      await openProposal(id);
+      loadInbox();
+    } catch (error) {
+      actions.append(h("p", { class: "error", role: "alert", text: error.message }));
+    }
+  };
+  if (allowed.has("approve")) actions.append(h("button", { type: "button", class: "primary", "data-testid": "approve", onclick: () => act("approve", {}) }, "Approve"));
+  if (allowed.has("reject")) {
+    const reason = h("input", { id: "reject-reason", "data-testid": "reject-reason", placeholder: "Why?", "aria-label": "Reason for rejecting" });
+    actions.append(reason, h("button", {
+      type: "button", "data-testid": "reject",
+      onclick: () => reason.value.trim() ? act("reject", { reason: reason.value.trim() }) : reason.focus(),
+    }, "Reject"));
+  }
+  if (allowed.has("apply")) actions.append(h("button", { type: "button", class: "primary", "data-testid": "apply", onclick: () => act("apply", {}) }, "Apply"));
+  if (!actions.children.length) actions.append(h("p", { class: "hint", text: "You may not act on this proposal now." }));
+
+  fill(panel, [
+    h("h3", {}, `Proposal ${p.id} · `, h("span", { class: "status", "data-testid": "proposal-status", text: p.status })),
+    h("p", { text: `${p.kind} of ${p.definitionId}, requested by ${p.createdBy}` + (p.appliedVersion ? `, applied as version ${p.appliedVersion.version}` : "") }),
+    h("h3", { text: "Rationale" }), h("p", { text: p.rationale || "—" }),
+    p.warnings?.length ? [h("h3", { text: "Warnings" }), h("ul", {}, p.warnings.map((w) => h("li", { text: w })))] : null,
+    p.diagnostics?.length ? [h("h3", { text: "Diagnostics" }), h("ul", {}, p.diagnostics.map((d) => h("li", { text: `${d.severity || ""} ${d.code || ""}: ${d.message || ""}` })))] : null,
+    diff.header?.length ? [h("h3", { text: "Workflow changes" }), h("ul", {}, diff.header.map((c) => h("li", { text: `${c.field}: ${c.before ?? "—"} → ${c.after ?? "—"}` })))] : null,
+    h("h3", { text: "Graph" }),
+    diffGraph(p.definition, diff),
+    inputsTable(diff),
+    h("h3", { text: "Review" }),
+    actions,
+  ]);
+}
+
+/** The workflow graph of the proposed version, with removed activities and connections
+ * drawn back in: added, removed, changed and unchanged each in a colour and a shape (a
+ * marker letter and a line style), so the picture reads without colour too. */
+function diffGraph(definition, diff) {
+  const flowchart = definition?.root || {};
+  const nodes = new Map();
+  const status = new Map();
+  for (const a of diff.activitiesAdded || []) if (a.id) status.set(a.id, "added");
+  for (const a of diff.activitiesChanged || []) if (a.id) status.set(a.id, "changed");
+  for (const a of flowchart.activities || []) {
+    nodes.set(a.id, { id: a.id, type: a.type, label: a.name || a.id, status: status.get(a.id) || "same", position: a.metadata?.designer?.position });
+  }
+  for (const a of diff.activitiesRemoved || []) {
+    if (a.id && !nodes.has(a.id)) nodes.set(a.id, { id: a.id, type: a.typeName, label: a.name || a.id, status: "removed" });
+  }
+  const key = (c) => `${c.source.activity}:${c.source.port}>${c.target.activity}:${c.target.port}`;
+  const added = new Set((diff.connectionsAdded || []).map(key));
+  const edges = [];
+  for (const c of flowchart.connections || []) {
+    const source = typeof c.source === "string" ? { activity: c.source, port: c.sourcePort || "Done" } : { activity: c.source?.activity, port: c.source?.port || "Done" };
+    const target = typeof c.target === "string" ? { activity: c.target, port: c.targetPort || "In" } : { activity: c.target?.activity, port: c.target?.port || "In" };
+    edges.push({ source, target, status: added.has(key({ source, target })) ? "added" : "same" });
+  }
+  for (const c of diff.connectionsRemoved || []) edges.push({ source: c.source, target: c.target, status: "removed" });
+
+  // Layered layout: each activity one column right of the furthest activity leading to it.
+  const layer = new Map([...nodes.keys()].map((id) => [id, 0]));
+  for (let pass = 0; pass < nodes.size; pass++) {
+    let moved = false;
+    for (const e of edges) {
+      const from = layer.get(e.source.activity), to = layer.get(e.target.activity);
+      if (from !== undefined && to !== undefined && to <= from && from < nodes.size) { layer.set(e.target.activity, from + 1); moved = true; }
+    }
+    if (!moved) break;
+  }
+  const columns = new Map();
+  for (const [id, column] of layer) {
+    if (!columns.has(column)) columns.set(column, []);
+    columns.get(column).push(id);
+  }
+  const W = 170, H = 54, GX = 60, GY = 24, PAD = 16;
+  const place = new Map();
+  for (const [column, ids] of columns) ids.forEach((id, row) => place.set(id, { x: PAD + column * (W + GX), y: PAD + row * (H + GY) }));
+  const width = PAD * 2 + Math.max(1, columns.size) * (W + GX) - GX;
+  const height = PAD * 2 + Math.max(1, ...[...columns.values()].map((ids) => ids.length)) * (H + GY) - GY;
+  const marker = { added: "+", removed: "−", changed: "~", same: "" };
+  const dash = { added: "", removed: "6 4", changed: "", same: "" };
+
+  const picture = svg("svg", {
+    class: "graph", "data-testid": "diff-graph", role: "img", viewBox: `0 0 ${width} ${height}`,
+    "aria-label": `Workflow graph: ${[...nodes.values()].filter((n) => n.status !== "same").map((n) => `${n.label} ${n.status}`).join(", ") || "no activity changed"}`,
+  },
+  svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" }, svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#6e7781" }))),
+  edges.map((e) => {
+    const a = place.get(e.source.activity), b = place.get(e.target.activity);
+    if (!a || !b) return null;
+    return svg("line", {
+      x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2, class: e.status, stroke: "currentColor",
+      "stroke-width": e.status === "same" ? 1.5 : 2.5, "stroke-dasharray": dash[e.status] || null, "marker-end": "url(#arrow)",
+      "data-status": e.status,
+    }, svg("title", { text: `${e.source.activity}:${e.source.port} → ${e.target.activity} (${e.status})` }));
+  }),
+  [...nodes.values()].map((n) => {
+    const at = place.get(n.id);
+    return svg("g", { class: n.status, "data-status": n.status, "data-activity": n.id },
+      svg("rect", { x: at.x, y: at.y, width: W, height: H, rx: 6, fill: "#fff", stroke: "currentColor", "stroke-width": n.status === "same" ? 1 : 2.5, "stroke-dasharray": dash[n.status] || null }),
+      svg("text", { x: at.x + 8, y: at.y + 20, fill: "currentColor", "font-size": 13, "font-weight": 600, text: `${marker[n.status]} ${n.label}`.trim().slice(0, 24) }),
+      svg("text", { x: at.x + 8, y: at.y + 40, fill: "#5b6475", "font-size": 11, text: (n.type || "").replace(/^Elsa\./, "").slice(0, 26) }),
+      svg("title", { text: `${n.label} (${n.type}): ${n.status}` }));
+  }));
+  const legend = h("p", { class: "legend" },
+    h("span", { class: "added", text: "+ added" }), h("span", { class: "removed", text: "− removed (dashed)" }),
+    h("span", { class: "changed", text: "~ changed" }), h("span", { class: "same", text: "unchanged" }));
+  return h("div", {}, legend, picture);
+}
+
+function inputsTable(diff) {
+  const rows = [];
+  for (const change of diff.activitiesChanged || []) {
+    for (const input of change.inputs || []) {
+      rows.push(h("tr", {},
+        h("td", { text: `${change.id || change.path} · ${input.name}` }),
+        h("td", {}, h("pre", { text: input.before === undefined || input.before === null ? "—" : JSON.stringify(input.before, null, 2) })),
+        h("td", {}, h("pre", { text: input.after === undefined || input.after === null ? "—" : JSON.stringify(input.after, null, 2) }))));
+    }
+  }
+  if (!rows.length) return null;
+  return [h("h3", { text: "Changed inputs" }), h("table", { class: "grid" },
+    h("thead", {}, h("tr", {}, h("th", { scope: "col", text: "Input" }), h("th", { scope: "col", text: "Before" }), h("th", { scope: "col", text: "After" }))),
+    h("tbody", {}, rows))];
+}
+
+// ---------------------------------------------------------------- audit
+
+async function loadAudit(event) {
+  event?.preventDefault();
+  const params = new URLSearchParams({ limit: "200" });
+  const add = (name, value) => { if (value) params.set(name, value); };
+  add("actor", $("audit-actor").value.trim());
+  add("outcome", $("audit-outcome").value);
+  add("conversationId", $("audit-conversation").value.trim());
+  add("from", $("audit-from").value && new Date($("audit-from").value).toISOString());
+  add("to", $("audit-to").value && new Date($("audit-to").value).toISOString());
+  const body = $("audit").tBodies[0];
+  try {
+    const page = await call("GET", `ai/audit?${params}`);
+    body.replaceChildren(...page.items.map((r) => h("tr", { "data-testid": "audit-row", dataset: { action: r.action } },
+      h("td", { text: new Date(r.timestamp).toLocaleString() }),
+      h("td", { text: r.actorId }),
+      h("td", { text: r.action + (r.toolName ? ` (${r.toolName})` : "") }),
+      h("td", { text: r.outcome }),
+      h("td", { text: r.summary }))));
+  } catch (error) {
+    body.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "error", text: error.message })));
+  }
+}
+
+// ---------------------------------------------------------------- wiring
+
+function wire() {
+  $("signin-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    $("signin-error").textContent = "";
+    try {
+      await signIn($("api-key").value.trim());
+      $("api-key").value = "";
+    } catch (error) {
+      $("signin-error").textContent = error.status === 401 ? "The key or token was not accepted." : error.message;
+    }
+  });
+  for (const button of document.querySelectorAll("#nav button")) button.addEventListener("click", () => show(button.dataset.view));
+  $("attach").addEventListener("click", () => {
+    const panel = $("attach-panel");
+    panel.hidden = !panel.hidden;
+    $("attach").setAttribute("aria-expanded", String(!panel.hidden));
+    if (!panel.hidden) { $("attachment-search").focus(); searchAttachments(); }
+  });
+  $("attachment-search").addEventListener("input", () => { clearTimeout(searchTimer); searchTimer = setTimeout(searchAttachments, 200); });
+  $("attach-kind").addEventListener("change", searchAttachments);
+  $("chat-form").addEventListener("submit", send);
+  $("message").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) $("chat-form").requestSubmit();
+  });
+  $("cancel").addEventListener("click", cancelTurn);
+  $("new-conversation").addEventListener("click", newConversation);
+  $("inbox-status").addEventListener("change", loadInbox);
+  $("inbox-refresh").addEventListener("click", loadInbox);
+  $("audit-form").addEventListener("submit", loadAudit);
+  if (state.credential) signIn(state.credential).catch(() => show("signin"));
+}
+
+wire();

@@ -1,0 +1,498 @@
+//! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
+//! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
+//! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
+//! offered no review buttons, a stream cut mid-turn that resumes without duplicates, and the
+//! console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
+//! test fails and says so. Screenshots land in `target/tmp/console-screenshots/`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use elsa_ai_server::config::WeaverConfig;
+use elsa_ai_server::testing::TestServer;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const ADMIN: &str = "console-admin-key-0123456789";
+const READER: &str = "console-reader-key-0123456789";
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const DEFINITION: &str = "sample-order-approval";
+
+fn config() -> WeaverConfig {
+    WeaverConfig::from_toml(&format!(
+        "[store]\nmemory = true\n[provider]\nkind = \"demo\"\n\
+         [[auth.api_keys]]\nkey = \"{ADMIN}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"read:workflow-instances\", \"read:activities\", \
+         \"propose:workflows\", \"apply:workflows\", \"admin:ai\"]\n\
+         [[auth.api_keys]]\nkey = \"{READER}\"\nactor = \"rita\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"read:workflow-instances\", \"propose:workflows\"]\n"
+    ))
+    .expect("a valid configuration")
+}
+
+/// chromedriver on a free port, killed with the test.
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Driver {
+    fn start() -> Self {
+        for path in [CHROMIUM, CHROMEDRIVER] {
+            assert!(
+                std::path::Path::new(path).exists(),
+                "{path} is missing: install Debian's chromium and chromium-driver \
+                 (apt-get install chromium chromium-driver), as .ci/run does"
+            );
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("chromedriver starts");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "chromedriver did not listen");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Self {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    async fn browser(&self, width: u32, height: u32) -> Client {
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": CHROMIUM,
+                "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                         format!("--window-size={width},{height}"), "--no-first-run"],
+            }),
+        );
+        ClientBuilder::new(HttpConnector::new())
+            .capabilities(capabilities)
+            .connect(&self.url)
+            .await
+            .expect("a Chromium session")
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn testid(id: &str) -> String {
+    format!("[data-testid=\"{id}\"]")
+}
+
+/// Polls `probe` (a JavaScript expression) until it is truthy, failing after 20 s.
+async fn until(browser: &Client, what: &str, probe: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let value = browser
+            .execute(&format!("return ({probe});"), Vec::new())
+            .await
+            .expect("the probe runs");
+        if !(value.is_null() || value == false || value == 0 || value == "") {
+            return value;
+        }
+        if Instant::now() > deadline {
+            let page = browser.source().await.unwrap_or_default();
+            panic!(
+                "timed out waiting for {what}; page:\n{}",
+                &page[..page.len().min(4000)]
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn click(browser: &Client, css: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+}
+
+async fn type_into(browser: &Client, css: &str, text: &str) {
+    let field = browser.find(Locator::Css(css)).await.expect(css);
+    field.clear().await.expect("cleared");
+    field.send_keys(text).await.expect("typed");
+}
+
+async fn count(browser: &Client, css: &str) -> usize {
+    browser
+        .find_all(Locator::Css(css))
+        .await
+        .map_or(0, |all| all.len())
+}
+
+async fn sign_in(browser: &Client, base: &str, key: &str) {
+    browser
+        .goto(&format!("{base}/console/"))
+        .await
+        .expect("the console loads");
+    type_into(browser, &testid("api-key"), key).await;
+    click(browser, &testid("sign-in")).await;
+    until(
+        browser,
+        "the agents",
+        "document.querySelectorAll('[data-testid=agent] option').length",
+    )
+    .await;
+}
+
+fn screenshots() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
+    std::fs::create_dir_all(&dir).expect("a screenshot folder");
+    dir
+}
+
+async fn screenshot(browser: &Client, name: &str) {
+    let png = browser.screenshot().await.expect("a screenshot");
+    std::fs::write(screenshots().join(format!("{name}.png")), png).expect("written");
+}
+
+async fn attach_definition(browser: &Client) {
+    click(browser, &testid("attach")).await;
+    type_into(browser, &testid("attachment-search"), "order").await;
+    let option = format!(
+        "{}[data-reference=\"{DEFINITION}\"]",
+        testid("attachment-option")
+    );
+    until(
+        browser,
+        "the definition to attach",
+        &format!("document.querySelector('{option}')"),
+    )
+    .await;
+    click(browser, &option).await;
+}
+
+async fn chat(browser: &Client, message: &str) {
+    type_into(browser, &testid("message"), message).await;
+    click(browser, &testid("send")).await;
+    until(browser, "the turn to end", "!document.querySelector('[data-testid=send]').disabled && document.querySelectorAll('[data-testid=assistant-text], .msg.failed').length > 0").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_reviews_and_applies_a_proposal_in_the_console() {
+    let server = TestServer::start(config()).await;
+    server.enable_tool(ADMIN, "workflow.proposeUpdate").await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    sign_in(&browser, &base, ADMIN).await;
+    let figures = until(&browser, "paint timings", "(() => { const paint = performance.getEntriesByType('paint'); const res = performance.getEntriesByType('resource'); const nav = performance.getEntriesByType('navigation')[0]; return paint.length && nav ? { firstPaintMs: paint[0].startTime, bytes: nav.transferSize + res.filter(r => /console\\//.test(r.name)).reduce((n, r) => n + r.transferSize, 0), external: res.filter(r => !r.name.startsWith(location.origin)).length } : null; })()").await;
+    eprintln!("console figures on the loopback: {figures}");
+    assert_eq!(figures["external"], 0, "no request leaves weaver's origin");
+    assert!(
+        figures["bytes"].as_f64().unwrap() < 300.0 * 1024.0,
+        "{figures}"
+    );
+
+    // Chat: attach the definition, ask for a proposal; tool cards and a proposal card appear.
+    attach_definition(&browser).await;
+    chat(
+        &browser,
+        "Please propose a clearer description and a log line.",
+    )
+    .await;
+    until(
+        &browser,
+        "the proposal card",
+        &format!("document.querySelector('{}')", testid("proposal-card")),
+    )
+    .await;
+    assert!(
+        count(&browser, &testid("tool-card")).await >= 2,
+        "getDefinition and proposeUpdate"
+    );
+    let text = browser
+        .find(Locator::Css(&testid("assistant-text")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!text.is_empty());
+    screenshot(&browser, "chat").await;
+
+    // The proposal: its diff drawn as a graph with the added activity, then approve and apply.
+    click(&browser, &format!("{} button", testid("proposal-card"))).await;
+    until(
+        &browser,
+        "the diff graph",
+        &format!(
+            "document.querySelector('{} [data-status=added][data-activity=\"weaver-demo-log\"]')",
+            testid("diff-graph")
+        ),
+    )
+    .await;
+    let edges = count(
+        &browser,
+        &format!("{} line[data-status=added]", testid("diff-graph")),
+    )
+    .await;
+    assert_eq!(edges, 1, "the new connection is drawn as added");
+    screenshot(&browser, "proposal-diff").await;
+    click(&browser, &testid("approve")).await;
+    until(&browser, "Approved", "document.querySelector('#proposal [data-testid=proposal-status]').textContent === 'Approved'").await;
+    assert_eq!(
+        count(&browser, &testid("approve")).await,
+        0,
+        "approve is gone once approved"
+    );
+    click(&browser, &testid("apply")).await;
+    until(&browser, "Applied", "document.querySelector('#proposal [data-testid=proposal-status]').textContent === 'Applied'").await;
+    assert_eq!(count(&browser, &testid("apply")).await, 0);
+
+    // The inbox lists it as applied; the audit view shows what happened.
+    browser.execute("document.getElementById('inbox-status').value=''; document.getElementById('inbox-status').dispatchEvent(new Event('change'));", Vec::new()).await.unwrap();
+    until(
+        &browser,
+        "an applied row",
+        &format!(
+            "[...document.querySelectorAll('{}')].some(s => s.textContent === 'Applied')",
+            testid("proposal-status")
+        ),
+    )
+    .await;
+    screenshot(&browser, "inbox").await;
+    click(&browser, "#nav-audit").await;
+    until(
+        &browser,
+        "audit rows",
+        &format!(
+            "document.querySelectorAll('{}').length",
+            testid("audit-row")
+        ),
+    )
+    .await;
+    assert!(
+        count(
+            &browser,
+            &format!("{}[data-action=\"proposal.applied\"]", testid("audit-row"))
+        )
+        .await
+            >= 1
+    );
+
+    // A read-only key sees the inbox but is offered no review action.
+    browser
+        .execute("sessionStorage.clear();", Vec::new())
+        .await
+        .unwrap();
+    sign_in(&browser, &base, READER).await;
+    assert!(
+        !browser
+            .find(Locator::Id("nav-audit"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap()
+    );
+    click(&browser, "#nav button[data-view=inbox]").await;
+    browser.execute("document.getElementById('inbox-status').value=''; document.getElementById('inbox-status').dispatchEvent(new Event('change'));", Vec::new()).await.unwrap();
+    until(
+        &browser,
+        "rows",
+        &format!(
+            "document.querySelectorAll('{}').length",
+            testid("proposal-row")
+        ),
+    )
+    .await;
+    click(&browser, &testid("proposal-row")).await;
+    until(
+        &browser,
+        "the detail",
+        "document.querySelector('#proposal [data-testid=diff-graph]')",
+    )
+    .await;
+    for action in ["approve", "reject", "reject-reason", "apply"] {
+        assert_eq!(
+            count(&browser, &testid(action)).await,
+            0,
+            "{action} offered to a reader"
+        );
+    }
+
+    // At 390 px the console still fits its width.
+    browser.set_window_size(390, 844).await.unwrap();
+    click(&browser, "#nav button[data-view=chat]").await;
+    let overflow = until(&browser, "layout", "[document.documentElement.scrollWidth]").await;
+    assert!(overflow[0].as_u64().unwrap() <= 400, "{overflow}");
+    screenshot(&browser, "chat-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// A loopback proxy in front of the server that cuts the first chat response after
+/// `body_bytes` bytes of its body, as a dropped connection would.
+struct CuttingProxy {
+    address: SocketAddr,
+    cut: Arc<AtomicBool>,
+    resumed: Arc<AtomicUsize>,
+}
+
+impl CuttingProxy {
+    async fn start(upstream: SocketAddr, body_bytes: usize) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let cut = Arc::new(AtomicBool::new(false));
+        let resumed = Arc::new(AtomicUsize::new(0));
+        let (cut_flag, resumed_count) = (cut.clone(), resumed.clone());
+        tokio::spawn(async move {
+            while let Ok((client, _)) = listener.accept().await {
+                let (cut, resumed) = (cut_flag.clone(), resumed_count.clone());
+                tokio::spawn(async move {
+                    let _ = relay(client, upstream, body_bytes, cut, resumed).await;
+                });
+            }
+        });
+        Self {
+            address,
+            cut,
+            resumed,
+        }
+    }
+}
+
+/// Relays one connection; once a `POST .../ai/chat` passes and no cut was made yet, the
+/// response is ended after `body_bytes` bytes past its headers.
+async fn relay(
+    mut client: TcpStream,
+    upstream: SocketAddr,
+    body_bytes: usize,
+    cut: Arc<AtomicBool>,
+    resumed: Arc<AtomicUsize>,
+) -> std::io::Result<()> {
+    let mut server = TcpStream::connect(upstream).await?;
+    let (mut client_read, mut client_write) = client.split();
+    let (mut server_read, mut server_write) = server.split();
+    let cutting = Arc::new(AtomicBool::new(false));
+    let upstream_side = async {
+        let mut buffer = vec![0; 16 * 1024];
+        loop {
+            let n = client_read.read(&mut buffer).await?;
+            if n == 0 {
+                return Ok::<_, std::io::Error>(());
+            }
+            let request = String::from_utf8_lossy(&buffer[..n]);
+            if request.starts_with("POST ")
+                && request.contains("/ai/chat ")
+                && !cut.swap(true, Ordering::SeqCst)
+            {
+                cutting.store(true, Ordering::SeqCst);
+            }
+            if request.starts_with("GET ") && request.contains("/events") {
+                resumed.fetch_add(1, Ordering::SeqCst);
+            }
+            server_write.write_all(&buffer[..n]).await?;
+        }
+    };
+    let downstream_side = async {
+        let mut buffer = vec![0; 16 * 1024];
+        let mut seen = Vec::new();
+        loop {
+            let n = server_read.read(&mut buffer).await?;
+            if n == 0 {
+                return Ok::<_, std::io::Error>(());
+            }
+            if cutting.load(Ordering::SeqCst) {
+                seen.extend_from_slice(&buffer[..n]);
+                if let Some(end) = seen.windows(4).position(|w| w == b"\r\n\r\n")
+                    && seen.len() >= end + 4 + body_bytes
+                {
+                    let keep = end + 4 + body_bytes - (seen.len() - n);
+                    client_write.write_all(&buffer[..keep.min(n)]).await?;
+                    // Dropping both sides resets the connection mid-response.
+                    return Ok(());
+                }
+            }
+            client_write.write_all(&buffer[..n]).await?;
+        }
+    };
+    tokio::select! {
+        result = upstream_side => result,
+        result = downstream_side => result,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_mid_turn_resumes_without_duplicates() {
+    let server = TestServer::start(config()).await;
+    let upstream: SocketAddr = server
+        .url("")
+        .trim_start_matches("http://")
+        .parse()
+        .unwrap();
+    let proxy = CuttingProxy::start(upstream, 700).await;
+    let base = format!("http://{}", proxy.address);
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    sign_in(&browser, &base, ADMIN).await;
+    attach_definition(&browser).await;
+    chat(&browser, "What does this workflow do?").await;
+    assert!(
+        proxy.cut.load(Ordering::SeqCst),
+        "the chat response was cut"
+    );
+    assert!(
+        proxy.resumed.load(Ordering::SeqCst) >= 1,
+        "the console resumed with Last-Event-ID"
+    );
+    assert_eq!(
+        count(&browser, &testid("tool-card")).await,
+        1,
+        "one tool call, shown once"
+    );
+    assert_eq!(count(&browser, &testid("assistant-text")).await, 1);
+    let text = browser
+        .find(Locator::Css(&testid("assistant-text")))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let (status, conversations) = server.get("/ai/conversations", ADMIN).await;
+    assert_eq!(status.as_u16(), 200);
+    let id = conversations["items"][0]["id"].as_str().unwrap();
+    let (_, conversation) = server.get(&format!("/ai/conversations/{id}"), ADMIN).await;
+    let reply = conversation["messages"][1]["content"].as_str().unwrap();
+    assert_eq!(
+        text, reply,
+        "the streamed answer equals the stored one: no part twice"
+    );
+    assert_eq!(count(&browser, ".msg.failed").await, 0);
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
