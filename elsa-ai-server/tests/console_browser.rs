@@ -1,8 +1,8 @@
 //! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
 //! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
 //! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
-//! offered no review buttons, a stream cut mid-turn that resumes without duplicates, and the
-//! console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
+//! offered no review buttons, a stream cut mid-turn that resumes without duplicates, Stop
+//! on a turn whose model is still answering, and the console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
 //! test fails and says so. Screenshots land in `target/tmp/console-screenshots/`.
 
 use std::net::SocketAddr;
@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use elsa_ai_server::Weaver;
 use elsa_ai_server::config::WeaverConfig;
 use elsa_ai_server::testing::TestServer;
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -19,6 +20,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 const ADMIN: &str = "console-admin-key-0123456789";
 const READER: &str = "console-reader-key-0123456789";
@@ -27,8 +29,13 @@ const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const DEFINITION: &str = "sample-order-approval";
 
 fn config() -> WeaverConfig {
+    config_with("kind = \"demo\"")
+}
+
+/// The test keys, with `provider` as the `[provider]` section's settings.
+fn config_with(provider: &str) -> WeaverConfig {
     WeaverConfig::from_toml(&format!(
-        "[store]\nmemory = true\n[provider]\nkind = \"demo\"\n\
+        "[store]\nmemory = true\n[provider]\n{provider}\n\
          [[auth.api_keys]]\nkey = \"{ADMIN}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
          permissions = [\"read:workflows\", \"read:workflow-instances\", \"read:activities\", \
          \"propose:workflows\", \"apply:workflows\", \"admin:ai\"]\n\
@@ -493,6 +500,61 @@ async fn a_stream_cut_mid_turn_resumes_without_duplicates() {
     );
     assert_eq!(count(&browser, ".msg.failed").await, 0);
 
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_cancels_a_turn_whose_model_is_still_answering() {
+    let model = ScriptedModelServer::start([ModelReply::Stall("Thinking about it…".into())])
+        .await
+        .unwrap();
+    let provider = format!(
+        "kind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted\"",
+        model.base_url()
+    );
+    let server =
+        TestServer::start_with(Weaver::builder(config_with(&provider)).env(|_| None)).await;
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+    sign_in(&browser, &server.url(""), ADMIN).await;
+    type_into(&browser, &testid("message"), "Think slowly.").await;
+    click(&browser, &testid("send")).await;
+    until(
+        &browser,
+        "the first words",
+        "document.querySelector('[data-testid=assistant-text]')?.textContent.includes('Thinking')",
+    )
+    .await;
+    assert!(
+        browser
+            .find(Locator::Css(&testid("cancel")))
+            .await
+            .unwrap()
+            .is_enabled()
+            .await
+            .unwrap()
+    );
+    click(&browser, &testid("cancel")).await;
+    until(
+        &browser,
+        "the cancelled turn",
+        "document.querySelector('.msg.failed[data-code=cancelled]')",
+    )
+    .await;
+    until(
+        &browser,
+        "Send again",
+        "!document.querySelector('[data-testid=send]').disabled",
+    )
+    .await;
+    for _ in 0..100 {
+        if model.open_streams() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(model.open_streams(), 0, "the model's stream was closed");
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
 }

@@ -570,6 +570,7 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
         ("post", "/ai/chat"),
         ("get", "/ai/chat/{conversationId}/events"),
         ("post", "/ai/chat/{conversationId}/cancel"),
+        ("get", "/ai/attachments/search"),
         ("get", "/ai/tools"),
         ("get", "/ai/capabilities"),
         ("get", "/ai/proposals"),
@@ -707,5 +708,66 @@ async fn the_tool_list_is_a_top_level_array_in_elsa_studios_shape() {
     }
     // A proposal tool an administrator has not enabled is not listed at all.
     assert!(tools.iter().all(|t| t["name"] != "workflow.proposeUpdate"));
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn attachment_search_finds_the_callers_workflows_with_the_permission_each_kind_needs() {
+    let server = TestServer::start(two_tenants()).await;
+    let (status, found) = server
+        .get(
+            "/ai/attachments/search?kind=WorkflowDefinition&q=ORDER",
+            BOB_KEY,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{found}");
+    let items = found["items"].as_array().unwrap();
+    assert!(
+        items
+            .iter()
+            .any(|i| i["referenceId"] == ORDER_APPROVAL && i["kind"] == "WorkflowDefinition"),
+        "{found}"
+    );
+    let (status, instances) = server
+        .get(
+            "/ai/attachments/search?kind=WorkflowInstance&limit=2",
+            ALICE_KEY,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(instances["items"].as_array().unwrap().len() <= 2);
+    assert_error(
+        server
+            .get("/ai/attachments/search?kind=WorkflowInstance", BOB_KEY)
+            .await,
+        403,
+        "permission_denied",
+    );
+    assert_error(
+        server
+            .get("/ai/attachments/search?kind=TimeRange", ALICE_KEY)
+            .await,
+        400,
+        "search_not_supported",
+    );
+    for bad in [
+        "kind=Secrets",
+        "kind=WorkflowDefinition&limit=-1",
+        "kind=WorkflowDefinition&sql=1",
+        "",
+    ] {
+        let (status, body) = server
+            .get(&format!("/ai/attachments/search?{bad}"), ALICE_KEY)
+            .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
+    }
+    let (status, _) = server
+        .client
+        .get(server.url("/ai/attachments/search?kind=WorkflowDefinition"))
+        .send()
+        .await
+        .map(|r| (r.status(), ()))
+        .unwrap();
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     server.shutdown().await.unwrap();
 }
