@@ -92,6 +92,22 @@ impl AiCaller {
         self.permissions.contains(permission)
     }
 
+    /// `Ok` when the caller holds `permission`, else 403 `permission_denied` saying that
+    /// `action` (for example "reading the audit trail") requires it.
+    pub fn require(
+        &self,
+        permission: &Permission,
+        action: impl std::fmt::Display,
+    ) -> Result<(), crate::AiError> {
+        if self.has(permission) {
+            return Ok(());
+        }
+        Err(crate::AiError::forbidden(
+            "permission_denied",
+            format!("{action} requires '{permission}'"),
+        ))
+    }
+
     /// The first of `required` the caller lacks, if any.
     pub fn missing<'a>(&self, required: &'a [Permission]) -> Option<&'a Permission> {
         required.iter().find(|p| !self.has(p))

@@ -282,6 +282,7 @@ pub use scripted::{
 };
 pub use stream::{ConversationEvents, InMemoryStreamJournal};
 pub use telemetry::{
-    Metrics, ProposalCounters, ProposalCountersSnapshot, TokenCounters, TokenUsage, ToolCounters,
-    ToolCountersSnapshot, tool_span,
+    FIRST_EVENT_BUCKETS, Metrics, ProposalCounters, ProposalCountersSnapshot, TokenCounters,
+    TokenUsage, ToolCounters, ToolCountersSnapshot, TurnCounters, TurnCountersSnapshot,
+    UNRECOGNISED_TOOL, tool_span,
 };

@@ -6,7 +6,9 @@
 //! `gen_ai.tool.call.id`, `gen_ai.tool.type = "function"`, and, once it ends,
 //! `weaver.tool.outcome` (`success` / `error` / `denied`) and `error.type` (the error code).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use elsa_ai_abstractions::{AiToolOutcome, ProposalStatus};
 use serde::Serialize;
@@ -23,6 +25,82 @@ pub struct Metrics {
     pub proposals: ProposalCounters,
     /// Model tokens used by turns (`gen_ai.client.token.usage`).
     pub tokens: TokenCounters,
+    /// How turns ended, and how long their first event took.
+    pub turns: TurnCounters,
+}
+
+/// The label under which calls to names the governor did not recognise (refused at steps 1
+/// to 3) are counted: those names come from a model, and must not grow the label set.
+pub const UNRECOGNISED_TOOL: &str = "_unrecognised";
+
+/// The upper bounds, in seconds, of the first-event latency histogram's buckets.
+pub const FIRST_EVENT_BUCKETS: [f64; 12] = [
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+];
+
+/// How turns ended, and a histogram of the time from a chat request to its first stream
+/// event (`conversation.started`).
+#[derive(Debug, Default)]
+pub struct TurnCounters {
+    completed: AtomicU64,
+    failed: AtomicU64,
+    cancelled: AtomicU64,
+    /// Per bucket of [`FIRST_EVENT_BUCKETS`], plus one for larger values.
+    first_event: [AtomicU64; 13],
+    first_event_micros: AtomicU64,
+}
+
+/// The values of [`TurnCounters`] at one point in time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnCountersSnapshot {
+    /// Turns the provider completed.
+    pub completed: u64,
+    /// Turns that failed.
+    pub failed: u64,
+    /// Turns cancelled by a person, by a client gone past the grace window or by shutdown.
+    pub cancelled: u64,
+    /// First-event latencies per bucket of [`FIRST_EVENT_BUCKETS`] (not cumulative), the
+    /// last for larger values.
+    pub first_event_buckets: [u64; 13],
+    /// The sum of the first-event latencies, in microseconds.
+    pub first_event_micros: u64,
+}
+
+impl TurnCounters {
+    /// The current values.
+    pub fn snapshot(&self) -> TurnCountersSnapshot {
+        let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        TurnCountersSnapshot {
+            completed: load(&self.completed),
+            failed: load(&self.failed),
+            cancelled: load(&self.cancelled),
+            first_event_buckets: std::array::from_fn(|i| load(&self.first_event[i])),
+            first_event_micros: load(&self.first_event_micros),
+        }
+    }
+
+    /// Counts a turn that ended `completed`, `failed` or `cancelled`.
+    pub(crate) fn ended(&self, outcome: &str) {
+        let counter = match outcome {
+            "completed" => &self.completed,
+            "cancelled" => &self.cancelled,
+            _ => &self.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records the time a turn took to its first event.
+    pub(crate) fn first_event(&self, latency: Duration) {
+        let seconds = latency.as_secs_f64();
+        let bucket = FIRST_EVENT_BUCKETS
+            .iter()
+            .position(|bound| seconds <= *bound)
+            .unwrap_or(FIRST_EVENT_BUCKETS.len());
+        self.first_event[bucket].fetch_add(1, Ordering::Relaxed);
+        let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+        self.first_event_micros.fetch_add(micros, Ordering::Relaxed);
+    }
 }
 
 /// Model tokens the providers reported, summed over every turn.
@@ -78,6 +156,8 @@ pub struct ToolCounters {
     audit_failures: AtomicU64,
     event_failures: AtomicU64,
     denied_by_step: [AtomicU64; 7],
+    /// Successes, errors and denials per tool name.
+    by_tool: parking_lot::Mutex<BTreeMap<String, [u64; 3]>>,
 }
 
 /// The values of [`ToolCounters`] at one point in time.
@@ -102,6 +182,9 @@ pub struct ToolCountersSnapshot {
     pub event_failures: u64,
     /// Denials per check step, steps 1 to 7 in order.
     pub denied_by_step: [u64; 7],
+    /// Successes, errors and denials per tool name (names refused before the tool was
+    /// recognised count under [`UNRECOGNISED_TOOL`]).
+    pub by_tool: BTreeMap<String, [u64; 3]>,
 }
 
 impl ToolCounters {
@@ -118,6 +201,7 @@ impl ToolCounters {
             audit_failures: load(&self.audit_failures),
             event_failures: load(&self.event_failures),
             denied_by_step: std::array::from_fn(|i| load(&self.denied_by_step[i])),
+            by_tool: self.by_tool.lock().clone(),
         }
     }
 
@@ -125,13 +209,14 @@ impl ToolCounters {
         self.invocations.fetch_add(1, Ordering::Relaxed);
     }
 
-    pub(crate) fn finished(&self, outcome: AiToolOutcome, truncated: bool) {
-        let counter = match outcome {
-            AiToolOutcome::Success => &self.succeeded,
-            AiToolOutcome::Error => &self.failed,
-            AiToolOutcome::Denied => &self.denied,
+    pub(crate) fn finished(&self, tool: &str, outcome: AiToolOutcome, truncated: bool) {
+        let (counter, index) = match outcome {
+            AiToolOutcome::Success => (&self.succeeded, 0),
+            AiToolOutcome::Error => (&self.failed, 1),
+            AiToolOutcome::Denied => (&self.denied, 2),
         };
         counter.fetch_add(1, Ordering::Relaxed);
+        self.by_tool.lock().entry(tool.to_owned()).or_default()[index] += 1;
         if truncated {
             self.truncated.fetch_add(1, Ordering::Relaxed);
         }
@@ -310,10 +395,10 @@ mod tests {
     fn counters_count_outcomes_and_denials_per_step() {
         let counters = ToolCounters::default();
         counters.invoked();
-        counters.finished(AiToolOutcome::Success, true);
+        counters.finished("demo.read", AiToolOutcome::Success, true);
         counters.invoked();
         counters.denied_at(GovernanceStep::CheckEnablement);
-        counters.finished(AiToolOutcome::Denied, false);
+        counters.finished("demo.read", AiToolOutcome::Denied, false);
         let snapshot = counters.snapshot();
         assert_eq!(
             (snapshot.invocations, snapshot.succeeded, snapshot.denied),
@@ -321,6 +406,29 @@ mod tests {
         );
         assert_eq!(snapshot.truncated, 1);
         assert_eq!(snapshot.denied_by_step, [0, 0, 0, 1, 0, 0, 0]);
+        assert_eq!(snapshot.by_tool["demo.read"], [1, 0, 1]);
+    }
+
+    #[test]
+    fn turns_count_outcomes_and_place_first_event_latencies_in_buckets() {
+        let turns = TurnCounters::default();
+        turns.ended("completed");
+        turns.ended("cancelled");
+        turns.ended("failed");
+        turns.first_event(Duration::from_micros(800));
+        turns.first_event(Duration::from_millis(40));
+        turns.first_event(Duration::from_secs(9));
+        let snapshot = turns.snapshot();
+        assert_eq!(
+            (snapshot.completed, snapshot.failed, snapshot.cancelled),
+            (1, 1, 1)
+        );
+        let mut expected = [0; 13];
+        expected[0] = 1; // <= 1 ms
+        expected[5] = 1; // <= 50 ms
+        expected[12] = 1; // beyond 5 s
+        assert_eq!(snapshot.first_event_buckets, expected);
+        assert_eq!(snapshot.first_event_micros, 800 + 40_000 + 9_000_000);
     }
 
     #[test]

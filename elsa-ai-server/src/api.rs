@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use elsa_ai_abstractions::{AiConversationStore, AiOrchestrator, AttachmentKind};
 use elsa_ai_host::{
-    AttachmentSearch, AuditTrail, ProposalService, ToolEnablementService, ToolRegistry,
+    AttachmentSearch, AuditTrail, Metrics, ProposalService, ToolEnablementService, ToolRegistry,
 };
 
 use crate::identity::IdentityExtractor;
@@ -27,6 +27,9 @@ pub struct WeaverApiParts {
     pub audit: AuditTrail,
     /// Finds definitions and instances to attach.
     pub attachment_search: AttachmentSearch,
+    /// The counters `GET /metrics` exposes (the ones the governor, the orchestrator and the
+    /// proposal service count into).
+    pub metrics: Arc<Metrics>,
     /// Who is calling.
     pub identity: Arc<dyn IdentityExtractor>,
     /// What `/ai/capabilities` reports about the provider.

@@ -19,8 +19,8 @@ use elsa_ai_abstractions::{
 use elsa_ai_host::{
     AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
     InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
-    InMemoryToolEnablementStore, OrchestratorSettings, ProposalService, Redactor, RedactorBuilder,
-    RetentionSweeper, ToolRegistry, builtin_context_providers,
+    InMemoryToolEnablementStore, Metrics, OrchestratorSettings, ProposalService, Redactor,
+    RedactorBuilder, RetentionSweeper, ToolRegistry, builtin_context_providers,
 };
 use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::{
@@ -415,6 +415,8 @@ impl Weaver {
         let core = HostCore::builder(redactor, stores.audit.clone())
             .stores(stores.conversations.clone(), stores.journal.clone())
             .build();
+        // One set of counters for governor, orchestrator and proposals: what /metrics reads.
+        let metrics = Arc::new(Metrics::new());
         // Proposals first: the tools hand their drafts to the service.
         let proposals = core
             .proposals(
@@ -429,6 +431,7 @@ impl Weaver {
                     .map(|days| TimeDelta::days(i64::from(days)))
                     .or(Some(TimeDelta::days(7))),
             )
+            .metrics(metrics.clone())
             .build();
         let services = AiToolServices {
             definitions: workflows.clone(),
@@ -449,7 +452,9 @@ impl Weaver {
                 .map_err(|e| StartupError::Tools(e.to_string()))?
                 .build(Arc::new(agents), stores.enablement.clone()),
         );
-        let mut governor = core.governor(registry.clone(), services.clone());
+        let mut governor = core
+            .governor(registry.clone(), services.clone())
+            .metrics(metrics.clone());
         if let Some(budget) = limits.result_budget_bytes {
             governor = governor.result_limit(budget);
         }
@@ -486,6 +491,7 @@ impl Weaver {
             conversations: stores.conversations.clone(),
             proposals: proposals.clone(),
             audit: AuditTrail::new(stores.audit_log.clone()),
+            metrics,
             attachment_search: AttachmentSearch::new(
                 services.definitions.clone(),
                 services.instances.clone(),

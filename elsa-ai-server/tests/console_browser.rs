@@ -149,6 +149,11 @@ async fn type_into(browser: &Client, css: &str, text: &str) {
     field.send_keys(text).await.expect("typed");
 }
 
+async fn text_of(browser: &Client, css: &str) -> String {
+    let element = browser.find(Locator::Css(css)).await.expect(css);
+    element.text().await.expect("its text")
+}
+
 async fn count(browser: &Client, css: &str) -> usize {
     browser
         .find_all(Locator::Css(css))
@@ -238,13 +243,7 @@ async fn a_person_reviews_and_applies_a_proposal_in_the_console() {
         count(&browser, &testid("tool-card")).await >= 2,
         "getDefinition and proposeUpdate"
     );
-    let text = browser
-        .find(Locator::Css(&testid("assistant-text")))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = text_of(&browser, &testid("assistant-text")).await;
     assert!(!text.is_empty());
     screenshot(&browser, "chat").await;
 
@@ -482,13 +481,7 @@ async fn a_stream_cut_mid_turn_resumes_without_duplicates() {
         "one tool call, shown once"
     );
     assert_eq!(count(&browser, &testid("assistant-text")).await, 1);
-    let text = browser
-        .find(Locator::Css(&testid("assistant-text")))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let text = text_of(&browser, &testid("assistant-text")).await;
     let (status, conversations) = server.get("/ai/conversations", ADMIN).await;
     assert_eq!(status.as_u16(), 200);
     let id = conversations["items"][0]["id"].as_str().unwrap();

@@ -585,6 +585,7 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
         ("get", "/ai/audit"),
         ("get", "/ai/openapi.json"),
         ("get", "/ai/me"),
+        ("get", "/metrics"),
         ("get", "/features/installed"),
         ("get", "/features/installed/{fullName}"),
     ];
@@ -769,5 +770,91 @@ async fn attachment_search_finds_the_callers_workflows_with_the_permission_each_
         .map(|r| (r.status(), ()))
         .unwrap();
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn metrics_are_prometheus_text_for_administrators_and_pass_promtool() {
+    let server = TestServer::start(two_tenants()).await;
+    let anonymous = server
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    assert_error(
+        server.get("/metrics", BOB_KEY).await,
+        403,
+        "permission_denied",
+    );
+
+    // A proposal made, approved and applied.
+    let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
+    for action in ["approve", "apply"] {
+        let (status, body) = server.proposal_action(ALICE_KEY, &proposal, action).await;
+        assert_eq!(status, StatusCode::OK, "{action}: {body}");
+    }
+    let response = server
+        .request(Method::GET, "/metrics", ALICE_KEY)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let text = response.text().await.unwrap();
+    let value = |series: &str| -> f64 {
+        text.lines()
+            .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{series} missing:\n{text}"))
+    };
+    assert!(value("weaver_turns_total{outcome=\"completed\"}") >= 1.0);
+    assert!(
+        value("weaver_tool_calls_total{tool=\"workflow.getDefinition\",outcome=\"success\"}")
+            >= 1.0
+    );
+    assert_eq!(
+        value("weaver_proposal_transitions_total{status=\"Applied\"}"),
+        1.0
+    );
+    assert!(value("weaver_first_event_seconds_count") >= 1.0);
+    assert_eq!(
+        value("weaver_first_event_seconds_bucket{le=\"+Inf\"}"),
+        value("weaver_first_event_seconds_count")
+    );
+
+    // Prometheus's own checker accepts the exposition (Debian package `prometheus`, which
+    // .ci/run installs).
+    let promtool = std::path::Path::new("/usr/bin/promtool");
+    assert!(
+        promtool.exists(),
+        "promtool is missing: apt-get install prometheus, as .ci/run does"
+    );
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let checked = child.wait_with_output().unwrap();
+    assert!(
+        checked.status.success(),
+        "promtool: {}{}\n{text}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
     server.shutdown().await.unwrap();
 }

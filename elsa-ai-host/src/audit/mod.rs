@@ -38,15 +38,7 @@ impl AuditTrail {
         caller: &AiCaller,
         query: &AuditQuery,
     ) -> Result<Page<AiAuditEvent>, AiError> {
-        if !caller.has(&Permission::ADMIN_AI) {
-            return Err(AiError::forbidden(
-                "permission_denied",
-                format!(
-                    "reading the audit trail requires '{}'",
-                    Permission::ADMIN_AI
-                ),
-            ));
-        }
+        caller.require(&Permission::ADMIN_AI, "reading the audit trail")?;
         self.log.query(&caller.tenant_id, query).await
     }
 }

@@ -67,7 +67,7 @@ impl AttachmentSearch {
         let text = text.trim().to_lowercase();
         match kind {
             AttachmentKind::WorkflowDefinition => {
-                require(caller, &Permission::READ_WORKFLOWS)?;
+                caller.require(&Permission::READ_WORKFLOWS, "searching definitions")?;
                 let query = DefinitionQuery {
                     text: (!text.is_empty()).then(|| text.clone()),
                     version: VersionOptions::Latest,
@@ -90,7 +90,7 @@ impl AttachmentSearch {
                     .collect())
             }
             AttachmentKind::WorkflowInstance => {
-                require(caller, &Permission::READ_WORKFLOW_INSTANCES)?;
+                caller.require(&Permission::READ_WORKFLOW_INSTANCES, "searching instances")?;
                 let query = InstanceQuery {
                     page: PageRequest::new(0, INSTANCE_SCAN),
                     ..InstanceQuery::default()
@@ -120,17 +120,6 @@ impl AttachmentSearch {
                 format!("attachments of kind {other:?} cannot be searched; name them directly"),
             )),
         }
-    }
-}
-
-fn require(caller: &AiCaller, permission: &Permission) -> Result<(), AiError> {
-    if caller.has(permission) {
-        Ok(())
-    } else {
-        Err(AiError::forbidden(
-            "permission_denied",
-            format!("searching needs the permission {}", permission.as_str()),
-        ))
     }
 }
 

@@ -208,15 +208,5 @@ impl ToolEnablementService {
 }
 
 fn require_admin(caller: &AiCaller) -> Result<(), AiError> {
-    if caller.has(&Permission::ADMIN_AI) {
-        Ok(())
-    } else {
-        Err(AiError::forbidden(
-            "permission_denied",
-            format!(
-                "changing tool enablement requires '{}'",
-                Permission::ADMIN_AI
-            ),
-        ))
-    }
+    caller.require(&Permission::ADMIN_AI, "changing tool enablement")
 }

@@ -325,6 +325,7 @@ fn context_summary(context: &[AiResolvedContext]) -> Vec<Value> {
 #[async_trait]
 impl AiOrchestrator for ChatOrchestrator {
     async fn execute_chat(&self, request: AiChatRequest) -> Result<AiChatStream, AiError> {
+        let received = std::time::Instant::now();
         let core = &self.core;
         let AiChatRequest {
             caller,
@@ -528,6 +529,10 @@ impl AiOrchestrator for ChatOrchestrator {
                 }),
             )
             .await?;
+        core.governor
+            .metrics()
+            .turns
+            .first_event(received.elapsed());
         let events = channel.subscribe(started.sequence - 1, StreamEnd::AtTerminal);
 
         let stop = CancellationToken::new();

@@ -221,6 +221,7 @@ async fn finish(
     let terminal = match end {
         Ok(()) => {
             span.record("weaver.turn.outcome", "completed");
+            core.governor.metrics().turns.ended("completed");
             let mut data =
                 json!({"conversationId": conversation_id, "toolCalls": output.tool_calls});
             if let Some(usage) = output.usage {
@@ -238,6 +239,7 @@ async fn finish(
                 "failed"
             };
             span.record("weaver.turn.outcome", outcome);
+            core.governor.metrics().turns.ended(outcome);
             span.record("error.type", error.code());
             let event = core.audit_event(
                 &turn.caller,

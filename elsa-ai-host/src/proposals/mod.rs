@@ -398,14 +398,7 @@ impl AiProposalIntake for ProposalService {
 }
 
 fn require(caller: &AiCaller, permission: &Permission) -> Result<(), AiError> {
-    if caller.has(permission) {
-        Ok(())
-    } else {
-        Err(AiError::forbidden(
-            "permission_denied",
-            format!("this proposal action needs '{permission}'"),
-        ))
-    }
+    caller.require(permission, "this proposal action")
 }
 
 fn require_reader(caller: &AiCaller) -> Result<(), AiError> {

@@ -21,7 +21,7 @@ use super::governance::{TEST_AGENT, TEST_TENANT, all_permissions, empty_services
 use crate::{
     AgentRegistry, ChatOrchestrator, HostCore, InMemoryAuditLog, InMemoryConversationStore,
     InMemoryStreamJournal, InMemoryToolEnablementStore, OrchestratorSettings, ProposalService,
-    Redactor, Script, ScriptedProvider, ToolRegistry, builtin_context_providers,
+    Redactor, Script, ScriptedProvider, ToolGovernor, ToolRegistry, builtin_context_providers,
 };
 
 /// A secret the harness redactor knows, as a host registers its configured API keys.
@@ -189,6 +189,7 @@ pub struct ChatHarnessBuilder {
     clock: Arc<dyn Clock>,
     audit: Option<Arc<dyn AiAuditSink>>,
     proposals: Option<ProposalService>,
+    result_limit: Option<usize>,
 }
 
 impl std::fmt::Debug for ChatHarnessBuilder {
@@ -252,6 +253,12 @@ impl ChatHarnessBuilder {
         self
     }
 
+    /// Clamps tool results handed to the model at `bytes` (default: the governor's).
+    pub fn result_limit(mut self, bytes: usize) -> Self {
+        self.result_limit = Some(bytes);
+        self
+    }
+
     /// Wires everything.
     ///
     /// # Panics
@@ -298,9 +305,12 @@ impl ChatHarnessBuilder {
             .stores(conversations.clone(), journal.clone())
             .clock(self.clock)
             .build();
-        let governor = core
-            .governor(registry.clone(), self.services.clone())
-            .build();
+        let mut governor = core.governor(registry.clone(), self.services.clone());
+        if let Some(bytes) = self.result_limit {
+            governor = governor.result_limit(bytes);
+        }
+        let governor = governor.build();
+        let bare_governor = governor.clone();
         let context = core
             .context_resolver()
             .providers(builtin_context_providers(
@@ -319,6 +329,7 @@ impl ChatHarnessBuilder {
         }
         ChatHarness {
             orchestrator,
+            governor: bare_governor,
             provider,
             audit: log,
             journal,
@@ -333,6 +344,8 @@ impl ChatHarnessBuilder {
 pub struct ChatHarness {
     /// The orchestrator.
     pub orchestrator: ChatOrchestrator,
+    /// The orchestrator's governor, to call tools outside a turn.
+    pub governor: ToolGovernor,
     /// The provider, recorded.
     pub provider: Arc<RecordingProvider>,
     /// The audit log (unless the builder replaced the sink).
@@ -365,6 +378,7 @@ impl ChatHarness {
             clock: Arc::new(SystemClock),
             audit: None,
             proposals: None,
+            result_limit: None,
         }
     }
 

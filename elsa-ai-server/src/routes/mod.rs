@@ -7,6 +7,7 @@ mod chat;
 mod conversations;
 mod features;
 mod me;
+mod metrics;
 mod proposals;
 mod tools;
 
@@ -93,6 +94,7 @@ fn routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(admin::change_enablement))
         .routes(routes!(admin::audit))
         .routes(routes!(me::me))
+        .routes(routes!(metrics::metrics))
         .routes(routes!(features::installed_features))
         .routes(routes!(features::installed_feature))
         .routes(routes!(openapi_json))

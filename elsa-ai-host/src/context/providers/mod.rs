@@ -24,13 +24,7 @@ fn require(
     kind: AttachmentKind,
     permission: &Permission,
 ) -> Result<(), AiError> {
-    if caller.has(permission) {
-        return Ok(());
-    }
-    Err(AiError::forbidden(
-        "permission_denied",
-        format!("{} attachments require '{permission}'", kind.as_str()),
-    ))
+    caller.require(permission, format_args!("{} attachments", kind.as_str()))
 }
 
 /// 404 `not_found` for a reference: the same words for unknown, deleted and other

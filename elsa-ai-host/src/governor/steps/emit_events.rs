@@ -89,7 +89,13 @@ impl EmitEvents<'_> {
             )
             .await;
         self.started(&record, &arguments).await;
-        self.finish(&record, result).await
+        // Until step 3 has found it, the name is the model's: it gets no label of its own.
+        let label = if step.number() <= GovernanceStep::FindTool.number() {
+            telemetry::UNRECOGNISED_TOOL
+        } else {
+            record.tool_name
+        };
+        self.finish(&record, result, label).await
     }
 
     /// Reports a call that ran (or tried to): success or failure, per the audit behaviour.
@@ -138,7 +144,7 @@ impl EmitEvents<'_> {
             )
             .await
         };
-        self.finish(record, result).await
+        self.finish(record, result, record.tool_name).await
     }
 
     fn redacted(&self, mut value: Value) -> Value {
@@ -182,7 +188,12 @@ impl EmitEvents<'_> {
         }
     }
 
-    async fn finish(&self, record: &CallRecord<'_>, result: AiToolResult) -> AiToolResult {
+    async fn finish(
+        &self,
+        record: &CallRecord<'_>,
+        result: AiToolResult,
+        label: &str,
+    ) -> AiToolResult {
         let event = if result.is_success() {
             ToolEvent::Completed {
                 call_id: record.call_id.to_owned(),
@@ -197,7 +208,8 @@ impl EmitEvents<'_> {
             }
         };
         self.publish(event).await;
-        self.counters.finished(result.outcome, result.truncated);
+        self.counters
+            .finished(label, result.outcome, result.truncated);
         telemetry::record_outcome(
             &tracing::Span::current(),
             result.outcome,
