@@ -13,9 +13,9 @@ use std::sync::Arc;
 use elsa_ai_abstractions::{AiError, AiProviderEvent, AiToolError, AiToolResult};
 use github_copilot_sdk::SessionEvent;
 use github_copilot_sdk::session_events::{
-    AssistantMessageData, AssistantMessageDeltaData, SessionErrorData, SessionEventType,
-    SessionIdleData, SessionMode, ToolExecutionCompleteData, ToolExecutionProgressData,
-    ToolExecutionStartData, UserMessageData,
+    AssistantMessageData, AssistantMessageDeltaData, AssistantUsageData, SessionErrorData,
+    SessionEventType, SessionIdleData, SessionMode, ToolExecutionCompleteData,
+    ToolExecutionProgressData, ToolExecutionStartData, UserMessageData,
 };
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -139,6 +139,16 @@ impl TurnEventMapper {
                 })
                 .map_or_else(Mapped::default, |data| {
                     Mapped::one(AiProviderEvent::AssistantMessage { text: data.content })
+                }),
+            // One model call's tokens; the host sums a turn's reports.
+            SessionEventType::AssistantUsage => payload::<AssistantUsageData>(event)
+                .filter(|data| data.input_tokens.is_some() || data.output_tokens.is_some())
+                .map_or_else(Mapped::default, |data| {
+                    let tokens = |n: Option<i64>| n.map_or(0, |n| u64::try_from(n).unwrap_or(0));
+                    Mapped::one(AiProviderEvent::Usage {
+                        input_tokens: tokens(data.input_tokens),
+                        output_tokens: tokens(data.output_tokens),
+                    })
                 }),
             SessionEventType::ToolExecutionStart => payload::<ToolExecutionStartData>(event)
                 .map_or_else(Mapped::default, |data| {
@@ -349,6 +359,24 @@ mod tests {
         assert!(mapped.finished, "{mapped:?}");
         assert_eq!(mapped.events.len(), 1, "{mapped:?}");
         mapped.events.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn usage_reports_become_token_usage() {
+        let (mut mapper, _) = started();
+        let usage = event(
+            "assistant.usage",
+            json!({"model": "gpt-4.1", "inputTokens": 120, "outputTokens": 7}),
+        );
+        assert_eq!(
+            only(mapper.map(&usage)),
+            AiProviderEvent::Usage {
+                input_tokens: 120,
+                output_tokens: 7
+            }
+        );
+        let without = event("assistant.usage", json!({"model": "gpt-4.1"}));
+        assert_eq!(mapper.map(&without), Mapped::default());
     }
 
     #[test]
