@@ -13,8 +13,9 @@ use axum::Router;
 use axum::serve::ListenerExt;
 use chrono::TimeDelta;
 use elsa_ai_abstractions::{
-    AiAuditLog, AiAuditSink, AiCaller, AiConversationStore, AiProposalStore, AiProvider,
-    AiStreamJournal, AiToolEnablementStore, AiToolServices, Permission,
+    AiAgentDefinition, AiAuditLog, AiAuditSink, AiCaller, AiContextProvider, AiConversationStore,
+    AiProposalStore, AiProvider, AiStreamJournal, AiTool, AiToolEnablementStore, AiToolServices,
+    Permission,
 };
 use elsa_ai_host::{
     AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
@@ -79,11 +80,15 @@ pub enum StartupError {
     Store(String),
 }
 
-/// Builds a [`Weaver`].
+/// Builds a [`Weaver`]: the configuration, plus what a host adds of its own (tools, agents,
+/// context providers, a provider).
 pub struct WeaverBuilder {
     config: WeaverConfig,
     env: EnvLookup,
     provider: Option<Arc<dyn AiProvider>>,
+    tools: Vec<Arc<dyn AiTool>>,
+    agents: Vec<AiAgentDefinition>,
+    context_providers: Vec<Arc<dyn AiContextProvider>>,
 }
 
 impl std::fmt::Debug for WeaverBuilder {
@@ -105,6 +110,26 @@ impl WeaverBuilder {
     /// Uses `provider` instead of the one `[provider]` configures (tests, embedding hosts).
     pub fn provider(mut self, provider: Arc<dyn AiProvider>) -> Self {
         self.provider = Some(provider);
+        self
+    }
+
+    /// Registers a tool of the host's own beside the linked ones, under the same governance
+    /// (a name already taken is a start-up error).
+    pub fn tool(mut self, tool: Arc<dyn AiTool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds an agent beside the built-in ones (a name already taken is a start-up error).
+    pub fn agent(mut self, agent: AiAgentDefinition) -> Self {
+        self.agents.push(agent);
+        self
+    }
+
+    /// Resolves attachments of the provider's kind with it, instead of the built-in provider
+    /// of that kind.
+    pub fn context_provider(mut self, provider: Arc<dyn AiContextProvider>) -> Self {
+        self.context_providers.push(provider);
         self
     }
 
@@ -318,6 +343,9 @@ impl Weaver {
             config,
             env: Arc::new(|name| std::env::var(name).ok()),
             provider: None,
+            tools: Vec::new(),
+            agents: Vec::new(),
+            context_providers: Vec::new(),
         }
     }
 
@@ -326,6 +354,9 @@ impl Weaver {
             config,
             env,
             provider,
+            tools,
+            agents: host_agents,
+            context_providers,
         } = builder;
         let limits = config.limits;
         let http = HttpSurface::new(&config.http)?;
@@ -439,17 +470,30 @@ impl Weaver {
             catalog: workflows.clone(),
             proposals: Arc::new(proposals.clone()),
         };
-        let agents = AgentRegistry::builtin();
+        let agents = host_agents
+            .into_iter()
+            .try_fold(
+                AgentRegistry::builder()
+                    .with_builtin_agents()
+                    .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?,
+                |agents, agent| agents.agent(agent),
+            )
+            .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?
+            .build();
         if let Some(unknown) = config.agents.iter().find(|a| agents.get(&a.name).is_none()) {
             return Err(StartupError::Config(ConfigError::Invalid(format!(
                 "[[agents]] names '{}', which is not an agent of this server",
                 unknown.name
             ))));
         }
+        let tool_error =
+            |e: elsa_ai_host::ToolRegistrationError| StartupError::Tools(e.to_string());
+        let linked = ToolRegistry::builder().linked_tools().map_err(tool_error)?;
         let registry = Arc::new(
-            ToolRegistry::builder()
-                .linked_tools()
-                .map_err(|e| StartupError::Tools(e.to_string()))?
+            tools
+                .into_iter()
+                .try_fold(linked, |registry, tool| registry.tool(tool))
+                .map_err(tool_error)?
                 .build(Arc::new(agents), stores.enablement.clone()),
         );
         let mut governor = core
@@ -465,6 +509,7 @@ impl Weaver {
                 services.instances.clone(),
                 services.catalog.clone(),
             ))
+            .providers(context_providers)
             .build();
         let attachment_kinds = context.kinds().collect();
         let defaults = OrchestratorSettings::default();

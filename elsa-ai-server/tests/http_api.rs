@@ -858,3 +858,86 @@ async fn metrics_are_prometheus_text_for_administrators_and_pass_promtool() {
     );
     server.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_host_adds_its_own_tool_and_agent_through_the_builder() {
+    use elsa_ai_host::testing::governance::{TestTool, read_tool, test_agent};
+
+    let tool = Arc::new(TestTool::returning(
+        read_tool("acme.ping"),
+        serde_json::json!({"pong": true}),
+    ));
+    let agent = test_agent(
+        "acme-helper",
+        &["acme.ping"],
+        &[elsa_ai_abstractions::Permission::READ_WORKFLOWS],
+    );
+    let script = Script::new()
+        .tool_call("acme.ping", serde_json::json!({}))
+        .reply("Pinged.");
+    let server = TestServer::start_with(
+        Weaver::builder(two_tenants())
+            .tool(tool.clone())
+            .agent(agent.clone())
+            .provider(Arc::new(ScriptedProvider::new(script))),
+    )
+    .await;
+    let (_, tools) = server.get("/ai/tools?agent=acme-helper", ALICE_KEY).await;
+    assert!(
+        tools
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "acme.ping"),
+        "{tools}"
+    );
+    let (_, capabilities) = server.get("/ai/capabilities", ALICE_KEY).await;
+    assert!(
+        capabilities["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["name"] == "acme-helper")
+    );
+    let events = server
+        .chat(
+            ALICE_KEY,
+            &serde_json::json!({"message": "Ping.", "agent": "acme-helper"}),
+        )
+        .await
+        .collect()
+        .await;
+    assert!(
+        events.iter().any(|e| e.event == "tool.completed"),
+        "{events:#?}"
+    );
+    assert_eq!(
+        tool.calls(),
+        1,
+        "the host's tool ran once, through governance"
+    );
+    let (_, audit) = server.get("/ai/audit?actor=alice", ALICE_KEY).await;
+    assert!(
+        audit["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["toolName"] == "acme.ping")
+    );
+    server.shutdown().await.unwrap();
+
+    // A name already taken is refused at start-up.
+    let taken = Weaver::builder(two_tenants())
+        .env(|_| None)
+        .agent(test_agent("workflow-author", &[], &[]))
+        .build()
+        .await;
+    assert!(taken.is_err());
+    let twice = Weaver::builder(two_tenants())
+        .env(|_| None)
+        .tool(tool.clone())
+        .tool(tool)
+        .build()
+        .await;
+    assert!(twice.unwrap_err().to_string().contains("acme.ping"));
+}
