@@ -112,13 +112,17 @@ function fillAgents() {
 // ---------------------------------------------------------------- attachments
 
 let searchTimer = null;
+let searchSequence = 0;
 
 async function searchAttachments() {
   const kind = $("attach-kind").value;
   const q = $("attachment-search").value;
   const list = $("attachment-options");
+  // Answers can arrive out of order: only the latest search may fill the list.
+  const sequence = ++searchSequence;
   try {
     const found = await call("GET", `ai/attachments/search?kind=${encodeURIComponent(kind)}&q=${encodeURIComponent(q)}&limit=20`);
+    if (sequence !== searchSequence) return;
     list.replaceChildren(...found.items.map((item) =>
       h("li", {}, h("button", {
         type: "button",
@@ -128,7 +132,7 @@ async function searchAttachments() {
       }, item.title, " ", h("small", { text: `${item.referenceId} · ${item.detail}` })))));
     if (!found.items.length) list.replaceChildren(h("li", { class: "hint", text: "Nothing matches." }));
   } catch (error) {
-    list.replaceChildren(h("li", { class: "error", text: error.message }));
+    if (sequence === searchSequence) list.replaceChildren(h("li", { class: "error", text: error.message }));
   }
 }
 
@@ -389,11 +393,15 @@ function newConversation() {
 
 // ---------------------------------------------------------------- review
 
+let inboxSequence = 0;
+
 async function loadInbox() {
   const status = $("inbox-status").value;
   const body = $("inbox").tBodies[0];
+  const sequence = ++inboxSequence;
   try {
     const page = await call("GET", `ai/proposals?limit=100${status ? `&status=${status}` : ""}`);
+    if (sequence !== inboxSequence) return;
     body.replaceChildren(...page.items.map((p) => h("tr", {
       "data-testid": "proposal-row",
       dataset: { id: p.id },

@@ -194,13 +194,21 @@ async fn attach_definition(browser: &Client) {
         "{}[data-reference=\"{DEFINITION}\"]",
         testid("attachment-option")
     );
+    // Found and clicked in one step: the list is re-rendered while the search settles.
     until(
         browser,
         "the definition to attach",
-        &format!("document.querySelector('{option}')"),
+        &format!(
+            "(() => {{ const o = document.querySelector('{option}'); if (o) o.click(); return !!o; }})()"
+        ),
     )
     .await;
-    click(browser, &option).await;
+    until(
+        browser,
+        "the attachment chip",
+        "document.querySelectorAll('#attached li').length === 1",
+    )
+    .await;
 }
 
 async fn chat(browser: &Client, message: &str) {
@@ -333,7 +341,12 @@ async fn a_person_reviews_and_applies_a_proposal_in_the_console() {
         ),
     )
     .await;
-    click(&browser, &testid("proposal-row")).await;
+    until(
+        &browser,
+        "a row to open",
+        "(() => { const r = document.querySelector('[data-testid=proposal-row]'); if (r) r.click(); return !!r; })()",
+    )
+    .await;
     until(
         &browser,
         "the detail",
