@@ -448,6 +448,8 @@ async function openProposal(id) {
   fill(panel, [
     h("h3", {}, `Proposal ${p.id} · `, h("span", { class: "status", "data-testid": "proposal-status", text: p.status })),
     h("p", { text: `${p.kind} of ${p.definitionId}, requested by ${p.createdBy}` + (p.appliedVersion ? `, applied as version ${p.appliedVersion.version}` : "") }),
+    p.reviewedBy ? h("p", { id: "proposal-review", text: `Reviewed by ${p.reviewedBy}` + (p.reviewedAt ? ` on ${new Date(p.reviewedAt).toLocaleString()}` : "") + (p.reviewReason ? `, reason: ${p.reviewReason}` : "") }) : null,
+    p.appliedBy ? h("p", { text: `Applied by ${p.appliedBy}` + (p.appliedAt ? ` on ${new Date(p.appliedAt).toLocaleString()}` : "") }) : null,
     h("h3", { text: "Rationale" }), h("p", { text: p.rationale || "—" }),
     p.warnings?.length ? [h("h3", { text: "Warnings" }), h("ul", {}, p.warnings.map((w) => h("li", { text: w })))] : null,
     p.diagnostics?.length ? [h("h3", { text: "Diagnostics" }), h("ul", {}, p.diagnostics.map((d) => h("li", { text: `${d.severity || ""} ${d.code || ""}: ${d.message || ""}` })))] : null,
@@ -561,6 +563,7 @@ async function loadAudit(event) {
   add("actor", $("audit-actor").value.trim());
   add("outcome", $("audit-outcome").value);
   add("conversationId", $("audit-conversation").value.trim());
+  add("proposalId", $("audit-proposal").value.trim());
   add("from", $("audit-from").value && new Date($("audit-from").value).toISOString());
   add("to", $("audit-to").value && new Date($("audit-to").value).toISOString());
   const body = $("audit").tBodies[0];
