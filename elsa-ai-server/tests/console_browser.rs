@@ -1,7 +1,8 @@
 //! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
 //! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
 //! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
-//! offered no review buttons, a stream cut mid-turn that resumes without duplicates, Stop
+//! offered no review buttons, under `base_path` a rejection with a reason found again in the
+//! inbox, the conversation history and the filtered audit, a stream cut mid-turn that resumes without duplicates, Stop
 //! on a turn whose model is still answering, and the console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
 //! test fails and says so. Screenshots land in `target/tmp/console-screenshots/`.
 
@@ -17,6 +18,7 @@ use elsa_ai_server::config::WeaverConfig;
 use elsa_ai_server::testing::TestServer;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -354,6 +356,152 @@ async fn a_person_reviews_and_applies_a_proposal_in_the_console() {
     let overflow = until(&browser, "layout", "[document.documentElement.scrollWidth]").await;
     assert!(overflow[0].as_u64().unwrap() <= 400, "{overflow}");
     screenshot(&browser, "chat-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_base_path_a_reviewer_rejects_with_a_reason_and_finds_it_again() {
+    let mut config = config();
+    config.http.base_path = Some("/elsa/api".into());
+    let server = TestServer::start(config).await;
+    let enabled = server
+        .request(
+            Method::PUT,
+            "/elsa/api/ai/admin/tools/workflow.proposeUpdate/enablement",
+            ADMIN,
+        )
+        .json(&json!({"enabled": true}))
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(enabled.status(), StatusCode::OK);
+    let base = server.url("/elsa/api");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    // Served under base_path, the console finds the API beside it.
+    sign_in(&browser, &base, ADMIN).await;
+    assert_eq!(
+        browser.current_url().await.unwrap().path(),
+        "/elsa/api/console/"
+    );
+    attach_definition(&browser).await;
+    chat(&browser, "Please propose a clearer description.").await;
+    until(
+        &browser,
+        "the proposal card",
+        &format!("document.querySelector('{}')", testid("proposal-card")),
+    )
+    .await;
+    click(&browser, &format!("{} button", testid("proposal-card"))).await;
+    until(
+        &browser,
+        "the review controls",
+        &format!("document.querySelector('{}')", testid("reject")),
+    )
+    .await;
+
+    // Reject without a reason does nothing but ask for one.
+    click(&browser, &testid("reject")).await;
+    let focused = browser
+        .execute(
+            "return document.activeElement.dataset.testid || null;",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(focused, "reject-reason");
+    assert_eq!(
+        text_of(
+            &browser,
+            &format!("#proposal {}", testid("proposal-status"))
+        )
+        .await,
+        "Validated"
+    );
+
+    // With a reason the proposal is rejected, the reason shown, and no action is left.
+    type_into(
+        &browser,
+        &testid("reject-reason"),
+        "The docs team owns descriptions.",
+    )
+    .await;
+    click(&browser, &testid("reject")).await;
+    until(&browser, "Rejected", "document.querySelector('#proposal [data-testid=proposal-status]').textContent === 'Rejected'").await;
+    let review = text_of(&browser, "#proposal-review").await;
+    assert!(
+        review.starts_with("Reviewed by alice")
+            && review.ends_with("The docs team owns descriptions."),
+        "{review}"
+    );
+    for action in ["approve", "reject", "apply"] {
+        assert_eq!(count(&browser, &testid(action)).await, 0, "{action}");
+    }
+
+    // The inbox filtered to Rejected lists exactly that proposal.
+    browser.execute("document.getElementById('inbox-status').value='Rejected'; document.getElementById('inbox-status').dispatchEvent(new Event('change'));", Vec::new()).await.unwrap();
+    let proposal = until(
+        &browser,
+        "the rejected row",
+        "(() => { const rows = document.querySelectorAll('[data-testid=proposal-row]'); return rows.length === 1 && rows[0].querySelector('[data-testid=proposal-status]').textContent === 'Rejected' ? rows[0].dataset.id : null; })()",
+    )
+    .await;
+    let proposal = proposal.as_str().expect("the proposal id").to_owned();
+
+    // Conversation history: a new conversation, then the first one reopened from the list.
+    click(&browser, "#nav button[data-view=chat]").await;
+    click(&browser, "#new-conversation").await;
+    until(
+        &browser,
+        "an empty transcript",
+        "document.getElementById('transcript').children.length === 0",
+    )
+    .await;
+    until(
+        &browser,
+        "the conversation list",
+        "document.querySelectorAll('#conversations button').length === 1",
+    )
+    .await;
+    click(&browser, "#conversations button").await;
+    until(
+        &browser,
+        "the reopened conversation",
+        "[...document.querySelectorAll('#transcript .msg.user')].some(m => m.textContent === 'Please propose a clearer description.') && document.querySelectorAll('#transcript .msg.assistant').length > 0",
+    )
+    .await;
+
+    // The audit view filtered by that proposal shows its records only, the rejection among them.
+    click(&browser, "#nav-audit").await;
+    let all = until(
+        &browser,
+        "audit rows",
+        &format!(
+            "document.querySelectorAll('{}').length",
+            testid("audit-row")
+        ),
+    )
+    .await;
+    type_into(&browser, "#audit-proposal", &proposal).await;
+    click(&browser, "#audit-form button[type=submit]").await;
+    let actions = until(
+        &browser,
+        "the proposal's audit rows",
+        &format!(
+            "(() => {{ const rows = [...document.querySelectorAll('{}')]; return rows.length < {all} && rows.some(r => r.dataset.action === 'proposal.rejected') ? rows.map(r => r.dataset.action) : null; }})()",
+            testid("audit-row")
+        ),
+    )
+    .await;
+    for action in actions.as_array().unwrap() {
+        assert!(
+            action.as_str().unwrap().starts_with("proposal."),
+            "{actions}"
+        );
+    }
 
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
