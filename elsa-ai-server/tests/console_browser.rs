@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::WeaverConfig;
 use elsa_ai_server::testing::TestServer;
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use reqwest::{Method, StatusCode};
@@ -176,6 +177,17 @@ async fn sign_in(browser: &Client, base: &str, key: &str) {
         "document.querySelectorAll('[data-testid=agent] option').length",
     )
     .await;
+}
+
+/// The form controls of the page with neither a `<label>` nor an `aria-label`.
+async fn unlabelled_controls(browser: &Client) -> Value {
+    browser
+        .execute(
+            "return [...document.querySelectorAll('input, select, textarea')].filter(c => c.type !== 'hidden' && !c.labels.length && !c.getAttribute('aria-label') && !c.getAttribute('aria-labelledby')).map(c => c.id || c.outerHTML);",
+            Vec::new(),
+        )
+        .await
+        .expect("the probe runs")
 }
 
 fn screenshots() -> PathBuf {
@@ -451,6 +463,23 @@ async fn under_base_path_a_reviewer_rejects_with_a_reason_and_finds_it_again() {
     .await;
     let proposal = proposal.as_str().expect("the proposal id").to_owned();
 
+    // The row opens from the keyboard: focused, Enter shows its detail again.
+    browser.execute("document.getElementById('proposal').replaceChildren(); document.querySelector('[data-testid=proposal-row]').focus();", Vec::new()).await.unwrap();
+    browser
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys(&Key::Enter.to_string())
+        .await
+        .unwrap();
+    until(
+        &browser,
+        "the detail opened with Enter",
+        "document.querySelector('#proposal-review')",
+    )
+    .await;
+    assert_eq!(unlabelled_controls(&browser).await, json!([]), "inbox");
+
     // Conversation history: a new conversation, then the first one reopened from the list.
     click(&browser, "#nav button[data-view=chat]").await;
     click(&browser, "#new-conversation").await;
@@ -474,8 +503,11 @@ async fn under_base_path_a_reviewer_rejects_with_a_reason_and_finds_it_again() {
     )
     .await;
 
+    assert_eq!(unlabelled_controls(&browser).await, json!([]), "chat");
+
     // The audit view filtered by that proposal shows its records only, the rejection among them.
     click(&browser, "#nav-audit").await;
+    assert_eq!(unlabelled_controls(&browser).await, json!([]), "audit");
     let all = until(
         &browser,
         "audit rows",
