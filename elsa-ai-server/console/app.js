@@ -374,6 +374,15 @@ async function openConversation(id) {
   for (const message of conversation.messages) {
     transcriptItem(h("div", { class: `msg ${message.role === "User" ? "user" : "assistant"}`, text: message.content }));
   }
+  try {
+    // The proposals this conversation produced, with their status as it is now.
+    const proposals = await call("GET", `ai/proposals?limit=100&conversationId=${encodeURIComponent(id)}`);
+    for (const p of proposals.items) {
+      proposalCard({ proposalId: p.id, workflowDefinitionId: p.definitionId, status: p.status, summary: p.rationale });
+    }
+  } catch {
+    // Without the right to view proposals the messages are still the conversation.
+  }
   const agent = $("agent");
   agent.value = conversation.agent;
   loadConversations();

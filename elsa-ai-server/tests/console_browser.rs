@@ -502,6 +502,15 @@ async fn under_base_path_a_reviewer_rejects_with_a_reason_and_finds_it_again() {
         "[...document.querySelectorAll('#transcript .msg.user')].some(m => m.textContent === 'Please propose a clearer description.') && document.querySelectorAll('#transcript .msg.assistant').length > 0",
     )
     .await;
+    until(
+        &browser,
+        "the conversation's proposal, as it is now",
+        &format!(
+            "[...document.querySelectorAll('{}')].some(c => c.dataset.proposal === '{proposal}' && c.querySelector('.status').textContent === 'Rejected')",
+            testid("proposal-card")
+        ),
+    )
+    .await;
 
     assert_eq!(unlabelled_controls(&browser).await, json!([]), "chat");
 
