@@ -112,13 +112,19 @@ function fillAgents() {
 // ---------------------------------------------------------------- attachments
 
 let searchTimer = null;
+// Answers can arrive out of order: only the latest search may fill the list.
+let searchSerial = 0;
 
 async function searchAttachments() {
+  const serial = ++searchSerial;
   const kind = $("attach-kind").value;
   const q = $("attachment-search").value;
   const list = $("attachment-options");
+  list.setAttribute("aria-busy", "true");
   try {
     const found = await call("GET", `ai/attachments/search?kind=${encodeURIComponent(kind)}&q=${encodeURIComponent(q)}&limit=20`);
+    if (serial !== searchSerial) return;
+    list.dataset.query = q;
     list.replaceChildren(...found.items.map((item) =>
       h("li", {}, h("button", {
         type: "button",
@@ -128,7 +134,9 @@ async function searchAttachments() {
       }, item.title, " ", h("small", { text: `${item.referenceId} · ${item.detail}` })))));
     if (!found.items.length) list.replaceChildren(h("li", { class: "hint", text: "Nothing matches." }));
   } catch (error) {
-    list.replaceChildren(h("li", { class: "error", text: error.message }));
+    if (serial === searchSerial) list.replaceChildren(h("li", { class: "error", text: error.message }));
+  } finally {
+    if (serial === searchSerial) list.removeAttribute("aria-busy");
   }
 }
 

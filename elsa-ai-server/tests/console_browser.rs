@@ -204,8 +204,10 @@ async fn screenshot(browser: &Client, name: &str) {
 async fn attach_definition(browser: &Client) {
     click(browser, &testid("attach")).await;
     type_into(browser, &testid("attachment-search"), "order").await;
+    // The list once the search for the whole word has answered, so the option clicked is
+    // not replaced by the answer to an earlier keystroke.
     let option = format!(
-        "{}[data-reference=\"{DEFINITION}\"]",
+        "#attachment-options[data-query=\"order\"]:not([aria-busy]) {}[data-reference=\"{DEFINITION}\"]",
         testid("attachment-option")
     );
     until(
