@@ -1,7 +1,8 @@
 //! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
 //! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
 //! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
-//! offered no review buttons, under `base_path` a rejection with a reason found again in the
+//! offered no review buttons, sign-in with a bearer token kept for the tab only and a wrong key
+//! refused, under `base_path` a rejection with a reason found again in the
 //! inbox, the conversation history and the filtered audit, a stream cut mid-turn that resumes without duplicates, Stop
 //! on a turn whose model is still answering, and the console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
 //! test fails and says so. Screenshots land in `target/tmp/console-screenshots/`.
@@ -14,11 +15,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use elsa_ai_server::Weaver;
-use elsa_ai_server::config::WeaverConfig;
+use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig, WeaverConfig};
 use elsa_ai_server::testing::TestServer;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, get_current_timestamp};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -640,6 +642,93 @@ async fn relay(
         result = upstream_side => result,
         result = downstream_side => result,
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_signs_in_for_the_tab_and_a_wrong_key_is_refused() {
+    const SECRET: &str = "a-console-hs256-secret-of-32-bytes-or-more";
+    let mut config = config();
+    config.auth.jwt = Some(JwtConfig {
+        algorithm: JwtAlgorithmConfig::Hs256,
+        secret_env: Some("CONSOLE_JWT_SECRET".into()),
+        public_key_path: None,
+        public_key_env: None,
+        issuer: None,
+        audience: None,
+        actor_claim: Some("email".into()),
+        tenant_claim: Some("org".into()),
+        permissions_claim: Some("scope".into()),
+        leeway_secs: None,
+    });
+    let server = TestServer::start_with(
+        Weaver::builder(config)
+            .env(|name| (name == "CONSOLE_JWT_SECRET").then(|| SECRET.to_owned())),
+    )
+    .await;
+    let token = encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"email": "carol@acme.example", "org": "acme",
+                "scope": "read:workflows propose:workflows",
+                "exp": get_current_timestamp() + 300}),
+        &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    // A wrong key: refused with a sentence, nothing kept, nothing behind the sign-in shown.
+    browser.goto(&format!("{base}/console/")).await.unwrap();
+    type_into(&browser, &testid("api-key"), "not-a-key-of-this-server").await;
+    click(&browser, &testid("sign-in")).await;
+    let refusal = until(
+        &browser,
+        "the refusal",
+        "document.getElementById('signin-error').textContent",
+    )
+    .await;
+    assert_eq!(refusal, "The key or token was not accepted.");
+    let kept = browser
+        .execute(
+            "return [sessionStorage.length, localStorage.length, document.getElementById('nav').hidden];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, json!([0, 0, true]));
+
+    // The token: sent as Bearer, it names the caller; kept in this tab's sessionStorage only,
+    // so a reload stays signed in and nothing reaches localStorage.
+    sign_in(&browser, &base, &token).await;
+    assert_eq!(text_of(&browser, "#who").await, "carol@acme.example · acme");
+    assert!(
+        !browser
+            .find(Locator::Id("nav-audit"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap(),
+        "no Audit without admin:ai"
+    );
+    browser.refresh().await.unwrap();
+    until(
+        &browser,
+        "the session after a reload",
+        "document.getElementById('who').textContent === 'carol@acme.example · acme'",
+    )
+    .await;
+    let kept = browser
+        .execute(
+            "return [Object.values(sessionStorage), localStorage.length];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, json!([[token], 0]));
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
