@@ -523,7 +523,14 @@ function diffGraph(definition, diff) {
   const place = new Map();
   for (const [column, ids] of columns) ids.forEach((id, row) => place.set(id, { x: PAD + column * (W + GX), y: PAD + row * (H + GY) }));
   const width = PAD * 2 + Math.max(1, columns.size) * (W + GX) - GX;
-  const height = PAD * 2 + Math.max(1, ...[...columns.values()].map((ids) => ids.length)) * (H + GY) - GY;
+  const lowest = PAD + Math.max(1, ...[...columns.values()].map((ids) => ids.length)) * (H + GY) - GY;
+  // A connection that skips a column or runs backwards would pass behind the activities in
+  // between (and look like another connection): it detours below them, each on its own track.
+  const detours = edges.filter((e) => {
+    const a = place.get(e.source.activity), b = place.get(e.target.activity);
+    return a && b && (b.x - (a.x + W) > GX || b.x <= a.x);
+  });
+  const height = lowest + PAD + detours.length * 12;
   const marker = { added: "+", removed: "−", changed: "~", same: "" };
   const dash = { added: "", removed: "6 4", changed: "", same: "" };
 
@@ -535,11 +542,17 @@ function diffGraph(definition, diff) {
   edges.map((e) => {
     const a = place.get(e.source.activity), b = place.get(e.target.activity);
     if (!a || !b) return null;
-    return svg("line", {
-      x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2, class: e.status, stroke: "currentColor",
+    const look = {
+      class: e.status, stroke: "currentColor", fill: "none",
       "stroke-width": e.status === "same" ? 1.5 : 2.5, "stroke-dasharray": dash[e.status] || null, "marker-end": "url(#arrow)",
-      "data-status": e.status,
-    }, svg("title", { text: `${e.source.activity}:${e.source.port} → ${e.target.activity} (${e.status})` }));
+      "data-status": e.status, "data-source": e.source.activity, "data-target": e.target.activity,
+    };
+    const title = svg("title", { text: `${e.source.activity}:${e.source.port} → ${e.target.activity} (${e.status})` });
+    const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
+    const track = detours.indexOf(e);
+    if (track < 0) return svg("line", { x1, y1, x2, y2, ...look }, title);
+    const below = lowest + 8 + track * 12;
+    return svg("path", { d: `M${x1},${y1} H${x1 + 14 + track * 4} V${below} H${x2 - 14 - track * 4} V${y2} H${x2}`, ...look }, title);
   }),
   [...nodes.values()].map((n) => {
     const at = place.get(n.id);

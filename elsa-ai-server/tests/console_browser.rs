@@ -1,7 +1,8 @@
 //! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
 //! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
 //! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
-//! offered no review buttons, sign-in with a bearer token kept for the tab only and a wrong key
+//! offered no review buttons, a diff with removed and changed activities and inputs side by
+//! side, sign-in with a bearer token kept for the tab only and a wrong key
 //! refused, under `base_path` a rejection with a reason found again in the
 //! inbox, the conversation history and the filtered audit, a stream cut mid-turn that resumes without duplicates, Stop
 //! on a turn whose model is still answering, and the console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use elsa_ai_host::{Script, ScriptStep, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig, WeaverConfig};
 use elsa_ai_server::testing::TestServer;
@@ -642,6 +644,129 @@ async fn relay(
         result = upstream_side => result,
         result = downstream_side => result,
     }
+}
+
+/// A model that reads the order approval and proposes removing `NotifyCustomer` (with its
+/// connections) and renaming the approval task.
+fn removal_script() -> Script {
+    Script::new()
+        .tool_call(
+            "workflow.getDefinition",
+            json!({"definitionId": DEFINITION}),
+        )
+        .computed(|turn| {
+            let version = turn
+                .result_of("workflow.getDefinition")
+                .and_then(|r| r.content["version"].as_i64())
+                .unwrap_or(1);
+            ScriptStep::tool_call(
+                "workflow.proposeUpdate",
+                json!({
+                    "definitionId": DEFINITION,
+                    "baselineVersion": version,
+                    "operations": [
+                        {"op": "removeActivity", "activityId": "NotifyCustomer"},
+                        {"op": "setInput", "activityId": "RequestApproval", "input": "taskName", "value": "Manager approval"}
+                    ],
+                    "rationale": "Customers are told by the shop, not by this workflow."
+                }),
+            )
+        })
+        .reply("I proposed removing the e-mail and renaming the task.")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_diff_draws_removed_and_changed_activities_and_inputs_side_by_side() {
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(removal_script()))),
+    )
+    .await;
+    server.enable_tool(ADMIN, "workflow.proposeUpdate").await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "Drop the customer e-mail.").await;
+    click(&browser, &format!("{} button", testid("proposal-card"))).await;
+    let graph = testid("diff-graph");
+    until(
+        &browser,
+        "the removed activity",
+        &format!("document.querySelector('{graph} [data-status=removed][data-activity=\"NotifyCustomer\"]')"),
+    )
+    .await;
+    // Each status is marked without colour too: a sign before the name, and a title.
+    let marks = browser
+        .execute(
+            &format!(
+                "const text = id => document.querySelector(`{graph} g[data-activity=\"${{id}}\"] text`).textContent; \
+                 return [text('NotifyCustomer'), text('RequestApproval'), text('ReceiveOrder'), \
+                 document.querySelector('{graph}').getAttribute('aria-label')];"
+            ),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let marks = marks.as_array().unwrap();
+    assert!(marks[0].as_str().unwrap().starts_with('−'), "{marks:?}");
+    assert!(marks[1].as_str().unwrap().starts_with('~'), "{marks:?}");
+    assert_eq!(marks[2], "ReceiveOrder", "unchanged: no mark");
+    let label = marks[3].as_str().unwrap();
+    assert!(
+        label.contains("removed") && label.contains("changed"),
+        "{label}"
+    );
+    let removed = browser
+        .execute(
+            &format!("return [...document.querySelectorAll('{graph} [data-status=removed]:is(line, path)')].map(e => e.tagName + ' ' + e.dataset.source + '>' + e.dataset.target).sort();"),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        removed,
+        json!([
+            "line RequestApproval>NotifyCustomer",
+            "path CheckAmount>NotifyCustomer"
+        ]),
+        "the removed activity's connections are drawn back, as removed"
+    );
+    // No straight connection runs behind an activity it does not join (it would read as
+    // a connection to that activity); those detour below.
+    let hidden = browser
+        .execute(
+            &format!("const g = document.querySelector('{graph}'); \
+             const rects = [...g.querySelectorAll('g[data-activity] rect')].map(r => ['x', 'y', 'width', 'height'].map(k => +r.getAttribute(k))); \
+             return [...g.querySelectorAll('line')].filter(l => {{ const [x1, y1, x2, y2] = ['x1', 'y1', 'x2', 'y2'].map(k => +l.getAttribute(k)); \
+               return rects.some(([x, y, w, h]) => x > Math.min(x1, x2) && x + w < Math.max(x1, x2) && Math.min(y1, y2) <= y + h && Math.max(y1, y2) >= y); }}) \
+             .map(l => l.dataset.source + '>' + l.dataset.target);"),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hidden, json!([]), "connections drawn behind activities");
+    assert_eq!(
+        count(&browser, &format!("{graph} [data-status=added]")).await,
+        0
+    );
+    // The changed input, before and after, side by side.
+    let row = until(
+        &browser,
+        "the changed input",
+        "[...document.querySelectorAll('#proposal table tr')].map(r => [...r.cells].map(c => c.textContent)).find(cells => cells[0].includes('taskName'))",
+    )
+    .await;
+    assert_eq!(row[0], "RequestApproval · taskName", "{row}");
+    assert!(
+        row[2].as_str().unwrap().contains("Manager approval"),
+        "{row}"
+    );
+    assert_ne!(row[1], row[2], "{row}");
+    screenshot(&browser, "proposal-diff-removal").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
