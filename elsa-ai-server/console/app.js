@@ -565,7 +565,8 @@ function diffGraph(definition, diff) {
   const legend = h("p", { class: "legend" },
     h("span", { class: "added", text: "+ added" }), h("span", { class: "removed", text: "− removed (dashed)" }),
     h("span", { class: "changed", text: "~ changed" }), h("span", { class: "same", text: "unchanged" }));
-  return h("div", {}, legend, picture);
+  // On a narrow screen the picture keeps a readable size and scrolls sideways on its own.
+  return h("div", {}, legend, h("div", { class: "graph-scroll", role: "region", tabindex: 0, "aria-label": "Workflow graph, scrollable" }, picture));
 }
 
 function inputsTable(diff) {

@@ -765,6 +765,17 @@ async fn the_diff_draws_removed_and_changed_activities_and_inputs_side_by_side()
     assert_ne!(row[1], row[2], "{row}");
     screenshot(&browser, "proposal-diff-removal").await;
 
+    // At 390 px the proposal, graph and inputs included, still fits the width.
+    browser.set_window_size(390, 844).await.unwrap();
+    let overflow = until(
+        &browser,
+        "layout",
+        "[document.documentElement.scrollWidth, document.querySelector('#proposal').scrollWidth]",
+    )
+    .await;
+    assert!(overflow[0].as_u64().unwrap() <= 400, "page {overflow}");
+    screenshot(&browser, "proposal-390px").await;
+
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
 }
