@@ -550,6 +550,14 @@ async fn under_base_path_a_reviewer_rejects_with_a_reason_and_finds_it_again() {
         );
     }
 
+    // At 390 px the audit and the inbox fit the width too.
+    browser.set_window_size(390, 844).await.unwrap();
+    for view in ["audit", "inbox"] {
+        click(&browser, &format!("#nav button[data-view={view}]")).await;
+        let width = until(&browser, "layout", "[document.documentElement.scrollWidth]").await;
+        assert!(width[0].as_u64().unwrap() <= 400, "{view}: {width}");
+    }
+
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
 }
