@@ -1,7 +1,7 @@
 //! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
 //! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
 //! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
-//! offered no review buttons, a diff with removed and changed activities and inputs side by
+//! offered no review buttons, tool cards with redacted arguments, a diff with removed and changed activities and inputs side by
 //! side, sign-in with a bearer token kept for the tab only and a wrong key
 //! refused, under `base_path` a rejection with a reason found again in the
 //! inbox, the conversation history and the filtered audit, a stream cut mid-turn that resumes without duplicates, Stop
@@ -783,6 +783,64 @@ async fn the_diff_draws_removed_and_changed_activities_and_inputs_side_by_side()
     .await;
     assert!(overflow[0].as_u64().unwrap() <= 400, "page {overflow}");
     screenshot(&browser, "proposal-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_cards_show_name_status_duration_and_redacted_arguments() {
+    let script = Script::new()
+        .tool_call(
+            "workflow.getDefinition",
+            json!({"definitionId": format!("Password=hunter2;{ADMIN}")}),
+        )
+        .tool_call(
+            "workflow.getDefinition",
+            json!({"definitionId": DEFINITION}),
+        )
+        .reply("One read failed, one worked.");
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(script))),
+    )
+    .await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "Read it twice.").await;
+    let cards = until(
+        &browser,
+        "two finished tool cards",
+        &format!(
+            "(() => {{ const cards = [...document.querySelectorAll('{}')]; return cards.length === 2 && cards.every(c => c.querySelector('[data-status]').dataset.status !== 'running') ? cards.map(c => [c.dataset.tool, c.querySelector('[data-status]').dataset.status, c.textContent, c.querySelector('pre')?.textContent ?? null]) : null; }})()",
+            testid("tool-card")
+        ),
+    )
+    .await;
+    let cards = cards.as_array().unwrap();
+    let duration = |text: &str| {
+        text.split(" · ")
+            .nth(1)
+            .and_then(|rest| rest.split(" s").next())
+            .and_then(|n| n.parse::<f64>().ok())
+    };
+    for (card, status) in cards.iter().zip(["failed", "completed"]) {
+        assert_eq!(card[0], "workflow.getDefinition", "{card}");
+        assert_eq!(card[1], status, "{card}");
+        let text = card[2].as_str().unwrap();
+        assert!(duration(text).is_some(), "a duration in {text}");
+        assert!(card[3].as_str().unwrap().contains("definitionId"), "{card}");
+    }
+    // The stream carries the arguments redacted (a password pattern and the configured key).
+    assert_eq!(
+        serde_json::from_str::<Value>(cards[0][3].as_str().unwrap()).unwrap(),
+        json!({"definitionId": "Password=[REDACTED];[REDACTED]"})
+    );
+    let page = browser.source().await.unwrap();
+    assert!(!page.contains("hunter2"), "a secret reached the page");
+    assert!(!page.contains(ADMIN), "the API key reached the page");
 
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
