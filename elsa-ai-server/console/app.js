@@ -112,17 +112,19 @@ function fillAgents() {
 // ---------------------------------------------------------------- attachments
 
 let searchTimer = null;
-let searchSequence = 0;
+// Answers can arrive out of order: only the latest search may fill the list.
+let searchSerial = 0;
 
 async function searchAttachments() {
+  const serial = ++searchSerial;
   const kind = $("attach-kind").value;
   const q = $("attachment-search").value;
   const list = $("attachment-options");
-  // Answers can arrive out of order: only the latest search may fill the list.
-  const sequence = ++searchSequence;
+  list.setAttribute("aria-busy", "true");
   try {
     const found = await call("GET", `ai/attachments/search?kind=${encodeURIComponent(kind)}&q=${encodeURIComponent(q)}&limit=20`);
-    if (sequence !== searchSequence) return;
+    if (serial !== searchSerial) return;
+    list.dataset.query = q;
     list.replaceChildren(...found.items.map((item) =>
       h("li", {}, h("button", {
         type: "button",
@@ -132,7 +134,9 @@ async function searchAttachments() {
       }, item.title, " ", h("small", { text: `${item.referenceId} · ${item.detail}` })))));
     if (!found.items.length) list.replaceChildren(h("li", { class: "hint", text: "Nothing matches." }));
   } catch (error) {
-    if (sequence === searchSequence) list.replaceChildren(h("li", { class: "error", text: error.message }));
+    if (serial === searchSerial) list.replaceChildren(h("li", { class: "error", text: error.message }));
+  } finally {
+    if (serial === searchSerial) list.removeAttribute("aria-busy");
   }
 }
 
@@ -378,6 +382,15 @@ async function openConversation(id) {
   for (const message of conversation.messages) {
     transcriptItem(h("div", { class: `msg ${message.role === "User" ? "user" : "assistant"}`, text: message.content }));
   }
+  try {
+    // The proposals this conversation produced, with their status as it is now.
+    const proposals = await call("GET", `ai/proposals?limit=100&conversationId=${encodeURIComponent(id)}`);
+    for (const p of proposals.items) {
+      proposalCard({ proposalId: p.id, workflowDefinitionId: p.definitionId, status: p.status, summary: p.rationale });
+    }
+  } catch {
+    // Without the right to view proposals the messages are still the conversation.
+  }
   const agent = $("agent");
   agent.value = conversation.agent;
   loadConversations();
@@ -456,6 +469,8 @@ async function openProposal(id) {
   fill(panel, [
     h("h3", {}, `Proposal ${p.id} · `, h("span", { class: "status", "data-testid": "proposal-status", text: p.status })),
     h("p", { text: `${p.kind} of ${p.definitionId}, requested by ${p.createdBy}` + (p.appliedVersion ? `, applied as version ${p.appliedVersion.version}` : "") }),
+    p.reviewedBy ? h("p", { id: "proposal-review", text: `Reviewed by ${p.reviewedBy}` + (p.reviewedAt ? ` on ${new Date(p.reviewedAt).toLocaleString()}` : "") + (p.reviewReason ? `, reason: ${p.reviewReason}` : "") }) : null,
+    p.appliedBy ? h("p", { text: `Applied by ${p.appliedBy}` + (p.appliedAt ? ` on ${new Date(p.appliedAt).toLocaleString()}` : "") }) : null,
     h("h3", { text: "Rationale" }), h("p", { text: p.rationale || "—" }),
     p.warnings?.length ? [h("h3", { text: "Warnings" }), h("ul", {}, p.warnings.map((w) => h("li", { text: w })))] : null,
     p.diagnostics?.length ? [h("h3", { text: "Diagnostics" }), h("ul", {}, p.diagnostics.map((d) => h("li", { text: `${d.severity || ""} ${d.code || ""}: ${d.message || ""}` })))] : null,
@@ -512,7 +527,14 @@ function diffGraph(definition, diff) {
   const place = new Map();
   for (const [column, ids] of columns) ids.forEach((id, row) => place.set(id, { x: PAD + column * (W + GX), y: PAD + row * (H + GY) }));
   const width = PAD * 2 + Math.max(1, columns.size) * (W + GX) - GX;
-  const height = PAD * 2 + Math.max(1, ...[...columns.values()].map((ids) => ids.length)) * (H + GY) - GY;
+  const lowest = PAD + Math.max(1, ...[...columns.values()].map((ids) => ids.length)) * (H + GY) - GY;
+  // A connection that skips a column or runs backwards would pass behind the activities in
+  // between (and look like another connection): it detours below them, each on its own track.
+  const detours = edges.filter((e) => {
+    const a = place.get(e.source.activity), b = place.get(e.target.activity);
+    return a && b && (b.x - (a.x + W) > GX || b.x <= a.x);
+  });
+  const height = lowest + PAD + detours.length * 12;
   const marker = { added: "+", removed: "−", changed: "~", same: "" };
   const dash = { added: "", removed: "6 4", changed: "", same: "" };
 
@@ -524,11 +546,17 @@ function diffGraph(definition, diff) {
   edges.map((e) => {
     const a = place.get(e.source.activity), b = place.get(e.target.activity);
     if (!a || !b) return null;
-    return svg("line", {
-      x1: a.x + W, y1: a.y + H / 2, x2: b.x, y2: b.y + H / 2, class: e.status, stroke: "currentColor",
+    const look = {
+      class: e.status, stroke: "currentColor", fill: "none",
       "stroke-width": e.status === "same" ? 1.5 : 2.5, "stroke-dasharray": dash[e.status] || null, "marker-end": "url(#arrow)",
-      "data-status": e.status,
-    }, svg("title", { text: `${e.source.activity}:${e.source.port} → ${e.target.activity} (${e.status})` }));
+      "data-status": e.status, "data-source": e.source.activity, "data-target": e.target.activity,
+    };
+    const title = svg("title", { text: `${e.source.activity}:${e.source.port} → ${e.target.activity} (${e.status})` });
+    const x1 = a.x + W, y1 = a.y + H / 2, x2 = b.x, y2 = b.y + H / 2;
+    const track = detours.indexOf(e);
+    if (track < 0) return svg("line", { x1, y1, x2, y2, ...look }, title);
+    const below = lowest + 8 + track * 12;
+    return svg("path", { d: `M${x1},${y1} H${x1 + 14 + track * 4} V${below} H${x2 - 14 - track * 4} V${y2} H${x2}`, ...look }, title);
   }),
   [...nodes.values()].map((n) => {
     const at = place.get(n.id);
@@ -541,7 +569,8 @@ function diffGraph(definition, diff) {
   const legend = h("p", { class: "legend" },
     h("span", { class: "added", text: "+ added" }), h("span", { class: "removed", text: "− removed (dashed)" }),
     h("span", { class: "changed", text: "~ changed" }), h("span", { class: "same", text: "unchanged" }));
-  return h("div", {}, legend, picture);
+  // On a narrow screen the picture keeps a readable size and scrolls sideways on its own.
+  return h("div", {}, legend, h("div", { class: "graph-scroll", role: "region", tabindex: 0, "aria-label": "Workflow graph, scrollable" }, picture));
 }
 
 function inputsTable(diff) {
@@ -569,6 +598,7 @@ async function loadAudit(event) {
   add("actor", $("audit-actor").value.trim());
   add("outcome", $("audit-outcome").value);
   add("conversationId", $("audit-conversation").value.trim());
+  add("proposalId", $("audit-proposal").value.trim());
   add("from", $("audit-from").value && new Date($("audit-from").value).toISOString());
   add("to", $("audit-to").value && new Date($("audit-to").value).toISOString());
   const body = $("audit").tBodies[0];

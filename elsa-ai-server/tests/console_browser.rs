@@ -1,7 +1,10 @@
 //! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
 //! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
 //! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
-//! offered no review buttons, a stream cut mid-turn that resumes without duplicates, Stop
+//! offered no review buttons, tool cards with redacted arguments, a diff with removed and changed activities and inputs side by
+//! side, sign-in with a bearer token kept for the tab only and a wrong key
+//! refused, under `base_path` a rejection with a reason found again in the
+//! inbox, the conversation history and the filtered audit, a stream cut mid-turn that resumes without duplicates, Stop
 //! on a turn whose model is still answering, and the console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
 //! test fails and says so. Screenshots land in `target/tmp/console-screenshots/`.
 
@@ -12,11 +15,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use elsa_ai_host::{Script, ScriptStep, ScriptedProvider};
 use elsa_ai_server::Weaver;
-use elsa_ai_server::config::WeaverConfig;
+use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig, WeaverConfig};
 use elsa_ai_server::testing::TestServer;
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
+use jsonwebtoken::{Algorithm, EncodingKey, Header, encode, get_current_timestamp};
+use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -176,6 +183,17 @@ async fn sign_in(browser: &Client, base: &str, key: &str) {
     .await;
 }
 
+/// The form controls of the page with neither a `<label>` nor an `aria-label`.
+async fn unlabelled_controls(browser: &Client) -> Value {
+    browser
+        .execute(
+            "return [...document.querySelectorAll('input, select, textarea')].filter(c => c.type !== 'hidden' && !c.labels.length && !c.getAttribute('aria-label') && !c.getAttribute('aria-labelledby')).map(c => c.id || c.outerHTML);",
+            Vec::new(),
+        )
+        .await
+        .expect("the probe runs")
+}
+
 fn screenshots() -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("console-screenshots");
     std::fs::create_dir_all(&dir).expect("a screenshot folder");
@@ -190,8 +208,10 @@ async fn screenshot(browser: &Client, name: &str) {
 async fn attach_definition(browser: &Client) {
     click(browser, &testid("attach")).await;
     type_into(browser, &testid("attachment-search"), "order").await;
+    // The list once the search for the whole word has answered, so the option clicked is
+    // not replaced by the answer to an earlier keystroke.
     let option = format!(
-        "{}[data-reference=\"{DEFINITION}\"]",
+        "#attachment-options[data-query=\"order\"]:not([aria-busy]) {}[data-reference=\"{DEFINITION}\"]",
         testid("attachment-option")
     );
     // Found and clicked in one step: the list is re-rendered while the search settles.
@@ -372,6 +392,189 @@ async fn a_person_reviews_and_applies_a_proposal_in_the_console() {
     server.shutdown().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_base_path_a_reviewer_rejects_with_a_reason_and_finds_it_again() {
+    let mut config = config();
+    config.http.base_path = Some("/elsa/api".into());
+    let server = TestServer::start(config).await;
+    let enabled = server
+        .request(
+            Method::PUT,
+            "/elsa/api/ai/admin/tools/workflow.proposeUpdate/enablement",
+            ADMIN,
+        )
+        .json(&json!({"enabled": true}))
+        .send()
+        .await
+        .expect("the server answers");
+    assert_eq!(enabled.status(), StatusCode::OK);
+    let base = server.url("/elsa/api");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    // Served under base_path, the console finds the API beside it.
+    sign_in(&browser, &base, ADMIN).await;
+    assert_eq!(
+        browser.current_url().await.unwrap().path(),
+        "/elsa/api/console/"
+    );
+    attach_definition(&browser).await;
+    chat(&browser, "Please propose a clearer description.").await;
+    until(
+        &browser,
+        "the proposal card",
+        &format!("document.querySelector('{}')", testid("proposal-card")),
+    )
+    .await;
+    click(&browser, &format!("{} button", testid("proposal-card"))).await;
+    until(
+        &browser,
+        "the review controls",
+        &format!("document.querySelector('{}')", testid("reject")),
+    )
+    .await;
+
+    // Reject without a reason does nothing but ask for one.
+    click(&browser, &testid("reject")).await;
+    let focused = browser
+        .execute(
+            "return document.activeElement.dataset.testid || null;",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(focused, "reject-reason");
+    assert_eq!(
+        text_of(
+            &browser,
+            &format!("#proposal {}", testid("proposal-status"))
+        )
+        .await,
+        "Validated"
+    );
+
+    // With a reason the proposal is rejected, the reason shown, and no action is left.
+    type_into(
+        &browser,
+        &testid("reject-reason"),
+        "The docs team owns descriptions.",
+    )
+    .await;
+    click(&browser, &testid("reject")).await;
+    until(&browser, "Rejected", "document.querySelector('#proposal [data-testid=proposal-status]').textContent === 'Rejected'").await;
+    let review = text_of(&browser, "#proposal-review").await;
+    assert!(
+        review.starts_with("Reviewed by alice")
+            && review.ends_with("The docs team owns descriptions."),
+        "{review}"
+    );
+    for action in ["approve", "reject", "apply"] {
+        assert_eq!(count(&browser, &testid(action)).await, 0, "{action}");
+    }
+
+    // The inbox filtered to Rejected lists exactly that proposal.
+    browser.execute("document.getElementById('inbox-status').value='Rejected'; document.getElementById('inbox-status').dispatchEvent(new Event('change'));", Vec::new()).await.unwrap();
+    let proposal = until(
+        &browser,
+        "the rejected row",
+        "(() => { const rows = document.querySelectorAll('[data-testid=proposal-row]'); return rows.length === 1 && rows[0].querySelector('[data-testid=proposal-status]').textContent === 'Rejected' ? rows[0].dataset.id : null; })()",
+    )
+    .await;
+    let proposal = proposal.as_str().expect("the proposal id").to_owned();
+
+    // The row opens from the keyboard: focused, Enter shows its detail again.
+    browser.execute("document.getElementById('proposal').replaceChildren(); document.querySelector('[data-testid=proposal-row]').focus();", Vec::new()).await.unwrap();
+    browser
+        .active_element()
+        .await
+        .unwrap()
+        .send_keys(&Key::Enter.to_string())
+        .await
+        .unwrap();
+    until(
+        &browser,
+        "the detail opened with Enter",
+        "document.querySelector('#proposal-review')",
+    )
+    .await;
+    assert_eq!(unlabelled_controls(&browser).await, json!([]), "inbox");
+
+    // Conversation history: a new conversation, then the first one reopened from the list.
+    click(&browser, "#nav button[data-view=chat]").await;
+    click(&browser, "#new-conversation").await;
+    until(
+        &browser,
+        "an empty transcript",
+        "document.getElementById('transcript').children.length === 0",
+    )
+    .await;
+    until(
+        &browser,
+        "the conversation list",
+        "document.querySelectorAll('#conversations button').length === 1",
+    )
+    .await;
+    click(&browser, "#conversations button").await;
+    until(
+        &browser,
+        "the reopened conversation",
+        "[...document.querySelectorAll('#transcript .msg.user')].some(m => m.textContent === 'Please propose a clearer description.') && document.querySelectorAll('#transcript .msg.assistant').length > 0",
+    )
+    .await;
+    until(
+        &browser,
+        "the conversation's proposal, as it is now",
+        &format!(
+            "[...document.querySelectorAll('{}')].some(c => c.dataset.proposal === '{proposal}' && c.querySelector('.status').textContent === 'Rejected')",
+            testid("proposal-card")
+        ),
+    )
+    .await;
+
+    assert_eq!(unlabelled_controls(&browser).await, json!([]), "chat");
+
+    // The audit view filtered by that proposal shows its records only, the rejection among them.
+    click(&browser, "#nav-audit").await;
+    assert_eq!(unlabelled_controls(&browser).await, json!([]), "audit");
+    let all = until(
+        &browser,
+        "audit rows",
+        &format!(
+            "document.querySelectorAll('{}').length",
+            testid("audit-row")
+        ),
+    )
+    .await;
+    type_into(&browser, "#audit-proposal", &proposal).await;
+    click(&browser, "#audit-form button[type=submit]").await;
+    let actions = until(
+        &browser,
+        "the proposal's audit rows",
+        &format!(
+            "(() => {{ const rows = [...document.querySelectorAll('{}')]; return rows.length < {all} && rows.some(r => r.dataset.action === 'proposal.rejected') ? rows.map(r => r.dataset.action) : null; }})()",
+            testid("audit-row")
+        ),
+    )
+    .await;
+    for action in actions.as_array().unwrap() {
+        assert!(
+            action.as_str().unwrap().starts_with("proposal."),
+            "{actions}"
+        );
+    }
+
+    // At 390 px the audit and the inbox fit the width too.
+    browser.set_window_size(390, 844).await.unwrap();
+    for view in ["audit", "inbox"] {
+        click(&browser, &format!("#nav button[data-view={view}]")).await;
+        let width = until(&browser, "layout", "[document.documentElement.scrollWidth]").await;
+        assert!(width[0].as_u64().unwrap() <= 400, "{view}: {width}");
+    }
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
 /// A loopback proxy in front of the server that cuts the first chat response after
 /// `body_bytes` bytes of its body, as a dropped connection would.
 struct CuttingProxy {
@@ -462,6 +665,285 @@ async fn relay(
         result = upstream_side => result,
         result = downstream_side => result,
     }
+}
+
+/// A model that reads the order approval and proposes removing `NotifyCustomer` (with its
+/// connections) and renaming the approval task.
+fn removal_script() -> Script {
+    Script::new()
+        .tool_call(
+            "workflow.getDefinition",
+            json!({"definitionId": DEFINITION}),
+        )
+        .computed(|turn| {
+            let version = turn
+                .result_of("workflow.getDefinition")
+                .and_then(|r| r.content["version"].as_i64())
+                .unwrap_or(1);
+            ScriptStep::tool_call(
+                "workflow.proposeUpdate",
+                json!({
+                    "definitionId": DEFINITION,
+                    "baselineVersion": version,
+                    "operations": [
+                        {"op": "removeActivity", "activityId": "NotifyCustomer"},
+                        {"op": "setInput", "activityId": "RequestApproval", "input": "taskName", "value": "Manager approval"}
+                    ],
+                    "rationale": "Customers are told by the shop, not by this workflow."
+                }),
+            )
+        })
+        .reply("I proposed removing the e-mail and renaming the task.")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_diff_draws_removed_and_changed_activities_and_inputs_side_by_side() {
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(removal_script()))),
+    )
+    .await;
+    server.enable_tool(ADMIN, "workflow.proposeUpdate").await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "Drop the customer e-mail.").await;
+    click(&browser, &format!("{} button", testid("proposal-card"))).await;
+    let graph = testid("diff-graph");
+    until(
+        &browser,
+        "the removed activity",
+        &format!("document.querySelector('{graph} [data-status=removed][data-activity=\"NotifyCustomer\"]')"),
+    )
+    .await;
+    // Each status is marked without colour too: a sign before the name, and a title.
+    let marks = browser
+        .execute(
+            &format!(
+                "const text = id => document.querySelector(`{graph} g[data-activity=\"${{id}}\"] text`).textContent; \
+                 return [text('NotifyCustomer'), text('RequestApproval'), text('ReceiveOrder'), \
+                 document.querySelector('{graph}').getAttribute('aria-label')];"
+            ),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let marks = marks.as_array().unwrap();
+    assert!(marks[0].as_str().unwrap().starts_with('−'), "{marks:?}");
+    assert!(marks[1].as_str().unwrap().starts_with('~'), "{marks:?}");
+    assert_eq!(marks[2], "ReceiveOrder", "unchanged: no mark");
+    let label = marks[3].as_str().unwrap();
+    assert!(
+        label.contains("removed") && label.contains("changed"),
+        "{label}"
+    );
+    let removed = browser
+        .execute(
+            &format!("return [...document.querySelectorAll('{graph} [data-status=removed]:is(line, path)')].map(e => e.tagName + ' ' + e.dataset.source + '>' + e.dataset.target).sort();"),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        removed,
+        json!([
+            "line RequestApproval>NotifyCustomer",
+            "path CheckAmount>NotifyCustomer"
+        ]),
+        "the removed activity's connections are drawn back, as removed"
+    );
+    // No straight connection runs behind an activity it does not join (it would read as
+    // a connection to that activity); those detour below.
+    let hidden = browser
+        .execute(
+            &format!("const g = document.querySelector('{graph}'); \
+             const rects = [...g.querySelectorAll('g[data-activity] rect')].map(r => ['x', 'y', 'width', 'height'].map(k => +r.getAttribute(k))); \
+             return [...g.querySelectorAll('line')].filter(l => {{ const [x1, y1, x2, y2] = ['x1', 'y1', 'x2', 'y2'].map(k => +l.getAttribute(k)); \
+               return rects.some(([x, y, w, h]) => x > Math.min(x1, x2) && x + w < Math.max(x1, x2) && Math.min(y1, y2) <= y + h && Math.max(y1, y2) >= y); }}) \
+             .map(l => l.dataset.source + '>' + l.dataset.target);"),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(hidden, json!([]), "connections drawn behind activities");
+    assert_eq!(
+        count(&browser, &format!("{graph} [data-status=added]")).await,
+        0
+    );
+    // The changed input, before and after, side by side.
+    let row = until(
+        &browser,
+        "the changed input",
+        "[...document.querySelectorAll('#proposal table tr')].map(r => [...r.cells].map(c => c.textContent)).find(cells => cells[0].includes('taskName'))",
+    )
+    .await;
+    assert_eq!(row[0], "RequestApproval · taskName", "{row}");
+    assert!(
+        row[2].as_str().unwrap().contains("Manager approval"),
+        "{row}"
+    );
+    assert_ne!(row[1], row[2], "{row}");
+    screenshot(&browser, "proposal-diff-removal").await;
+
+    // At 390 px the proposal, graph and inputs included, still fits the width.
+    browser.set_window_size(390, 844).await.unwrap();
+    let overflow = until(
+        &browser,
+        "layout",
+        "[document.documentElement.scrollWidth, document.querySelector('#proposal').scrollWidth]",
+    )
+    .await;
+    assert!(overflow[0].as_u64().unwrap() <= 400, "page {overflow}");
+    screenshot(&browser, "proposal-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_cards_show_name_status_duration_and_redacted_arguments() {
+    let script = Script::new()
+        .tool_call(
+            "workflow.getDefinition",
+            json!({"definitionId": format!("Password=hunter2;{ADMIN}")}),
+        )
+        .tool_call(
+            "workflow.getDefinition",
+            json!({"definitionId": DEFINITION}),
+        )
+        .reply("One read failed, one worked.");
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(script))),
+    )
+    .await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "Read it twice.").await;
+    let cards = until(
+        &browser,
+        "two finished tool cards",
+        &format!(
+            "(() => {{ const cards = [...document.querySelectorAll('{}')]; return cards.length === 2 && cards.every(c => c.querySelector('[data-status]').dataset.status !== 'running') ? cards.map(c => [c.dataset.tool, c.querySelector('[data-status]').dataset.status, c.textContent, c.querySelector('pre')?.textContent ?? null]) : null; }})()",
+            testid("tool-card")
+        ),
+    )
+    .await;
+    let cards = cards.as_array().unwrap();
+    let duration = |text: &str| {
+        text.split(" · ")
+            .nth(1)
+            .and_then(|rest| rest.split(" s").next())
+            .and_then(|n| n.parse::<f64>().ok())
+    };
+    for (card, status) in cards.iter().zip(["failed", "completed"]) {
+        assert_eq!(card[0], "workflow.getDefinition", "{card}");
+        assert_eq!(card[1], status, "{card}");
+        let text = card[2].as_str().unwrap();
+        assert!(duration(text).is_some(), "a duration in {text}");
+        assert!(card[3].as_str().unwrap().contains("definitionId"), "{card}");
+    }
+    // The stream carries the arguments redacted (a password pattern and the configured key).
+    assert_eq!(
+        serde_json::from_str::<Value>(cards[0][3].as_str().unwrap()).unwrap(),
+        json!({"definitionId": "Password=[REDACTED];[REDACTED]"})
+    );
+    let page = browser.source().await.unwrap();
+    assert!(!page.contains("hunter2"), "a secret reached the page");
+    assert!(!page.contains(ADMIN), "the API key reached the page");
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bearer_token_signs_in_for_the_tab_and_a_wrong_key_is_refused() {
+    const SECRET: &str = "a-console-hs256-secret-of-32-bytes-or-more";
+    let mut config = config();
+    config.auth.jwt = Some(JwtConfig {
+        algorithm: JwtAlgorithmConfig::Hs256,
+        secret_env: Some("CONSOLE_JWT_SECRET".into()),
+        public_key_path: None,
+        public_key_env: None,
+        issuer: None,
+        audience: None,
+        actor_claim: Some("email".into()),
+        tenant_claim: Some("org".into()),
+        permissions_claim: Some("scope".into()),
+        leeway_secs: None,
+    });
+    let server = TestServer::start_with(
+        Weaver::builder(config)
+            .env(|name| (name == "CONSOLE_JWT_SECRET").then(|| SECRET.to_owned())),
+    )
+    .await;
+    let token = encode(
+        &Header::new(Algorithm::HS256),
+        &json!({"email": "carol@acme.example", "org": "acme",
+                "scope": "read:workflows propose:workflows",
+                "exp": get_current_timestamp() + 300}),
+        &EncodingKey::from_secret(SECRET.as_bytes()).unwrap(),
+    )
+    .unwrap();
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    // A wrong key: refused with a sentence, nothing kept, nothing behind the sign-in shown.
+    browser.goto(&format!("{base}/console/")).await.unwrap();
+    type_into(&browser, &testid("api-key"), "not-a-key-of-this-server").await;
+    click(&browser, &testid("sign-in")).await;
+    let refusal = until(
+        &browser,
+        "the refusal",
+        "document.getElementById('signin-error').textContent",
+    )
+    .await;
+    assert_eq!(refusal, "The key or token was not accepted.");
+    let kept = browser
+        .execute(
+            "return [sessionStorage.length, localStorage.length, document.getElementById('nav').hidden];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, json!([0, 0, true]));
+
+    // The token: sent as Bearer, it names the caller; kept in this tab's sessionStorage only,
+    // so a reload stays signed in and nothing reaches localStorage.
+    sign_in(&browser, &base, &token).await;
+    assert_eq!(text_of(&browser, "#who").await, "carol@acme.example · acme");
+    assert!(
+        !browser
+            .find(Locator::Id("nav-audit"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap(),
+        "no Audit without admin:ai"
+    );
+    browser.refresh().await.unwrap();
+    until(
+        &browser,
+        "the session after a reload",
+        "document.getElementById('who').textContent === 'carol@acme.example · acme'",
+    )
+    .await;
+    let kept = browser
+        .execute(
+            "return [Object.values(sessionStorage), localStorage.length];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, json!([[token], 0]));
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
