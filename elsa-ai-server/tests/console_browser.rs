@@ -1,12 +1,13 @@
 //! The Weaver console in a real browser: Debian's Chromium driven over WebDriver
 //! (chromedriver) against a `weaver` server on a real socket. The whole review flow (sign in,
-//! attach, chat, open the proposal, see its diff, approve, apply), a read-only key that is
-//! offered no review buttons, tool cards with redacted arguments, a diff with removed and changed activities and inputs side by
-//! side, sign-in with a bearer token kept for the tab only and a wrong key
-//! refused, under `base_path` a rejection with a reason found again in the
-//! inbox, the conversation history and the filtered audit, a stream cut mid-turn that resumes without duplicates, Stop
-//! on a turn whose model is still answering, and the console at 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this
-//! test fails and says so. Screenshots land in `target/tmp/console-screenshots/`.
+//! attach, chat, open the proposal, see its diff, approve, apply); a read-only key that is
+//! offered no review buttons; tool cards with redacted arguments; a diff with removed and
+//! changed activities and inputs side by side; sign-in with a bearer token kept for the tab
+//! only, and a wrong key refused; under `base_path`, a rejection with a reason found again in
+//! the inbox, the conversation history and the filtered audit; a stream cut mid-turn that
+//! resumes without duplicates; Stop on a turn whose model is still answering; the console at
+//! 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails
+//! and says so. Screenshots land in `target/tmp/console-screenshots/`.
 
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
