@@ -3,6 +3,7 @@
 use async_trait::async_trait;
 use axum::http::request::Parts;
 use elsa_ai_abstractions::{AiCaller, AiError};
+use subtle::ConstantTimeEq;
 
 use super::{IdentityConfigError, IdentityExtractor, authorization};
 
@@ -85,13 +86,6 @@ impl ApiKeyIdentity {
     }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[async_trait]
 impl IdentityExtractor for ApiKeyIdentity {
     async fn identify(&self, request: &Parts) -> Result<Option<AiCaller>, AiError> {
@@ -100,7 +94,9 @@ impl IdentityExtractor for ApiKeyIdentity {
         };
         let mut found = None;
         for key in &self.keys {
-            if constant_time_eq(key.key.as_bytes(), given.as_bytes()) {
+            // `subtle` keeps the comparison free of data-dependent branches (a hand-written
+            // fold may be compiled into an early exit).
+            if bool::from(key.key.as_bytes().ct_eq(given.as_bytes())) {
                 found = Some(key.caller.clone());
             }
         }
