@@ -86,17 +86,28 @@ pub(crate) fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiErro
             ),
         )
     })?;
-    serde_json::from_str(text).map_err(|error| {
+    let invalid = |error: serde_json::Error, path: Option<String>| {
         let code = match error.classify() {
             serde_json::error::Category::Data => "invalid_body",
             _ => "malformed_json",
         };
+        let at = path.map_or_else(String::new, |path| format!(" at {path}"));
         let message = match code {
-            "invalid_body" => format!("the request body does not have the expected shape: {error}"),
+            "invalid_body" => {
+                format!("the request body does not have the expected shape{at}: {error}")
+            }
             _ => format!("the request body is not valid JSON: {error}"),
         };
         ApiError::bad_request(code, message)
-    })
+    };
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        // The path of the field that is wrong (`attachments[0].kind`), "." for the whole body.
+        let path = error.path().to_string();
+        invalid(error.into_inner(), (path != ".").then_some(path))
+    })?;
+    deserializer.end().map_err(|error| invalid(error, None))?;
+    Ok(value)
 }
 
 /// A query string; 400 `invalid_query` naming the parameter that does not parse.

@@ -69,6 +69,35 @@ async fn bad_bodies_are_400_with_a_clear_code_never_500() {
             code,
         );
     }
+    // A wrong value deep in the body is named by its path; trailing text is refused.
+    let (status, body) = raw(
+        &server,
+        Method::POST,
+        "/ai/chat",
+        ALICE_KEY,
+        b"{\"message\": \"hi\", \"attachments\": [{\"kind\": \"WorkflowDefinition\", \"referenceId\": 7}]}",
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("attachments[0].referenceId"),
+        "{body}"
+    );
+    assert_error(
+        raw(
+            &server,
+            Method::POST,
+            "/ai/chat",
+            ALICE_KEY,
+            b"{\"message\": \"hi\"} {}",
+        )
+        .await,
+        400,
+        "malformed_json",
+    );
     assert_error(
         server
             .post("/ai/chat", ALICE_KEY, &json!({"message": "  "}))
