@@ -34,6 +34,8 @@ pub struct WeaverApiParts {
     pub identity: Arc<dyn IdentityExtractor>,
     /// What `/ai/capabilities` reports about the provider.
     pub provider: ProviderView,
+    /// Every provider the server runs, in configuration order (one unless `[[providers]]`).
+    pub providers: Vec<ProviderView>,
     /// What `/ai/capabilities` reports about conversation storage.
     pub persistence: PersistenceView,
     /// The attachment kinds the host's context resolver handles.

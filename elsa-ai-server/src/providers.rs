@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use elsa_ai_abstractions::AiProvider;
+use elsa_ai_abstractions::{AiProvider, AiProviderInfo};
 use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
 use elsa_ai_host::{ProviderRouter, Redactor};
 use elsa_ai_openai::{OpenAiProvider, OpenAiProviderConfig};
@@ -20,6 +20,8 @@ pub(crate) struct ServedProviders {
     pub copilots: Vec<CopilotProvider>,
     /// The secrets the providers were configured with, for the redactor.
     pub secrets: Vec<String>,
+    /// Every provider's description, named as configured, in configuration order.
+    pub infos: Vec<AiProviderInfo>,
 }
 
 impl ServedProviders {
@@ -32,10 +34,15 @@ impl ServedProviders {
             provider: Arc::new(DemoProvider::new()),
             copilots: Vec::new(),
             secrets: Vec::new(),
+            infos: Vec::new(),
         };
         let mut built = Vec::with_capacity(plan.providers.len());
         for named in &plan.providers {
             let provider = served.one(&named.name, &named.config, env)?;
+            served.infos.push(AiProviderInfo {
+                name: named.name.clone(),
+                ..provider.info()
+            });
             built.push((named.name.clone(), provider));
         }
         if let [(_, only)] = built.as_slice() {
@@ -91,6 +98,16 @@ impl ServedProviders {
                 Arc::new(openai)
             }
         })
+    }
+
+    /// One provider a host handed the builder.
+    pub(crate) fn given(provider: Arc<dyn AiProvider>) -> Self {
+        Self {
+            infos: vec![provider.info()],
+            provider,
+            copilots: Vec::new(),
+            secrets: Vec::new(),
+        }
     }
 
     /// Hands the redactor to the providers that log what their runtime says.

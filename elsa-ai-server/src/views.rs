@@ -174,8 +174,10 @@ pub struct CapabilitiesView {
     pub attachment_kinds: Vec<AttachmentKind>,
     /// The agents a chat may run under.
     pub agents: Vec<AgentView>,
-    /// The model provider behind the chat.
+    /// The model provider behind the chat (the default one, when there are several).
     pub provider: ProviderView,
+    /// Every provider the server runs, in configuration order (one unless `[[providers]]`).
+    pub providers: Vec<ProviderView>,
 }
 
 /// How chat turns stream.

@@ -423,11 +423,7 @@ impl Weaver {
             identity(&config, &tenants, env.as_ref(), &mut report)?;
         secrets.extend(backend_secrets);
         let providers = match provider {
-            Some(provider) => ServedProviders {
-                provider,
-                copilots: Vec::new(),
-                secrets: Vec::new(),
-            },
+            Some(provider) => ServedProviders::given(provider),
             None => ServedProviders::build(&config.provider_plan()?, env.as_ref())?,
         };
         let provider = providers.provider.clone();
@@ -543,6 +539,12 @@ impl Weaver {
             ),
             identity: Arc::new(identity),
             provider: provider_view,
+            providers: providers
+                .infos
+                .iter()
+                .cloned()
+                .map(ProviderView::new)
+                .collect(),
             persistence: stores.view.clone(),
             attachment_kinds,
             grace_window_secs: grace_window.as_secs(),

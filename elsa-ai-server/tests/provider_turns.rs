@@ -305,6 +305,15 @@ async fn several_providers_serve_the_agents_they_are_configured_for() {
         openai_section("[[providers]]", &hosted, "responses"),
     );
     let server = openai_server(&config).await;
+    let (_, capabilities) = server.get("/ai/capabilities", DEV_KEY).await;
+    let names: Vec<&str> = capabilities["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["local", "hosted"], "{capabilities:#}");
+    assert_eq!(capabilities["provider"]["name"], "local", "the default");
     let reply = |events: &[elsa_ai_server::testing::SseEvent]| {
         events
             .iter()

@@ -84,5 +84,6 @@ pub(crate) async fn capabilities(
         attachment_kinds: parts.attachment_kinds.clone(),
         agents,
         provider: parts.provider.clone(),
+        providers: parts.providers.clone(),
     })
 }
