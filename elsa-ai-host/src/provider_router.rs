@@ -134,17 +134,6 @@ impl ProviderRouter {
             .unwrap_or(&self.default)
     }
 
-    /// Every provider's description, by name, sorted by name.
-    pub fn infos(&self) -> Vec<(String, AiProviderInfo)> {
-        let mut infos: Vec<_> = self
-            .providers
-            .iter()
-            .map(|(name, provider)| (name.clone(), provider.info()))
-            .collect();
-        infos.sort_by(|a, b| a.0.cmp(&b.0));
-        infos
-    }
-
     fn named(&self, name: &str) -> Result<&Arc<dyn AiProvider>, AiError> {
         self.providers.get(name).ok_or_else(|| {
             AiError::unavailable(

@@ -466,14 +466,13 @@ impl Weaver {
             catalog: workflows.clone(),
             proposals: Arc::new(proposals.clone()),
         };
-        let agents = host_agents
-            .into_iter()
-            .try_fold(
-                AgentRegistry::builder()
-                    .with_builtin_agents()
-                    .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?,
-                |agents, agent| agents.agent(agent),
-            )
+        let agents = AgentRegistry::builder()
+            .with_builtin_agents()
+            .and_then(|builtin| {
+                host_agents
+                    .into_iter()
+                    .try_fold(builtin, |agents, agent| agents.agent(agent))
+            })
             .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?
             .build();
         if let Some(unknown) = config.agents.iter().find(|a| agents.get(&a.name).is_none()) {
