@@ -54,7 +54,7 @@ pub use enablement::{AiToolEnablementStore, ToolEnablement};
 pub use error::{AiError, AiErrorBody};
 pub use identity::{AiCaller, Permission};
 pub use ids::{AuditEventId, ConversationId, ProposalId};
-pub use mcp::{AiMcpServerRegistration, McpTransport};
+pub use mcp::{AiMcpServerRegistration, McpTransport, SecretValue};
 pub use proposal::{
     AiProposal, AiProposalIntake, AiProposalStore, BaselineRef, ProposalDraft, ProposalKind,
     ProposalPayload, ProposalQuery, ProposalStatus,

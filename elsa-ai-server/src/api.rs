@@ -7,6 +7,7 @@ use elsa_ai_abstractions::{AiConversationStore, AiOrchestrator, AttachmentKind};
 use elsa_ai_host::{
     AttachmentSearch, AuditTrail, Metrics, ProposalService, ToolEnablementService, ToolRegistry,
 };
+use elsa_ai_mcp::{McpClients, McpEndpoint};
 
 use crate::identity::IdentityExtractor;
 use crate::views::{PersistenceView, ProviderView};
@@ -40,6 +41,10 @@ pub struct WeaverApiParts {
     pub persistence: PersistenceView,
     /// The attachment kinds the host's context resolver handles.
     pub attachment_kinds: Vec<AttachmentKind>,
+    /// Weaver's governed tools over MCP, served at `/mcp`.
+    pub mcp_endpoint: McpEndpoint,
+    /// The external MCP servers, whose state `/ai/capabilities` reports.
+    pub mcp_servers: Arc<McpClients>,
     /// The grace window of the orchestrator, reported in capabilities.
     pub grace_window_secs: u64,
     /// The largest request body accepted, in bytes (413 above).

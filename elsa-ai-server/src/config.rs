@@ -7,11 +7,15 @@
 //! are resolved against the file's folder. [`REFERENCE`] documents every key; `weaver --help`
 //! prints it.
 
+mod mcp;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use elsa_ai_host::Redactor;
 use serde::Deserialize;
+
+pub use mcp::{McpConfig, McpServerConfig};
 
 /// The address the server listens on unless configured otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -132,6 +136,31 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     Browser origins allowed to call the API (CORS, with
                                     preflight); none by default.
 
+  [[mcp.servers]]                   An external MCP server; its allowlisted tools become
+                                    governed tools named mcp.<name>.<tool>, each disabled until
+                                    an administrator enables it (PUT
+                                    /ai/admin/tools/{name}/enablement). A server that fails to
+                                    start is reported in /ai/capabilities and retried; weaver
+                                    starts anyway.
+  name = "everything"
+  command = "mcp-server-everything" stdio: a child started from an empty environment (PATH
+  args = []                         plus env and secret_env), killed with weaver, restarted
+                                    with backoff when it crashes. Or, instead of command:
+  url = "http://127.0.0.1:3001/mcp" streamable HTTP.
+  env = { LOG_LEVEL = "info" }      plain variables for the child
+  secret_env = { API_TOKEN = "HOST_VAR" }
+                                    child variable = the value of the host variable HOST_VAR;
+                                    a secret: redacted wherever it would appear
+  headers = { "X-Team" = "a" }      HTTP only; secret_headers = { Authorization = "HOST_VAR" }
+                                    likewise reads secrets from the host environment
+  tools = ["echo", "get-env"]       required allowlist: no other tool of the server exists
+  permissions = ["read:workflows"]  what a caller needs to use them (required)
+  agents = ["workflow-author"]      agents allowed to use them (default: every agent)
+  tenants = ["acme"]                tenants that see the server (default: all)
+  mutability = "ReadOnly"           ReadOnly (default) | Proposal | Administrative
+  danger_level = "Medium"           Low | Medium (default) | High | Critical
+  timeout_s = 30                    per call
+
   [limits]
   max_body_bytes = 262144           Largest request body; larger is 413 (flag --max-body-bytes,
                                     env WEAVER_MAX_BODY_BYTES).
@@ -177,6 +206,9 @@ pub struct WeaverConfig {
     /// Where routes are served and which browser origins may call them.
     #[serde(default)]
     pub http: HttpConfig,
+    /// External MCP servers whose allowlisted tools weaver offers.
+    #[serde(default)]
+    pub mcp: McpConfig,
 }
 
 /// `[http]`.
@@ -919,6 +951,20 @@ mod tests {
             "retention_days",
             "proposal_ttl_days",
             "WEAVER_DEV_KEY",
+            "[[mcp.servers]]",
+            "command",
+            "url",
+            "args",
+            "env",
+            "secret_env",
+            "headers",
+            "secret_headers",
+            "tools",
+            "agents",
+            "tenants",
+            "mutability",
+            "danger_level",
+            "timeout_s",
         ];
         for key in keys {
             assert!(

@@ -11,6 +11,7 @@ use elsa_ai_abstractions::{
     ToolEnablement, ToolMutability, ToolSource,
 };
 use elsa_ai_host::ProposalAction;
+use elsa_ai_mcp::McpServerStatus;
 use elsa_workflows::{Diagnostic, GraphDiff, Page, WorkflowDefinition};
 use serde::Serialize;
 use serde_json::Value;
@@ -178,6 +179,44 @@ pub struct CapabilitiesView {
     pub provider: ProviderView,
     /// Every provider the server runs, in configuration order (one unless `[[providers]]`).
     pub providers: Vec<ProviderView>,
+    /// The external MCP servers the caller's tenant sees, and their state.
+    pub mcp_servers: Vec<McpServerView>,
+}
+
+/// An external MCP server as capabilities report it.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerView {
+    /// The configured name; its tools are `mcp.<name>.<tool>`.
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// `starting`, `ready`, `restarting` (lost, reconnecting with backoff) or `failed` (never
+    /// reached; retried with backoff).
+    pub state: String,
+    /// Its tools registered at start-up (each disabled until an administrator enables it).
+    pub tools: Vec<String>,
+    /// Allowlisted tools the server did not offer at start-up.
+    pub missing_tools: Vec<String>,
+    /// Why the last connection failed or ended (redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How often the connection was re-established.
+    pub restarts: u32,
+}
+
+impl From<McpServerStatus> for McpServerView {
+    fn from(status: McpServerStatus) -> Self {
+        Self {
+            name: status.name,
+            transport: status.transport.to_owned(),
+            state: status.state.as_str().to_owned(),
+            tools: status.tools,
+            missing_tools: status.missing,
+            error: status.error,
+            restarts: status.restarts,
+        }
+    }
 }
 
 /// How chat turns stream.

@@ -23,6 +23,7 @@ use elsa_ai_host::{
     InMemoryToolEnablementStore, Metrics, OrchestratorSettings, ProposalService, Redactor,
     RedactorBuilder, RetentionSweeper, ToolRegistry, builtin_context_providers,
 };
+use elsa_ai_mcp::{McpClients, McpEndpoint};
 use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::{
     ElsaServerBackend, ElsaServerConfig, FolderDefinitionWriter, InMemoryWorkflowBackend, TenantId,
@@ -300,6 +301,7 @@ pub struct Weaver {
     report: Vec<String>,
     background: CancellationToken,
     http: HttpSurface,
+    mcp: Arc<McpClients>,
 }
 
 impl std::fmt::Debug for Weaver {
@@ -422,6 +424,13 @@ impl Weaver {
         let (identity, mut secrets, development_keys) =
             identity(&config, &tenants, env.as_ref(), &mut report)?;
         secrets.extend(backend_secrets);
+        let mcp_servers = config.mcp.registrations(env.as_ref())?;
+        secrets.extend(
+            mcp_servers
+                .iter()
+                .flat_map(|server| server.transport.secrets())
+                .map(|secret| secret.expose().to_owned()),
+        );
         let providers = match provider {
             Some(provider) => ServedProviders::given(provider),
             None => ServedProviders::build(&config.provider_plan()?, env.as_ref())?,
@@ -473,6 +482,11 @@ impl Weaver {
                     .into_iter()
                     .try_fold(builtin, |agents, agent| agents.agent(agent))
             })
+            .and_then(|agents| {
+                mcp_servers.iter().try_fold(agents, |agents, server| {
+                    agents.grant_mcp_server(&server.name, server.allowed_agents.as_deref())
+                })
+            })
             .map_err(|e| StartupError::Config(ConfigError::Invalid(e.to_string())))?
             .build();
         if let Some(unknown) = config.agents.iter().find(|a| agents.get(&a.name).is_none()) {
@@ -483,11 +497,20 @@ impl Weaver {
         }
         let tool_error =
             |e: elsa_ai_host::ToolRegistrationError| StartupError::Tools(e.to_string());
+        let mcp = Arc::new(
+            McpClients::start(mcp_servers, MCP_STARTUP, core.redactor().clone()).await,
+        );
+        report.extend(mcp_report(&mcp));
         let linked = ToolRegistry::builder().linked_tools().map_err(tool_error)?;
         let registry = Arc::new(
             tools
                 .into_iter()
                 .try_fold(linked, |registry, tool| registry.tool(tool))
+                .and_then(|registry| {
+                    mcp.tools().into_iter().try_fold(registry, |registry, mcp| {
+                        registry.tool_for_tenants(mcp.tool, mcp.tenants)
+                    })
+                })
                 .map_err(tool_error)?
                 .build(Arc::new(agents), stores.enablement.clone()),
         );
@@ -508,8 +531,11 @@ impl Weaver {
             .build();
         let attachment_kinds = context.kinds().collect();
         let defaults = OrchestratorSettings::default();
+        let governor = governor.build();
+        let background = CancellationToken::new();
+        let mcp_endpoint = McpEndpoint::new(governor.clone(), background.clone());
         let orchestrator = core
-            .orchestrator(provider.clone(), governor.build(), context)
+            .orchestrator(provider.clone(), governor, context)
             .settings(OrchestratorSettings {
                 grace_window,
                 max_message_bytes: limits
@@ -546,6 +572,8 @@ impl Weaver {
                 .collect(),
             persistence: stores.view.clone(),
             attachment_kinds,
+            mcp_endpoint,
+            mcp_servers: mcp.clone(),
             grace_window_secs: grace_window.as_secs(),
             max_body_bytes: limits
                 .max_body_bytes
@@ -565,8 +593,9 @@ impl Weaver {
             retention: TimeDelta::days(retention_days),
             development_keys,
             report,
-            background: CancellationToken::new(),
+            background,
             http,
+            mcp,
         })
     }
 
@@ -711,12 +740,47 @@ impl Weaver {
             drain
         );
         self.background.cancel();
-        // No Copilot CLI outlives the server.
+        // No Copilot CLI and no MCP server child outlives the server.
         self.providers.shutdown().await;
+        self.mcp.shutdown();
         // Every audit record accepted during the drain is written before the store closes.
         self.store.close().await;
         served
     }
+}
+
+/// How long start-up waits for the MCP servers' first connections, all together.
+const MCP_STARTUP: Duration = Duration::from_secs(20);
+
+/// One start-up line per MCP server: its tools, or why it is not there.
+fn mcp_report(mcp: &McpClients) -> Vec<String> {
+    mcp.statuses()
+        .into_iter()
+        .map(|server| {
+            let mut line = format!(
+                "MCP server '{}' ({}): {}",
+                server.name,
+                server.transport,
+                server.state.as_str()
+            );
+            if !server.tools.is_empty() {
+                line.push_str(&format!(
+                    ", tools {} (disabled until an administrator enables them)",
+                    server.tools.join(", ")
+                ));
+            }
+            if !server.missing.is_empty() {
+                line.push_str(&format!(
+                    "; allowlisted but not offered by the server: {}",
+                    server.missing.join(", ")
+                ));
+            }
+            if let Some(error) = &server.error {
+                line.push_str(&format!("; {error} (retrying in the background)"));
+            }
+            line
+        })
+        .collect()
 }
 
 /// Where one tenant's workflow data comes from.

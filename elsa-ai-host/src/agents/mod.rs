@@ -25,6 +25,9 @@ pub enum AgentRegistrationError {
     /// An allowed-tool entry is empty.
     #[error("agent '{0}' lists an empty tool name")]
     EmptyToolName(String),
+    /// A scope grant names an agent that does not exist.
+    #[error("agent '{0}' is not registered")]
+    UnknownAgent(String),
 }
 
 /// Builds an [`AgentRegistry`].
@@ -61,6 +64,29 @@ impl AgentRegistryBuilder {
             return Err(AgentRegistrationError::Duplicate(agent.name));
         }
         self.agents.insert(agent.name.clone(), agent);
+        Ok(self)
+    }
+
+    /// Puts an MCP server into the scope of `agents` (`None`: every agent added so far), so
+    /// that its tools can be offered to them. Refuses an agent that was not added.
+    pub fn grant_mcp_server(
+        mut self,
+        server: &str,
+        agents: Option<&[String]>,
+    ) -> Result<Self, AgentRegistrationError> {
+        if let Some(unknown) = agents
+            .into_iter()
+            .flatten()
+            .find(|name| !self.agents.contains_key(name.as_str()))
+        {
+            return Err(AgentRegistrationError::UnknownAgent(unknown.clone()));
+        }
+        for agent in self.agents.values_mut() {
+            let granted = agents.is_none_or(|names| names.contains(&agent.name));
+            if granted && !agent.allowed_mcp_servers.iter().any(|s| s == server) {
+                agent.allowed_mcp_servers.push(server.to_owned());
+            }
+        }
         Ok(self)
     }
 

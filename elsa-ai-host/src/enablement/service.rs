@@ -73,7 +73,10 @@ impl ToolEnablementService {
         if let Err(denied) = require_admin(caller) {
             return self.refuse(caller, &change, denied).await;
         }
-        let Some(tool) = self.registry.registered(&change.tool_name) else {
+        let Some(tool) = self
+            .registry
+            .registered_for(&change.tool_name, &caller.tenant_id)
+        else {
             return Err(AiError::NotFound {
                 code: "tool_not_found".into(),
                 message: format!("tool '{}' not found", change.tool_name),

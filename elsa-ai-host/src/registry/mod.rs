@@ -12,6 +12,7 @@ use elsa_ai_abstractions::{
     AiAgentDefinition, AiCaller, AiError, AiTool, AiToolDefinition, AiToolEnablementStore,
     AiToolQuery, AiToolRegistry, Permission, linked_tools,
 };
+use elsa_workflows::TenantId;
 use serde_json::Value;
 
 use crate::{AgentRegistry, EnablementDecisions};
@@ -27,6 +28,7 @@ pub struct RegisteredTool {
     definition: Arc<AiToolDefinition>,
     validator: jsonschema::Validator,
     required: PermissionMask,
+    tenants: Option<Arc<[TenantId]>>,
 }
 
 impl std::fmt::Debug for RegisteredTool {
@@ -54,6 +56,14 @@ impl RegisteredTool {
     /// The tool itself.
     pub fn tool(&self) -> &Arc<dyn AiTool> {
         &self.tool
+    }
+
+    /// Whether callers of `tenant` see the tool at all. A tool registered for some tenants
+    /// (an MCP server's `tenants`) does not exist for the others: not listed, not found.
+    pub fn serves(&self, tenant: &TenantId) -> bool {
+        self.tenants
+            .as_deref()
+            .is_none_or(|tenants| tenants.contains(tenant))
     }
 
     /// Validates arguments against the compiled input schema: 400 `invalid_arguments`
@@ -85,8 +95,16 @@ impl RegisteredTool {
 /// Builds a [`ToolRegistry`], refusing unsafe or duplicate definitions.
 #[derive(Default)]
 pub struct ToolRegistryBuilder {
-    tools: Vec<(Arc<dyn AiTool>, AiToolDefinition, jsonschema::Validator)>,
+    tools: Vec<PendingTool>,
     policy: ToolPolicy,
+}
+
+/// A validated tool waiting for [`ToolRegistryBuilder::build`].
+struct PendingTool {
+    tool: Arc<dyn AiTool>,
+    definition: AiToolDefinition,
+    validator: jsonschema::Validator,
+    tenants: Option<Arc<[TenantId]>>,
 }
 
 impl std::fmt::Debug for ToolRegistryBuilder {
@@ -104,16 +122,31 @@ impl ToolRegistryBuilder {
     }
 
     /// Registers one tool, validating its metadata and compiling its input schema.
-    pub fn tool(mut self, tool: Arc<dyn AiTool>) -> Result<Self, ToolRegistrationError> {
+    pub fn tool(self, tool: Arc<dyn AiTool>) -> Result<Self, ToolRegistrationError> {
+        self.tool_for_tenants(tool, None)
+    }
+
+    /// Registers a tool that only callers of `tenants` see (`None`: every tenant); for the
+    /// others it does not exist.
+    pub fn tool_for_tenants(
+        mut self,
+        tool: Arc<dyn AiTool>,
+        tenants: Option<Vec<TenantId>>,
+    ) -> Result<Self, ToolRegistrationError> {
         let definition = tool.definition().clone();
         validation::check_definition(&definition)?;
-        if self.tools.iter().any(|(_, d, _)| d.name == definition.name) {
+        if self.tools.iter().any(|t| t.definition.name == definition.name) {
             return Err(ToolRegistrationError::Duplicate {
                 name: definition.name,
             });
         }
         let validator = validation::compile_schema(&definition)?;
-        self.tools.push((tool, definition, validator));
+        self.tools.push(PendingTool {
+            tool,
+            definition,
+            validator,
+            tenants: tenants.map(Arc::from),
+        });
         Ok(self)
     }
 
@@ -130,9 +163,10 @@ impl ToolRegistryBuilder {
         agents: Arc<AgentRegistry>,
         enablement: Arc<dyn AiToolEnablementStore>,
     ) -> ToolRegistry {
-        self.tools.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+        self.tools
+            .sort_by(|a, b| a.definition.name.cmp(&b.definition.name));
         let mut permissions = PermissionIndex::default();
-        for (_, definition, _) in &self.tools {
+        for PendingTool { definition, .. } in &self.tools {
             definition
                 .permissions
                 .iter()
@@ -146,7 +180,13 @@ impl ToolRegistryBuilder {
             .tools
             .into_iter()
             .enumerate()
-            .map(|(position, (tool, definition, validator))| {
+            .map(|(position, pending)| {
+                let PendingTool {
+                    tool,
+                    definition,
+                    validator,
+                    tenants,
+                } = pending;
                 index.insert(definition.name.clone(), position);
                 if let Some(server) =
                     validation::mcp_server(&definition.name).filter(|_| access::is_mcp(&definition))
@@ -161,6 +201,7 @@ impl ToolRegistryBuilder {
                     tool,
                     definition: Arc::new(definition),
                     validator,
+                    tenants,
                 }
             })
             .collect();
@@ -225,9 +266,21 @@ impl ToolRegistry {
         self.index.get(name).map(|&i| &self.tools[i])
     }
 
+    /// The registered tool of that name if it exists for `tenant` (see
+    /// [`RegisteredTool::serves`]); otherwise unfiltered like [`ToolRegistry::registered`].
+    pub fn registered_for(&self, name: &str, tenant: &TenantId) -> Option<&RegisteredTool> {
+        self.registered(name).filter(|tool| tool.serves(tenant))
+    }
+
     /// Every registered tool, sorted by name, unfiltered (administration screens).
     pub fn iter(&self) -> impl Iterator<Item = &RegisteredTool> {
         self.tools.iter()
+    }
+
+    /// Every tool that exists for `tenant`, sorted by name (a tenant's administration
+    /// screen).
+    pub fn iter_for<'a>(&'a self, tenant: &'a TenantId) -> impl Iterator<Item = &'a RegisteredTool> {
+        self.tools.iter().filter(move |tool| tool.serves(tenant))
     }
 
     /// How many tools are registered.
@@ -280,7 +333,8 @@ impl ToolRegistry {
 
     fn visible(&self, tool: &RegisteredTool, viewer: &Viewer<'_>, query: &AiToolQuery) -> bool {
         let definition = &tool.definition;
-        query.mutability.is_none_or(|m| m == definition.mutability)
+        tool.serves(&viewer.caller.tenant_id)
+            && query.mutability.is_none_or(|m| m == definition.mutability)
             && query
                 .danger_level
                 .is_none_or(|d| d == definition.danger_level)

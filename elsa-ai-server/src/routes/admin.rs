@@ -33,7 +33,7 @@ pub(crate) async fn list_enablement(
     let decisions = EnablementDecisions::new(recorded.clone());
     let tools = parts
         .registry
-        .iter()
+        .iter_for(&caller.tenant_id)
         .map(|tool| {
             let definition = tool.definition();
             ToolEnablementView {

@@ -6,6 +6,7 @@ mod attachments;
 mod chat;
 mod conversations;
 mod features;
+mod mcp;
 mod me;
 mod metrics;
 mod proposals;
@@ -118,6 +119,7 @@ pub fn router(api: WeaverApi) -> Router {
         Bytes::new()
     });
     router
+        .route("/mcp", mcp::route(&api))
         .fallback(route_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(Extension(OpenApiJson(json)))

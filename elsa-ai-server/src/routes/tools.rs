@@ -9,7 +9,7 @@ use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiQuery, Caller};
 use crate::requests::ToolsQuery;
-use crate::views::{AgentView, CapabilitiesView, StreamingView, ToolView};
+use crate::views::{AgentView, CapabilitiesView, McpServerView, StreamingView, ToolView};
 
 /// The tools the caller may use: filtered by tenant, permissions, agent scope, enablement
 /// and policy in the host, then by the optional filters. A top-level array, as Elsa Studio
@@ -60,7 +60,7 @@ pub(crate) async fn list_tools(
 )]
 pub(crate) async fn capabilities(
     State(api): State<WeaverApi>,
-    _caller: Caller,
+    Caller(caller): Caller,
 ) -> Json<CapabilitiesView> {
     let parts = api.parts();
     let agents = parts
@@ -85,5 +85,17 @@ pub(crate) async fn capabilities(
         agents,
         provider: parts.provider.clone(),
         providers: parts.providers.clone(),
+        mcp_servers: parts
+            .mcp_servers
+            .statuses()
+            .into_iter()
+            .filter(|server| {
+                server
+                    .tenants
+                    .as_ref()
+                    .is_none_or(|tenants| tenants.contains(&caller.tenant_id))
+            })
+            .map(McpServerView::from)
+            .collect(),
     })
 }

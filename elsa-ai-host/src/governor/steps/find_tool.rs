@@ -6,8 +6,8 @@ use super::AgentScope;
 use super::resolve_agent_scope::outside_scope;
 use crate::{RegisteredTool, ToolRegistry, tool_admits_agent};
 
-/// The tool must be registered (404 `tool_not_found`) and its `allowed_agents` must admit
-/// the agent (403 `tool_not_in_agent_scope`).
+/// The tool must be registered for the caller's tenant (404 `tool_not_found`) and its
+/// `allowed_agents` must admit the agent (403 `tool_not_in_agent_scope`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FindTool<'r> {
     pub registry: &'r ToolRegistry,
@@ -21,7 +21,7 @@ impl<'r> FindTool<'r> {
     ) -> Result<&'r RegisteredTool, AiError> {
         let tool = self
             .registry
-            .registered(tool_name)
+            .registered_for(tool_name, &scope.actor.caller.tenant_id)
             .ok_or_else(|| AiError::NotFound {
                 code: "tool_not_found".into(),
                 message: format!("tool '{tool_name}' not found"),
