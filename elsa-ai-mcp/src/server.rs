@@ -216,7 +216,10 @@ mod tests {
         let text = &result.content[0].as_text().unwrap().text;
         let parsed: Value = serde_json::from_str(text).unwrap();
         let error: AiToolError = serde_json::from_value(parsed["error"].clone()).unwrap();
-        assert_eq!((error.code.as_str(), error.status), ("permission_denied", 403));
+        assert_eq!(
+            (error.code.as_str(), error.status),
+            ("permission_denied", 403)
+        );
     }
 
     #[test]

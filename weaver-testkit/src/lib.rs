@@ -6,6 +6,7 @@
 
 pub mod conformance;
 pub mod elsa_api;
+pub mod mcp;
 pub mod model_server;
 
 use std::path::{Path, PathBuf};

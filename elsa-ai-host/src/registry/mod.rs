@@ -135,7 +135,11 @@ impl ToolRegistryBuilder {
     ) -> Result<Self, ToolRegistrationError> {
         let definition = tool.definition().clone();
         validation::check_definition(&definition)?;
-        if self.tools.iter().any(|t| t.definition.name == definition.name) {
+        if self
+            .tools
+            .iter()
+            .any(|t| t.definition.name == definition.name)
+        {
             return Err(ToolRegistrationError::Duplicate {
                 name: definition.name,
             });
@@ -279,7 +283,10 @@ impl ToolRegistry {
 
     /// Every tool that exists for `tenant`, sorted by name (a tenant's administration
     /// screen).
-    pub fn iter_for<'a>(&'a self, tenant: &'a TenantId) -> impl Iterator<Item = &'a RegisteredTool> {
+    pub fn iter_for<'a>(
+        &'a self,
+        tenant: &'a TenantId,
+    ) -> impl Iterator<Item = &'a RegisteredTool> {
         self.tools.iter().filter(move |tool| tool.serves(tenant))
     }
 

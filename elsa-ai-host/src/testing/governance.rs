@@ -471,7 +471,7 @@ impl AiToolEnablementStore for CountingEnablementStore {
 pub struct GovernanceHarnessBuilder {
     linked: bool,
     services: AiToolServices,
-    tools: Vec<Arc<dyn AiTool>>,
+    tools: Vec<(Arc<dyn AiTool>, Option<Vec<TenantId>>)>,
     agent_tools: Option<Vec<String>>,
     agent_permissions: Vec<Permission>,
     agents: Vec<AiAgentDefinition>,
@@ -503,7 +503,17 @@ impl GovernanceHarnessBuilder {
 
     /// Registers a tool.
     pub fn tool(mut self, tool: Arc<dyn AiTool>) -> Self {
-        self.tools.push(tool);
+        self.tools.push((tool, None));
+        self
+    }
+
+    /// Registers a tool only callers of `tenants` see (`None`: every tenant).
+    pub fn tool_for_tenants(
+        mut self,
+        tool: Arc<dyn AiTool>,
+        tenants: Option<Vec<TenantId>>,
+    ) -> Self {
+        self.tools.push((tool, tenants));
         self
     }
 
@@ -561,13 +571,18 @@ impl GovernanceHarnessBuilder {
     ///
     /// When a tool or agent is refused at registration: the test is wrong.
     pub fn build(self) -> GovernanceHarness {
-        let linked: Vec<Arc<dyn AiTool>> = if self.linked {
-            elsa_ai_abstractions::linked_tools().collect()
+        let linked: Vec<(Arc<dyn AiTool>, Option<Vec<TenantId>>)> = if self.linked {
+            elsa_ai_abstractions::linked_tools()
+                .map(|tool| (tool, None))
+                .collect()
         } else {
             Vec::new()
         };
-        let tools: Vec<Arc<dyn AiTool>> = linked.into_iter().chain(self.tools).collect();
-        let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
+        let tools: Vec<_> = linked.into_iter().chain(self.tools).collect();
+        let names: Vec<String> = tools
+            .iter()
+            .map(|(t, _)| t.definition().name.clone())
+            .collect();
         let agent_tools = self.agent_tools.unwrap_or(names);
         let agent_tools: Vec<&str> = agent_tools.iter().map(String::as_str).collect();
         let mut agents = AgentRegistry::builder()
@@ -586,9 +601,9 @@ impl GovernanceHarnessBuilder {
         let agents = Arc::new(agents.build());
         let enablement = Arc::new(CountingEnablementStore::default());
         let mut registry = ToolRegistry::builder().policy(self.policy);
-        for tool in tools {
+        for (tool, tenants) in tools {
             registry = registry
-                .tool(tool)
+                .tool_for_tenants(tool, tenants)
                 .unwrap_or_else(|e| panic!("test tool refused: {e}"));
         }
         let registry = Arc::new(registry.build(agents, enablement.clone()));

@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use elsa_ai_abstractions::{AiError, AiMcpServerRegistration, AiTextRedactor, McpTransport};
 use parking_lot::RwLock;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientCapabilities, Implementation, Tool};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ClientCapabilities, ClientRequest, Implementation, Tool,
+};
 use rmcp::service::{NotificationContext, Peer, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
@@ -139,7 +141,11 @@ impl McpConnection {
 
     /// Calls one of the server's tools. A server that is down, or a tool it no longer lists,
     /// is a 503 the model can read; a transport failure also triggers a reconnect.
-    pub(crate) async fn call(&self, tool: &str, arguments: Value) -> Result<CallToolResult, AiError> {
+    pub(crate) async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, AiError> {
         let (peer, listed) = {
             let live = self.live.read();
             (live.peer.clone(), live.tools.contains_key(tool))
@@ -148,7 +154,9 @@ impl McpConnection {
         let Some(peer) = peer else {
             return Err(AiError::unavailable(
                 "mcp_server_unavailable",
-                format!("MCP server '{name}' is not connected; weaver is reconnecting, try again shortly"),
+                format!(
+                    "MCP server '{name}' is not connected; weaver is reconnecting, try again shortly"
+                ),
             ));
         };
         if !listed {
@@ -253,9 +261,11 @@ impl McpConnection {
                     });
                 }
                 () = self.broken.notified() => {
-                    // A failed call: ask once more before tearing the connection down, so a
-                    // single bad answer does not restart a healthy server.
-                    if peer.list_all_tools().await.is_err() {
+                    // A failed call: ping before tearing the connection down, so a single
+                    // bad answer does not restart a healthy server. (Not a tool listing:
+                    // rmcp answers that from its cache when the server is gone.)
+                    let ping = ClientRequest::PingRequest(Default::default());
+                    if peer.send_request(ping).await.is_err() {
                         stop.cancel();
                         let _ = closed.await;
                         return Some("the server stopped answering".to_owned());

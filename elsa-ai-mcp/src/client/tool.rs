@@ -34,7 +34,12 @@ impl McpTool {
             .as_deref()
             .filter(|d| !d.trim().is_empty())
             .map_or_else(
-                || format!("Tool '{server_name}' of the MCP server '{}'.", registration.name),
+                || {
+                    format!(
+                        "Tool '{server_name}' of the MCP server '{}'.",
+                        registration.name
+                    )
+                },
                 str::to_owned,
             );
         let display_name = listed
