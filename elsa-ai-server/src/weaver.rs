@@ -497,9 +497,8 @@ impl Weaver {
         }
         let tool_error =
             |e: elsa_ai_host::ToolRegistrationError| StartupError::Tools(e.to_string());
-        let mcp = Arc::new(
-            McpClients::start(mcp_servers, MCP_STARTUP, core.redactor().clone()).await,
-        );
+        let mcp =
+            Arc::new(McpClients::start(mcp_servers, MCP_STARTUP, core.redactor().clone()).await);
         report.extend(mcp_report(&mcp));
         let linked = ToolRegistry::builder().linked_tools().map_err(tool_error)?;
         let registry = Arc::new(

@@ -467,11 +467,14 @@ impl AiToolEnablementStore for CountingEnablementStore {
     }
 }
 
+/// A tool with the tenants that see it (`None`: every tenant).
+type TenantTool = (Arc<dyn AiTool>, Option<Vec<TenantId>>);
+
 /// Builds a [`GovernanceHarness`].
 pub struct GovernanceHarnessBuilder {
     linked: bool,
     services: AiToolServices,
-    tools: Vec<(Arc<dyn AiTool>, Option<Vec<TenantId>>)>,
+    tools: Vec<TenantTool>,
     agent_tools: Option<Vec<String>>,
     agent_permissions: Vec<Permission>,
     agents: Vec<AiAgentDefinition>,
@@ -571,7 +574,7 @@ impl GovernanceHarnessBuilder {
     ///
     /// When a tool or agent is refused at registration: the test is wrong.
     pub fn build(self) -> GovernanceHarness {
-        let linked: Vec<(Arc<dyn AiTool>, Option<Vec<TenantId>>)> = if self.linked {
+        let linked: Vec<TenantTool> = if self.linked {
             elsa_ai_abstractions::linked_tools()
                 .map(|tool| (tool, None))
                 .collect()
