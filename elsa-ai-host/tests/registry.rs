@@ -408,3 +408,93 @@ async fn mcp_tools_are_scoped_by_the_agents_mcp_servers() {
         ["mcp.github.get_issue"]
     );
 }
+
+#[tokio::test]
+async fn a_tool_registered_for_some_tenants_does_not_exist_for_the_others() {
+    let mut mcp = read_tool("mcp.crm.lookup");
+    mcp.source = ToolSource::Mcp;
+    mcp.enabled_by_default = false;
+    let harness = GovernanceHarness::builder()
+        .definition(read_tool("demo.read"))
+        .tool_for_tenants(
+            Arc::new(TestTool::echo(mcp)),
+            Some(vec![TEST_TENANT.into()]),
+        )
+        .build();
+    harness.decide("mcp.crm.lookup", None, true).await;
+    let registry = &harness.registry;
+    let home = TEST_TENANT.into();
+    let elsewhere = "globex".into();
+    assert!(registry.registered_for("mcp.crm.lookup", &home).is_some());
+    assert!(
+        registry
+            .registered_for("mcp.crm.lookup", &elsewhere)
+            .is_none()
+    );
+    assert!(registry.registered_for("demo.read", &elsewhere).is_some());
+    assert_eq!(registry.iter_for(&elsewhere).count(), 1);
+    assert_eq!(registry.iter_for(&home).count(), 2);
+
+    let query =
+        |tenant: &str| AiToolQuery::for_caller(AiCaller::new("a", tenant, all_permissions()));
+    let listed = |tools: Vec<Arc<AiToolDefinition>>| -> Vec<String> {
+        tools.iter().map(|t| t.name.clone()).collect()
+    };
+    assert_eq!(
+        listed(registry.list(&query(TEST_TENANT)).await.unwrap()),
+        ["demo.read", "mcp.crm.lookup"]
+    );
+    assert_eq!(
+        listed(registry.list(&query("globex")).await.unwrap()),
+        ["demo.read"]
+    );
+
+    // The governor reads it as unknown (404), not as forbidden.
+    let foreign = harness
+        .call_as(
+            AiCaller::new("g", "globex", all_permissions()),
+            Vec::new(),
+            "mcp.crm.lookup",
+            json!({}),
+        )
+        .await;
+    let error = foreign.error.unwrap();
+    assert_eq!((error.status, error.code.as_str()), (404, "tool_not_found"));
+    assert!(harness.call("mcp.crm.lookup", json!({})).await.is_success());
+}
+
+#[test]
+fn mcp_servers_are_granted_to_named_agents_or_to_all() {
+    let named = AgentRegistry::builder()
+        .with_builtin_agents()
+        .unwrap()
+        .grant_mcp_server("crm", Some(&[WORKFLOW_AUTHOR.to_owned()]))
+        .unwrap()
+        .build();
+    assert_eq!(
+        named.get(WORKFLOW_AUTHOR).unwrap().allowed_mcp_servers,
+        ["crm"]
+    );
+    assert!(
+        named
+            .get("instance-diagnostics")
+            .unwrap()
+            .allowed_mcp_servers
+            .is_empty()
+    );
+    let all = AgentRegistry::builder()
+        .with_builtin_agents()
+        .unwrap()
+        .grant_mcp_server("crm", None)
+        .unwrap()
+        .grant_mcp_server("crm", None)
+        .unwrap()
+        .build();
+    assert!(all.list().all(|agent| agent.allowed_mcp_servers == ["crm"]));
+    let unknown = AgentRegistry::builder()
+        .with_builtin_agents()
+        .unwrap()
+        .grant_mcp_server("crm", Some(&["nobody".to_owned()]))
+        .unwrap_err();
+    assert!(unknown.to_string().contains("nobody"));
+}
