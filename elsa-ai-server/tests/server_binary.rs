@@ -3,6 +3,7 @@
 //! binary's Copilot CLI (the pinned real one), which inherits none of weaver's secrets and
 //! dies with weaver.
 
+use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -17,6 +18,7 @@ use elsa_ai_server::testing::TestServer;
 use elsa_workflows::{DefinitionQuery, TenantId, WorkflowDefinitionStore};
 use reqwest::StatusCode;
 use serde_json::json;
+use weaver_testkit::mcp::npm_bin;
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 /// The configuration file of issue 7, verbatim.
@@ -546,4 +548,52 @@ async fn the_copilot_cli_dies_with_weaver_when_weaver_is_killed() {
     let stopped = stopped_within(cli, Duration::from_secs(2)).await;
     assert!(stopped.is_some(), "the CLI outlived weaver by 2 s");
     eprintln!("the CLI stopped {stopped:?} after weaver was killed");
+}
+
+#[tokio::test]
+async fn an_mcp_server_child_starts_from_an_empty_environment_and_dies_with_weaver() {
+    let everything = npm_bin("mcp-server-everything").display().to_string();
+    let config = format!(
+        "[store]\nmemory = true\n\
+         [[auth.api_keys]]\nkey_env = \"ACME_KEY\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"admin:ai\"]\n\
+         [provider]\nkind = \"demo\"\n\
+         [[mcp.servers]]\nname = \"everything\"\ncommand = \"{everything}\"\nargs = [\"stdio\"]\n\
+         secret_env = {{ API_TOKEN = \"MCP_TOKEN\" }}\ntools = [\"echo\"]\n\
+         permissions = [\"read:workflows\"]\n"
+    );
+    let mut weaver = RunningBinary::with_config(
+        &config,
+        &[
+            ("ACME_KEY", ACME_KEY),
+            ("MCP_TOKEN", "mcp-token-value-0123456789"),
+            (CANARY, "canary-value-that-must-not-leak"),
+        ],
+    );
+    let mut log = Vec::new();
+    RunningBinary::wait_for(&weaver.log, &mut log, |line| {
+        line.contains("Weaver listens on")
+    });
+    assert!(
+        log.iter()
+            .any(|line| line.contains("MCP server 'everything' (stdio): ready")),
+        "{log:#?}"
+    );
+    let capabilities = weaver.capabilities(ACME_KEY).await;
+    assert_eq!(capabilities["mcpServers"][0]["state"], "ready");
+
+    let children = child_processes(weaver.child.id());
+    let [child] = children.as_slice() else {
+        panic!("weaver runs exactly the MCP server: {children:?}")
+    };
+    let environment = process_environment(*child);
+    let names: BTreeSet<&str> = environment.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(names, BTreeSet::from(["API_TOKEN", "PATH"]), "{names:?}");
+
+    // `kill -9`: weaver runs no shutdown code, the child goes anyway.
+    weaver.child.kill().unwrap();
+    weaver.child.wait().unwrap();
+    let stopped = stopped_within(*child, Duration::from_secs(2)).await;
+    assert!(stopped.is_some(), "the MCP server outlived weaver by 2 s");
+    eprintln!("the MCP server stopped {stopped:?} after weaver was killed");
 }
