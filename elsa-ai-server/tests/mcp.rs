@@ -221,16 +221,12 @@ async fn the_mcp_endpoint_lists_and_calls_exactly_what_the_caller_may() {
 
     // A denial is a result with isError and the reason: the proposal tool is off, and bob
     // lacks the permission anyway.
-    let off = call(
-        &alice,
-        "workflow.proposeUpdate",
-        json!({
-            "definitionId": "sample-order-approval", "baselineVersion": version,
-            "operations": [{"op": "setDescription", "description": "Set over MCP."}],
-            "rationale": "An MCP client asked."
-        }),
-    )
-    .await;
+    let proposal = json!({
+        "definitionId": "sample-order-approval", "baselineVersion": version,
+        "operations": [{"op": "setDescription", "description": "Set over MCP."}],
+        "rationale": "An MCP client asked."
+    });
+    let off = call(&alice, "workflow.proposeUpdate", proposal.clone()).await;
     assert_eq!(off.is_error, Some(true));
     assert!(text(&off).contains("tool_disabled"), "{}", text(&off));
     let bob = client(&server, BOB_KEY, None).await;
@@ -241,16 +237,7 @@ async fn the_mcp_endpoint_lists_and_calls_exactly_what_the_caller_may() {
     server
         .enable_tool(ALICE_KEY, "workflow.proposeUpdate")
         .await;
-    let proposed = call(
-        &alice,
-        "workflow.proposeUpdate",
-        json!({
-            "definitionId": "sample-order-approval", "baselineVersion": version,
-            "operations": [{"op": "setDescription", "description": "Set over MCP."}],
-            "rationale": "An MCP client asked."
-        }),
-    )
-    .await;
+    let proposed = call(&alice, "workflow.proposeUpdate", proposal).await;
     assert_eq!(proposed.is_error, Some(false), "{}", text(&proposed));
     let (_, inbox) = server.get("/ai/proposals", ALICE_KEY).await;
     let waiting = &inbox["items"][0];

@@ -146,3 +146,78 @@ async fn a_server_that_goes_away_is_reconnected_when_it_returns() {
     );
     assert_eq!(governed.clients.statuses()[0].state, McpServerState::Ready);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_that_cannot_start_are_reported_and_do_not_stop_the_others() {
+    let server = McpFixtureServer::start().await;
+    let unreachable = {
+        let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", probe.local_addr().unwrap())
+    };
+    let registrations = vec![
+        AiMcpServerRegistration::new(
+            "missing",
+            McpTransport::Stdio {
+                command: "/nonexistent/mcp-server".into(),
+                args: Vec::new(),
+                env: Vec::new(),
+                secret_env: Vec::new(),
+            },
+            vec!["echo".into()],
+            vec![Permission::READ_WORKFLOWS],
+        ),
+        AiMcpServerRegistration::new(
+            "down",
+            McpTransport::Http {
+                url: unreachable,
+                headers: Vec::new(),
+                secret_headers: vec![("Authorization".into(), SecretValue::new(SECRET))],
+            },
+            vec!["echo".into()],
+            vec![Permission::READ_WORKFLOWS],
+        ),
+        AiMcpServerRegistration::new(
+            "fixture",
+            McpTransport::Http {
+                url: server.url(),
+                headers: Vec::new(),
+                secret_headers: Vec::new(),
+            },
+            vec!["echo".into()],
+            vec![Permission::READ_WORKFLOWS],
+        ),
+    ];
+    let started = Instant::now();
+    let governed = governed(registrations).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "{:?}",
+        started.elapsed()
+    );
+    let statuses = governed.clients.statuses();
+    for failed in &statuses[..2] {
+        assert_eq!(failed.state, McpServerState::Failed, "{failed:?}");
+        assert!(failed.tools.is_empty());
+        assert_eq!(failed.missing, ["echo"]);
+        let error = failed.error.as_deref().unwrap_or_default();
+        assert!(
+            !error.is_empty() && !error.contains("fx-7c1d2e3f4a5b6c7d8e9f"),
+            "{error}"
+        );
+    }
+    assert!(
+        statuses[0]
+            .error
+            .as_deref()
+            .unwrap()
+            .contains("/nonexistent/mcp-server")
+    );
+    assert_eq!(statuses[2].state, McpServerState::Ready);
+    let names: Vec<&str> = governed
+        .harness
+        .registry
+        .iter()
+        .map(|t| t.definition().name.as_str())
+        .collect();
+    assert_eq!(names, ["mcp.fixture.echo"]);
+}
