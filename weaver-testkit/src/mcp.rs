@@ -167,6 +167,11 @@ impl McpFixtureServer {
         );
         let router = axum::Router::new().route_service("/mcp", service);
         let shutdown = stop.clone();
+        // Without TCP_NODELAY each small SSE write waits for the client's delayed ACK
+        // (~40 ms on Linux), which a benchmark would measure instead of MCP.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |stream| {
+            let _ = stream.set_nodelay(true);
+        });
         tokio::spawn(async move {
             let served = axum::serve(listener, router)
                 .with_graceful_shutdown(async move { shutdown.cancelled().await });
