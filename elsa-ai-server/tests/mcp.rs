@@ -49,6 +49,10 @@ async fn client(
         Some(agent) => server.url(&format!("/mcp?agent={agent}")),
         None => server.url("/mcp"),
     };
+    client_at(url, key).await
+}
+
+async fn client_at(url: String, key: &str) -> RunningService<RoleClient, ClientConfig> {
     let headers = [(
         reqwest::header::AUTHORIZATION,
         reqwest::header::HeaderValue::from_str(&format!("ApiKey {key}")).unwrap(),
@@ -315,4 +319,31 @@ async fn the_official_inspector_cli_lists_and_calls_weavers_tools() {
         result.to_string().contains("sample-order-approval"),
         "{result}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn under_base_path_the_endpoint_moves_with_the_api() {
+    let mut config = two_tenants();
+    config.http.base_path = Some("/elsa/api".into());
+    let server = TestServer::start(config).await;
+    let initialize = |path: &str| {
+        server
+            .client
+            .post(server.url(path))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+            .send()
+    };
+    assert_eq!(
+        initialize("/elsa/api/mcp").await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        initialize("/mcp").await.unwrap().status(),
+        StatusCode::NOT_FOUND
+    );
+    let alice = client_at(server.url("/elsa/api/mcp"), ALICE_KEY).await;
+    assert!(names(&alice).await.contains("workflow.getDefinition"));
+    alice.cancel().await.unwrap();
 }
