@@ -54,7 +54,7 @@ pub use enablement::{AiToolEnablementStore, ToolEnablement};
 pub use error::{AiError, AiErrorBody};
 pub use identity::{AiCaller, Permission};
 pub use ids::{AuditEventId, ConversationId, ProposalId};
-pub use mcp::{AiMcpServerRegistration, McpTransport, SecretValue};
+pub use mcp::{AiMcpServerRegistration, McpTransport};
 pub use proposal::{
     AiProposal, AiProposalIntake, AiProposalStore, BaselineRef, ProposalDraft, ProposalKind,
     ProposalPayload, ProposalQuery, ProposalStatus,
@@ -63,7 +63,7 @@ pub use provider::{
     AiProvider, AiProviderEvent, AiProviderInfo, AiSessionHandle, AiTurnRequest,
     CreateAiSessionRequest,
 };
-pub use redaction::AiTextRedactor;
+pub use redaction::{AiTextRedactor, SecretValue, is_credential_name};
 pub use stream::{AiChatRequest, AiChatStream, AiOrchestrator, AiStreamEvent, AiStreamEventType};
 pub use tool::{
     AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolError,

@@ -4,33 +4,7 @@ use std::time::Duration;
 
 use elsa_workflows::TenantId;
 
-use crate::{DangerLevel, Permission, ToolMutability};
-
-/// A value that must never be printed: an MCP server's secret variable or header.
-///
-/// `Debug` shows `***`; the value is reachable only through [`SecretValue::expose`], and a
-/// host registers it with its redactor before anything can echo it.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SecretValue(String);
-
-impl SecretValue {
-    /// Wraps a secret.
-    pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
-    }
-
-    /// The secret itself, for the one place that must hand it on (a child's environment, a
-    /// request header) and for registering it with the redactor.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl std::fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("***")
-    }
-}
+use crate::{DangerLevel, Permission, SecretValue, ToolMutability};
 
 /// How Weaver reaches an MCP server.
 #[derive(Clone, Debug, PartialEq, Eq)]

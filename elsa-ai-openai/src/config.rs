@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use elsa_ai_abstractions::AiError;
+use elsa_ai_abstractions::{AiError, is_credential_name};
 use reqwest::Url;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Deserialize;
@@ -120,21 +120,6 @@ pub(crate) struct Settings {
     pub secrets: Vec<String>,
 }
 
-/// Header names whose values are credentials.
-fn secret_header(name: &str) -> bool {
-    let name = name.to_ascii_lowercase();
-    [
-        "authorization",
-        "key",
-        "token",
-        "secret",
-        "password",
-        "cookie",
-    ]
-    .iter()
-    .any(|word| name.contains(word))
-}
-
 fn misconfigured(message: impl Into<String>) -> AiError {
     AiError::unavailable("provider_misconfigured", message)
 }
@@ -190,7 +175,7 @@ impl OpenAiProviderConfig {
                     "provider.headers: the value of '{name}' is not a header value"
                 ))
             })?;
-            if secret_header(name) {
+            if is_credential_name(name) {
                 header_value.set_sensitive(true);
                 secrets.push(value.clone());
             }

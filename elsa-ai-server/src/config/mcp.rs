@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use elsa_ai_abstractions::{
     AiMcpServerRegistration, DangerLevel, McpTransport, Permission, SecretValue, ToolMutability,
+    is_credential_name,
 };
 use elsa_workflows::TenantId;
 use serde::Deserialize;
@@ -150,10 +151,23 @@ impl McpServerConfig {
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(self.invalid("url must start with http:// or https://"));
                 }
+                // A credential written as a plain header is still a secret.
+                let (secret, plain): (Vec<_>, Vec<_>) = self
+                    .headers
+                    .clone()
+                    .into_iter()
+                    .partition(|(name, _)| is_credential_name(name));
+                let mut secret_headers =
+                    self.secrets(&self.secret_headers, "secret_headers", env)?;
+                secret_headers.extend(
+                    secret
+                        .into_iter()
+                        .map(|(name, value)| (name, SecretValue::new(value))),
+                );
                 McpTransport::Http {
                     url: url.clone(),
-                    headers: self.headers.clone().into_iter().collect(),
-                    secret_headers: self.secrets(&self.secret_headers, "secret_headers", env)?,
+                    headers: plain,
+                    secret_headers,
                 }
             }
             _ => return Err(self.invalid("set exactly one of command (stdio) and url (HTTP)")),
@@ -251,6 +265,39 @@ mod tests {
         assert_eq!(env, &[("LOG_LEVEL".to_owned(), "info".to_owned())]);
         assert_eq!(secret_env[0].1.expose(), "tok-9f8e7d6c5b4a");
         assert!(!format!("{registration:?}").contains("tok-9f8e7d6c5b4a"));
+    }
+
+    #[test]
+    fn a_credential_written_as_a_plain_header_is_still_a_secret() {
+        let config = parse(
+            r#"
+            [[mcp.servers]]
+            name = "remote"
+            url = "https://mcp.example.com/mcp"
+            headers = { "X-Team" = "a", "X-Api-Key" = "plain-written-key-123" }
+            tools = ["echo"]
+            permissions = ["read:workflows"]
+            "#,
+        );
+        let registration = &config.registrations(&env).unwrap()[0];
+        let McpTransport::Http {
+            headers,
+            secret_headers,
+            ..
+        } = &registration.transport
+        else {
+            panic!("http expected");
+        };
+        assert_eq!(headers, &[("X-Team".to_owned(), "a".to_owned())]);
+        assert_eq!(secret_headers[0].0, "X-Api-Key");
+        assert_eq!(
+            registration
+                .transport
+                .secrets()
+                .map(SecretValue::expose)
+                .collect::<Vec<_>>(),
+            ["plain-written-key-123"]
+        );
     }
 
     #[test]
