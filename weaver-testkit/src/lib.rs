@@ -7,6 +7,7 @@
 pub mod conformance;
 pub mod elsa_api;
 pub mod model_server;
+pub mod property;
 
 use std::path::{Path, PathBuf};
 

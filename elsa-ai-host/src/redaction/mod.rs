@@ -27,6 +27,8 @@
 
 mod keys;
 mod patterns;
+#[cfg(test)]
+mod properties;
 mod sink;
 
 use std::borrow::Cow;

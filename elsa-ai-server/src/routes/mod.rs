@@ -5,7 +5,9 @@ mod admin;
 mod attachments;
 mod chat;
 mod conversations;
+mod document;
 mod features;
+mod links;
 mod me;
 mod metrics;
 mod proposals;
@@ -76,6 +78,12 @@ impl Modify for Security {
 }
 
 fn routes() -> OpenApiRouter<WeaverApi> {
+    let mut router = api_routes();
+    document::complete(router.get_openapi_mut());
+    router
+}
+
+fn api_routes() -> OpenApiRouter<WeaverApi> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(chat::chat))
         .routes(routes!(chat::resume))
