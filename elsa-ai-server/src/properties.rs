@@ -192,6 +192,19 @@ fn toml_document(marker: String) -> impl Strategy<Value = String> {
     )
 }
 
+#[test]
+fn an_unknown_provider_kind_is_refused_without_repeating_it() {
+    let error = WeaverConfig::from_toml("[provider]\nkind = \"sk-live-looking-value\"\n")
+        .expect_err("an unknown kind");
+    assert!(!error.contains("sk-live-looking-value"), "{error}");
+    assert!(
+        error.contains("provider.kind") && error.contains("line 1"),
+        "{error}"
+    );
+    let flag = crate::config::ProviderConfig::of_kind("sk-live-looking-value").unwrap_err();
+    assert!(!flag.contains("sk-live-looking-value"), "{flag}");
+}
+
 proptest! {
     #![proptest_config(weaver_testkit::property::config(4_000))]
 
