@@ -2,6 +2,7 @@
 //! query strings and path segments (400), never axum's plain-text rejections.
 
 use axum::extract::{FromRequest, FromRequestParts, Path, Query, Request};
+use axum::http::HeaderMap;
 use axum::http::header::CONTENT_LENGTH;
 use axum::http::request::Parts;
 use elsa_ai_abstractions::{AiCaller, AiError};
@@ -140,6 +141,29 @@ impl<S: Send + Sync, T: DeserializeOwned + Send> FromRequestParts<S> for ApiPath
             .map_err(|rejection| ApiError::bad_request("invalid_path", rejection.body_text()))
     }
 }
+
+/// The sequence number a reconnecting client sends in `Last-Event-ID`: `None` without the
+/// header, 400 `invalid_last_event_id` unless it is a decimal sequence number (the ids the
+/// streams send; surrounding blanks are allowed, signs and other text are not).
+pub(crate) fn last_event_id(headers: &HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = headers.get(LAST_EVENT_ID) else {
+        return Ok(None);
+    };
+    let invalid = || {
+        ApiError::bad_request(
+            "invalid_last_event_id",
+            "Last-Event-ID must be the sequence number of an event",
+        )
+    };
+    let text = value.to_str().map_err(|_| invalid())?.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    text.parse::<u64>().map(Some).map_err(|_| invalid())
+}
+
+/// The header a browser's `EventSource` sends when it reconnects.
+pub(crate) const LAST_EVENT_ID: &str = "last-event-id";
 
 #[cfg(test)]
 mod tests {

@@ -71,6 +71,8 @@ mod extract;
 mod http_surface;
 pub mod identity;
 pub mod log_redaction;
+#[cfg(test)]
+mod properties;
 mod providers;
 mod requests;
 mod routes;

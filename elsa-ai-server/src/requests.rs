@@ -20,13 +20,16 @@ use crate::error::ApiError;
     "attachments": [{"kind": "WorkflowDefinition", "referenceId": "order-fulfilment"}]
 }))]
 pub struct ChatRequestBody {
-    /// Continue this conversation (the caller must own it); absent starts a new one.
+    /// Continue this conversation (the caller must own it); absent starts a new one. When
+    /// given it must not be empty or blank (400 `invalid_conversation_id`).
     #[serde(default)]
+    #[schema(pattern = r"\S")]
     pub conversation_id: Option<String>,
     /// The agent; absent means `workflow-author` (or the continued conversation's agent).
     #[serde(default)]
     pub agent: Option<String>,
-    /// The user's message.
+    /// The user's message; not empty or blank (400 `empty_message`).
+    #[schema(pattern = r"\S")]
     pub message: String,
     /// References to resolve as context; clients send references only, never content.
     #[serde(default)]
@@ -41,7 +44,7 @@ pub struct AttachmentBody {
     #[serde(default)]
     pub id: Option<String>,
     /// What is referenced (`Activity` is accepted for `ActivitySelection`).
-    #[schema(schema_with = crate::schema::attachment_kind)]
+    #[schema(schema_with = crate::schema::attachment_kind_in_request)]
     pub kind: String,
     /// The referenced object's id. Required, except for `TimeRange` and for a
     /// `DiagnosticsScope` that covers the caller's whole tenant.
@@ -63,7 +66,7 @@ pub struct AttachmentBody {
     pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// A closed time window.
+/// A closed time window; `from` must not be after `to` (400 `invalid_time_range`).
 #[derive(Clone, Copy, Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TimeRangeBody {
@@ -161,8 +164,10 @@ impl ChatRequestBody {
 #[into_params(parameter_in = Query)]
 pub struct PageQuery {
     /// Items to skip (default 0).
+    #[param(maximum = 18446744073709551615_u64)]
     pub offset: Option<usize>,
-    /// Page size (default 50, at most 500).
+    /// Page size (default 50, at most 500: larger sizes are cut to 500).
+    #[param(maximum = 18446744073709551615_u64)]
     pub limit: Option<usize>,
 }
 
@@ -215,15 +220,19 @@ pub struct AuditQueryParams {
     /// Only records with this outcome.
     #[param(schema_with = crate::schema::audit_outcome)]
     pub outcome: Option<AuditOutcome>,
-    /// Only records at or after this instant (RFC 3339).
+    /// Only records at or after this instant (RFC 3339); not after `to` when both are
+    /// given (400 `invalid_time_range`).
     #[param(schema_with = crate::schema::date_time)]
     pub from: Option<DateTime<Utc>>,
-    /// Only records at or before this instant (RFC 3339).
+    /// Only records at or before this instant (RFC 3339); not before `from` when both are
+    /// given (400 `invalid_time_range`).
     #[param(schema_with = crate::schema::date_time)]
     pub to: Option<DateTime<Utc>>,
     /// Items to skip (default 0).
+    #[param(maximum = 18446744073709551615_u64)]
     pub offset: Option<usize>,
-    /// Page size (default 50, at most 500).
+    /// Page size (default 50, at most 500: larger sizes are cut to 500).
+    #[param(maximum = 18446744073709551615_u64)]
     pub limit: Option<usize>,
 }
 
@@ -270,8 +279,10 @@ pub struct ProposalQueryParams {
     /// Only proposals requested by this actor.
     pub created_by: Option<String>,
     /// Items to skip (default 0).
+    #[param(maximum = 18446744073709551615_u64)]
     pub offset: Option<usize>,
-    /// Page size (default 50, at most 500).
+    /// Page size (default 50, at most 500: larger sizes are cut to 500).
+    #[param(maximum = 18446744073709551615_u64)]
     pub limit: Option<usize>,
 }
 
@@ -297,7 +308,9 @@ impl ProposalQueryParams {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schema(example = json!({"reason": "The approval limit must stay at 1000."}))]
 pub struct RejectBody {
-    /// Why, for the requester (required; stored redacted).
+    /// Why, for the requester (required, not empty or blank: 400 `reason_required`; stored
+    /// redacted).
+    #[schema(pattern = r"\S")]
     pub reason: String,
 }
 

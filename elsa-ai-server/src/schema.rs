@@ -123,6 +123,31 @@ pub(crate) fn attachment_kind() -> Object {
     string_enum("A kind of context attachment.", &kinds)
 }
 
+/// `AttachmentKind` as a chat request may name it: the kinds, and Elsa Studio's `Activity`
+/// for `ActivitySelection`.
+pub(crate) fn attachment_kind_in_request() -> Object {
+    let mut kinds: Vec<&str> = elsa_ai_abstractions::AttachmentKind::ALL
+        .iter()
+        .map(|kind| kind.as_str())
+        .collect();
+    kinds.push("Activity");
+    string_enum(
+        "A kind of context attachment (`Activity` is Elsa Studio's name for `ActivitySelection`).",
+        &kinds,
+    )
+}
+
+/// The `AttachmentKind`s `GET /ai/attachments/search` looks for.
+pub(crate) fn searchable_attachment_kind() -> Object {
+    string_enum(
+        "A kind of attachment that can be searched for.",
+        &[
+            elsa_ai_abstractions::AttachmentKind::WorkflowDefinition.as_str(),
+            elsa_ai_abstractions::AttachmentKind::WorkflowInstance.as_str(),
+        ],
+    )
+}
+
 /// A list of `AttachmentKind`s.
 pub(crate) fn attachment_kinds() -> Array {
     ArrayBuilder::new().items(attachment_kind()).build()

@@ -783,6 +783,8 @@ async fn attachment_search_finds_the_callers_workflows_with_the_permission_each_
     for bad in [
         "kind=Secrets",
         "kind=WorkflowDefinition&limit=-1",
+        "kind=WorkflowDefinition&limit=0",
+        "kind=WorkflowDefinition&limit=51",
         "kind=WorkflowDefinition&sql=1",
         "",
     ] {

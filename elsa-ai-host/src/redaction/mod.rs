@@ -27,9 +27,12 @@
 
 mod keys;
 mod patterns;
+#[cfg(test)]
+mod properties;
 mod sink;
 
 use std::borrow::Cow;
+use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent, AiTextRedactor};
@@ -108,6 +111,21 @@ impl RedactorBuilder {
             .map(|(literal, _)| literal.to_ascii_lowercase())
             .collect();
         let mut kinds: Vec<Anchor> = BUILT_IN.iter().map(|(_, anchor)| *anchor).collect();
+        // The registered secrets alone, for where a built-in anchor hides one (see
+        // `Redactor::secret_hidden_by`).
+        let longest_secret = folded_secrets.iter().map(String::len).max().unwrap_or(0);
+        let secret_anchors = if folded_secrets.is_empty() {
+            None
+        } else {
+            Some(
+                // Standard matching reports overlapping matches: every secret at a position.
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::Standard)
+                    .ascii_case_insensitive(true)
+                    .build(&folded_secrets)
+                    .map_err(|e| RedactorError::Patterns(e.to_string()))?,
+            )
+        };
         for (group, folded) in folded_secrets.into_iter().enumerate() {
             literals.push(folded);
             kinds.push(Anchor::Secret(group));
@@ -128,6 +146,8 @@ impl RedactorBuilder {
         Ok(Redactor {
             anchors,
             short_anchors,
+            secret_anchors,
+            longest_secret,
             kinds,
             secrets,
             keys,
@@ -159,6 +179,10 @@ pub struct Redactor {
     anchors: AhoCorasick,
     /// For short text, run over the text itself: the same patterns as a case-insensitive DFA.
     short_anchors: AhoCorasick,
+    /// The registered secrets only (pattern `i` is group `i`); `None` without any.
+    secret_anchors: Option<AhoCorasick>,
+    /// The length of the longest registered secret, in bytes.
+    longest_secret: usize,
     kinds: Vec<Anchor>,
     secrets: Vec<Vec<String>>,
     keys: SensitiveKeys,
@@ -319,7 +343,25 @@ impl Redactor {
 
     /// The redacted text, or `None` when nothing in it needed redaction. `folded` is scratch
     /// space for the lowercased text, reused across calls.
+    ///
+    /// A replacement changes the neighbourhood of what surrounds it: an access key glued to a
+    /// registered secret is a free-standing key once the secret is the marker. So passes
+    /// repeat until one changes nothing (each pass only turns text that is not a marker into
+    /// markers; the bound is a guard), and redacting twice changes nothing.
     fn redact_text(&self, text: &str, folded: &mut Vec<u8>) -> Option<String> {
+        const MAX_PASSES: usize = 8;
+        let mut redacted = self.redact_pass(text, folded)?;
+        for _ in 1..MAX_PASSES {
+            match self.redact_pass(&redacted, folded) {
+                Some(again) => redacted = again,
+                None => break,
+            }
+        }
+        Some(redacted)
+    }
+
+    /// One left-to-right pass of [`Self::redact_text`].
+    fn redact_pass(&self, text: &str, folded: &mut Vec<u8>) -> Option<String> {
         let bytes = text.as_bytes();
         if bytes.len() < MIN_ANCHOR_LEN {
             return None;
@@ -339,13 +381,23 @@ impl Redactor {
                 break;
             };
             let anchor = self.kinds[found.pattern().as_usize()];
-            let span = patterns::verify(anchor, bytes, found.start(), found.end(), &self.secrets)
-                .filter(|span| {
-                    span.start >= copied
-                        && span.end > span.start
-                        && text.is_char_boundary(span.start)
-                        && text.is_char_boundary(span.end)
-                });
+            let mut span =
+                patterns::verify(anchor, bytes, found.start(), found.end(), &self.secrets).filter(
+                    |span| {
+                        span.start >= copied
+                            && span.end > span.start
+                            && text.is_char_boundary(span.start)
+                            && text.is_char_boundary(span.end)
+                    },
+                );
+            // The search goes on after this anchor's start (or its span): a registered secret
+            // starting in between would be passed over.
+            let passed = span.as_ref().map_or(found.start() + 1, |span| span.start);
+            if passed > found.start()
+                && let Some(secret) = self.secret_hidden_by(bytes, found.start(), passed)
+            {
+                span = Some(secret);
+            }
             // A value redacted before stays as it is: redacting twice changes nothing, so
             // layers may each redact what passes them.
             if let Some(span) = &span
@@ -369,6 +421,33 @@ impl Redactor {
             buffer.push_str(&text[copied..]);
             buffer
         })
+    }
+}
+
+impl Redactor {
+    /// The first registered secret starting in `from..to` of `text`, where the longest anchor
+    /// matched at `from` did not cover it: a secret equal to a built-in keyword up to case, or
+    /// starting with part of one; a secret between a keyword and its value (a URL's user
+    /// name before the password); a shorter secret under a longer one that differs in case.
+    fn secret_hidden_by(&self, text: &[u8], from: usize, to: usize) -> Option<Range<usize>> {
+        let automaton = self.secret_anchors.as_ref()?;
+        // Overlapping matches come in the order they end; one starting before `to` ends
+        // before `to + longest_secret`.
+        let end = text.len().min(to + self.longest_secret);
+        automaton
+            .find_overlapping_iter(Input::new(text).range(from..end))
+            .filter(|found| found.start() < to)
+            .filter_map(|found| {
+                let group = found.pattern().as_usize();
+                patterns::verify(
+                    Anchor::Secret(group),
+                    text,
+                    found.start(),
+                    found.end(),
+                    &self.secrets,
+                )
+            })
+            .min_by_key(|span| (span.start, std::cmp::Reverse(span.end)))
     }
 }
 
@@ -684,6 +763,53 @@ mod tests {
         ] {
             assert!(matches!(r.redact_str(text), Cow::Borrowed(_)), "{text}");
         }
+    }
+
+    #[test]
+    fn a_credential_glued_to_a_registered_secret_is_replaced_too() {
+        // The access key is not free-standing next to the secret, and is once the secret is
+        // the marker: both go, in one call.
+        let r = redactor();
+        for text in [
+            "host-secret-value-42AKIAIOSFODNN7EXAMPLE",
+            "AKIAIOSFODNN7EXAMPLEhost-secret-value-42",
+        ] {
+            let once = r.redact_str(text).into_owned();
+            assert_eq!(once, "[REDACTED][REDACTED]", "{text}");
+            assert_eq!(r.redact_str(&once), once);
+        }
+    }
+
+    #[test]
+    fn a_secret_that_looks_like_a_keyword_or_sits_in_a_url_is_replaced() {
+        let r = Redactor::builder()
+            .secret("PASSWD")
+            .secret("-----BEGIN ")
+            .secret("github_p")
+            .secret("svc-user-0042")
+            .build()
+            .unwrap();
+        let cases = [
+            // Equal to a built-in keyword up to case, or a prefix of one.
+            ("PASSWD", "[REDACTED]"),
+            ("-----BEGIN ", "[REDACTED]"),
+            ("github_pat_short", "[REDACTED]at_short"),
+            // A URL's user name before a password that is redacted too.
+            (
+                "https://svc-user-0042:pw-1@api.example",
+                "https://[REDACTED]:[REDACTED]@api.example",
+            ),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(r.redact_str(input), expected, "{input}");
+        }
+        // A longer secret that matches only up to case does not hide a shorter one.
+        let r = Redactor::builder()
+            .secret("ABCDEF-1")
+            .secret("abcdef-12")
+            .build()
+            .unwrap();
+        assert_eq!(r.redact_str("x ABCDEF-12"), "x [REDACTED]2");
     }
 
     #[test]

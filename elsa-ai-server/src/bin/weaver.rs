@@ -164,7 +164,9 @@ async fn run(cli: Cli, log: RedactingLogWriter) -> Result<(), String> {
     }
     let listener =
         Weaver::listen(address).map_err(|e| format!("cannot listen on {address}: {e}"))?;
-    tracing::info!("Weaver listens on http://{address} (API description: /ai/openapi.json)");
+    // The bound address: with port 0 the system chose it, and scripts read it from here.
+    let bound = listener.local_addr().unwrap_or(address);
+    tracing::info!("Weaver listens on http://{bound} (API description: /ai/openapi.json)");
     weaver
         .serve(listener, shutdown_signal())
         .await

@@ -94,7 +94,9 @@ pub(crate) async fn change_enablement(
     Ok(Json(EnablementDecisionView::from(decision)))
 }
 
-/// The tenant's redacted audit trail, newest first.
+/// The tenant's redacted audit trail, newest first. With both `from` and `to`, `from` must
+/// not be after `to` (400 `invalid_time_range`); JSON Schema cannot compare two parameters,
+/// so the document says it in words.
 #[utoipa::path(
     get,
     path = "/ai/audit",
@@ -102,7 +104,7 @@ pub(crate) async fn change_enablement(
     params(AuditQueryParams),
     responses(
         (status = 200, description = "Matching audit records.", body = PageView<AuditEventView>),
-        (status = 400, description = "Invalid filter or time range.", body = ErrorBody),
+        (status = 400, description = "Invalid filter, or `from` after `to` (`invalid_time_range`).", body = ErrorBody),
         (status = 401, description = "No or invalid credentials.", body = ErrorBody),
         (status = 403, description = "The caller lacks `admin:ai`.", body = ErrorBody),
     )

@@ -11,13 +11,19 @@ use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiQuery, Caller};
 
+/// Candidates returned when the query names no `limit`.
+const DEFAULT_LIMIT: usize = 20;
+
+/// The most candidates one search returns.
+const MAX_LIMIT: usize = 50;
+
 /// Which attachments to look for.
 #[derive(Clone, Debug, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct AttachmentSearchQuery {
-    /// `WorkflowDefinition` or `WorkflowInstance`.
-    #[param(schema_with = crate::schema::attachment_kind)]
+    /// `WorkflowDefinition` or `WorkflowInstance` (required).
+    #[param(schema_with = crate::schema::searchable_attachment_kind, required = true)]
     kind: AttachmentKind,
     /// Text the id or name contains (any case); empty or absent matches all.
     #[serde(default)]
@@ -70,7 +76,7 @@ impl From<AttachmentCandidate> for AttachmentCandidateView {
     params(AttachmentSearchQuery),
     responses(
         (status = 200, description = "What can be attached.", body = AttachmentSearchView),
-        (status = 400, description = "A kind that cannot be searched, or a bad query.", body = ErrorBody),
+        (status = 400, description = "A kind that cannot be searched, or a bad query (`limit` outside 1 to 50 included).", body = ErrorBody),
         (status = 401, description = "No or invalid credentials.", body = ErrorBody),
         (status = 403, description = "The permission the kind needs is missing.", body = ErrorBody),
     )
@@ -80,6 +86,13 @@ pub(crate) async fn search_attachments(
     Caller(caller): Caller,
     ApiQuery(query): ApiQuery<AttachmentSearchQuery>,
 ) -> Result<Json<AttachmentSearchView>, ApiError> {
+    let limit = query.limit.unwrap_or(DEFAULT_LIMIT);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return Err(ApiError::bad_request(
+            "invalid_query",
+            format!("limit must be between 1 and {MAX_LIMIT}"),
+        ));
+    }
     let found = api
         .parts()
         .attachment_search
@@ -87,7 +100,7 @@ pub(crate) async fn search_attachments(
             &caller,
             query.kind,
             query.q.as_deref().unwrap_or_default(),
-            query.limit.unwrap_or(20),
+            limit,
         )
         .await?;
     Ok(Json(AttachmentSearchView {

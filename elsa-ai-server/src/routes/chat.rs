@@ -11,7 +11,7 @@ use futures::StreamExt;
 
 use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller, last_event_id};
 use crate::requests::{ChatRequestBody, ResumeQuery};
 use crate::views::StreamEventView;
 
@@ -64,7 +64,7 @@ pub(crate) async fn chat(
     tag = "chat",
     params(
         ("conversationId" = String, Path, description = "The conversation, as `conversation.started` announced it."),
-        ("Last-Event-ID" = Option<u64>, Header, description = "The last sequence the client received."),
+        ("Last-Event-ID" = Option<u64>, Header, nullable = false, description = "The last sequence the client received (a decimal number)."),
         ResumeQuery,
     ),
     responses(
@@ -81,17 +81,8 @@ pub(crate) async fn resume(
     ApiQuery(query): ApiQuery<ResumeQuery>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    let after = match headers.get("last-event-id") {
-        Some(value) => value
-            .to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .ok_or_else(|| {
-                ApiError::bad_request(
-                    "invalid_last_event_id",
-                    "Last-Event-ID must be the sequence number of an event",
-                )
-            })?,
+    let after = match last_event_id(&headers)? {
+        Some(after) => after,
         None => query.after.unwrap_or(0),
     };
     let stream = api

@@ -5,8 +5,10 @@ mod admin;
 mod attachments;
 mod chat;
 mod conversations;
+mod document;
 mod features;
 mod mcp;
+mod links;
 mod me;
 mod metrics;
 mod proposals;
@@ -77,6 +79,12 @@ impl Modify for Security {
 }
 
 fn routes() -> OpenApiRouter<WeaverApi> {
+    let mut router = api_routes();
+    document::complete(router.get_openapi_mut());
+    router
+}
+
+fn api_routes() -> OpenApiRouter<WeaverApi> {
     OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(chat::chat))
         .routes(routes!(chat::resume))

@@ -116,17 +116,25 @@ impl ActivitySpec {
     }
 
     /// Inserts the activity (at `index` of its container, the end when `None`) and sets its
-    /// inputs.
+    /// inputs. All or nothing, as every edit: when an input cannot be set, the definition is
+    /// left as it was, without the activity.
     pub fn insert_into(
         &self,
         definition: &mut WorkflowDefinition,
         index: Option<usize>,
     ) -> Result<(), EditError> {
         let activity = self.to_activity()?;
-        definition.insert_activity(self.container.as_deref(), activity, index)?;
-        for (name, value) in &self.inputs {
-            definition.set_input(&self.id, name, &value.to_expression())?;
+        if self.inputs.is_empty() {
+            return definition.insert_activity(self.container.as_deref(), activity, index);
         }
+        // The inputs are set through the edit API once the activity is in place, so the
+        // whole change is staged on a copy.
+        let mut staged = definition.clone();
+        staged.insert_activity(self.container.as_deref(), activity, index)?;
+        for (name, value) in &self.inputs {
+            staged.set_input(&self.id, name, &value.to_expression())?;
+        }
+        *definition = staged;
         Ok(())
     }
 }

@@ -209,6 +209,10 @@ pub(crate) fn patch_json(operations: &Value) -> Value {
 }
 
 #[cfg(test)]
+#[path = "patch_properties.rs"]
+mod properties;
+
+#[cfg(test)]
 mod tests {
     use serde_json::json;
 

@@ -7,6 +7,8 @@
 
 mod activity;
 mod connection;
+#[cfg(test)]
+mod properties;
 mod variable;
 mod walk;
 
