@@ -282,7 +282,7 @@ pub use scripted::{
 };
 pub use stream::{ConversationEvents, InMemoryStreamJournal};
 pub use telemetry::{
-    FIRST_EVENT_BUCKETS, Metrics, ProposalCounters, ProposalCountersSnapshot, TokenCounters,
-    TokenUsage, ToolCounters, ToolCountersSnapshot, TurnCounters, TurnCountersSnapshot,
-    UNRECOGNISED_TOOL, tool_span,
+    FIRST_EVENT_BUCKETS, MeasurementObserver, Metrics, ProposalCounters, ProposalCountersSnapshot,
+    TokenCounters, TokenUsage, ToolCounters, ToolCountersSnapshot, TraceIdSource, TracedAuditSink,
+    TurnCounters, TurnCountersSnapshot, UNRECOGNISED_TOOL, Untraced, tool_span,
 };

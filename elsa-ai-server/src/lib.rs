@@ -75,6 +75,7 @@ mod providers;
 mod requests;
 mod routes;
 mod schema;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod views;

@@ -215,6 +215,8 @@ pub struct AuditQueryParams {
     /// Only records with this outcome.
     #[param(schema_with = crate::schema::audit_outcome)]
     pub outcome: Option<AuditOutcome>,
+    /// Only records made in this trace (a W3C trace id: 32 hex digits).
+    pub trace_id: Option<String>,
     /// Only records at or after this instant (RFC 3339).
     #[param(schema_with = crate::schema::date_time)]
     pub from: Option<DateTime<Utc>>,
@@ -228,8 +230,21 @@ pub struct AuditQueryParams {
 }
 
 impl AuditQueryParams {
-    /// The contract query; 400 `invalid_time_range` when `from` is after `to`.
+    /// The contract query; 400 `invalid_time_range` when `from` is after `to`, 400
+    /// `invalid_trace_id` when `traceId` is not 32 hex digits.
     pub fn into_query(self) -> Result<AuditQuery, ApiError> {
+        let trace_id = match self.trace_id {
+            Some(trace) if trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Some(trace.to_ascii_lowercase())
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "invalid_trace_id",
+                    "traceId must be a W3C trace id: 32 hexadecimal digits",
+                ));
+            }
+            None => None,
+        };
         let time_range = match (self.from, self.to) {
             (None, None) => None,
             (from, to) => Some(
@@ -245,6 +260,7 @@ impl AuditQueryParams {
             proposal_id: self.proposal_id.map(ProposalId::new),
             actor_id: self.actor,
             outcome: self.outcome,
+            trace_id,
             time_range,
             page: PageQuery {
                 offset: self.offset,
