@@ -17,10 +17,10 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{ActivityCatalog, WorkflowDefinitionStore, WorkflowDefinitionWriter};
 
 use crate::{
-    TraceIdSource, TracedAuditSink, Untraced,
     ChatOrchestrator, ChatOrchestratorBuilder, ContextResolver, ContextResolverBuilder,
     InMemoryConversationStore, InMemoryStreamJournal, ProposalService, ProposalServiceBuilder,
     Redactor, ToolEnablementService, ToolGovernor, ToolGovernorBuilder, ToolRegistry,
+    TraceIdSource, TracedAuditSink, Untraced,
 };
 
 /// What every component of a host shares: the redactor, the clock, the audit sink, the

@@ -525,6 +525,50 @@ mod tests {
         assert_eq!(snapshot.first_event_micros, 800 + 40_000 + 9_000_000);
     }
 
+    /// Keeps what it observes.
+    #[derive(Debug, Default)]
+    struct Seen(parking_lot::Mutex<Vec<String>>);
+
+    impl MeasurementObserver for Seen {
+        fn first_event(&self, latency: Duration) {
+            self.0.lock().push(format!("first {}", latency.as_millis()));
+        }
+
+        fn token_usage(&self, provider: &str, usage: TokenUsage) {
+            self.0.lock().push(format!(
+                "{provider} {} {}",
+                usage.input_tokens, usage.output_tokens
+            ));
+        }
+    }
+
+    #[test]
+    fn an_observer_sees_each_measurement_the_counters_keep() {
+        let metrics = Metrics::new();
+        metrics.first_event(Duration::from_millis(3));
+        let seen = Arc::new(Seen::default());
+        assert!(metrics.observe(seen.clone()));
+        assert!(!metrics.observe(Arc::new(Seen::default())), "one observer");
+        metrics.first_event(Duration::from_millis(40));
+        let usage = TokenUsage {
+            input_tokens: 12,
+            output_tokens: 5,
+        };
+        metrics.token_usage("openai", usage);
+        assert_eq!(*seen.0.lock(), ["first 40", "openai 12 5"]);
+        assert_eq!(metrics.tokens.snapshot(), usage);
+        assert_eq!(
+            metrics
+                .turns
+                .snapshot()
+                .first_event_buckets
+                .iter()
+                .sum::<u64>(),
+            2,
+            "the counters keep every measurement, observed or not"
+        );
+    }
+
     #[test]
     fn proposal_counters_count_each_state_entered() {
         let counters = ProposalCounters::default();

@@ -17,9 +17,7 @@ use elsa_ai_host::Redactor;
 use serde::Deserialize;
 
 pub use mcp::{McpConfig, McpServerConfig};
-pub use telemetry::{
-    DEFAULT_METRICS_INTERVAL, DEFAULT_SERVICE_NAME, OtlpTarget, TelemetryConfig,
-};
+pub use telemetry::{DEFAULT_METRICS_INTERVAL, DEFAULT_SERVICE_NAME, OtlpTarget, TelemetryConfig};
 
 /// The address the server listens on unless configured otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";

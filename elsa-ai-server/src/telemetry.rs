@@ -112,13 +112,14 @@ impl Telemetry {
                 .with_endpoint(target.traces.clone())
                 .build()
                 .map_err(|e| TelemetryError::Exporter(e.to_string()))?;
-            tracer = tracer
-                .with_resource(resource.clone())
-                .with_batch_exporter(RedactingSpanExporter {
-                    inner: spans,
-                    redactor: redactor.clone(),
-                    fallback: Arc::new(Redactor::default()),
-                });
+            tracer =
+                tracer
+                    .with_resource(resource.clone())
+                    .with_batch_exporter(RedactingSpanExporter {
+                        inner: spans,
+                        redactor: redactor.clone(),
+                        fallback: Arc::new(Redactor::default()),
+                    });
             let metrics = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_protocol(Protocol::HttpBinary)

@@ -381,9 +381,7 @@ impl Weaver {
         } = builder;
         let limits = config.limits;
         let http = HttpSurface::new(&config.http)?;
-        let metrics_listen = config
-            .telemetry
-            .metrics_listen(config.listen_addr()?)?;
+        let metrics_listen = config.telemetry.metrics_listen(config.listen_addr()?)?;
         // Checked here too, for hosts that build a Weaver without the binary's pipeline.
         config.telemetry.otlp()?;
         let retention_days = i64::from(limits.retention_days.unwrap_or(30));
@@ -540,9 +538,8 @@ impl Weaver {
         }
         let tool_error =
             |e: elsa_ai_host::ToolRegistrationError| StartupError::Tools(e.to_string());
-        let mcp = Arc::new(
-            McpClients::start(mcp_servers, MCP_STARTUP, core.redactor().clone()).await,
-        );
+        let mcp =
+            Arc::new(McpClients::start(mcp_servers, MCP_STARTUP, core.redactor().clone()).await);
         report.extend(mcp_report(&mcp));
         let linked = ToolRegistry::builder().linked_tools().map_err(tool_error)?;
         let registry = Arc::new(

@@ -144,9 +144,10 @@ impl OtlpReceiver {
         let mut spans = Vec::new();
         for request in &received.traces {
             for resource in &request.resource_spans {
-                let service_name = resource.resource.as_ref().and_then(|r| {
-                    attributes(&r.attributes).remove("service.name")
-                });
+                let service_name = resource
+                    .resource
+                    .as_ref()
+                    .and_then(|r| attributes(&r.attributes).remove("service.name"));
                 for scope in &resource.scope_spans {
                     for span in &scope.spans {
                         spans.push(ReceivedSpan {
@@ -320,7 +321,12 @@ fn number(value: Option<number_data_point::Value>) -> ReceivedValue {
 fn attributes(attributes: &[KeyValue]) -> BTreeMap<String, String> {
     attributes
         .iter()
-        .map(|kv| (kv.key.clone(), kv.value.as_ref().map(text).unwrap_or_default()))
+        .map(|kv| {
+            (
+                kv.key.clone(),
+                kv.value.as_ref().map(text).unwrap_or_default(),
+            )
+        })
         .collect()
 }
 
@@ -365,6 +371,7 @@ mod tests {
                             value: Some(AnyValue {
                                 value: Some(any_value::Value::StringValue("chat".into())),
                             }),
+                            ..KeyValue::default()
                         }],
                         ..Span::default()
                     }],
@@ -398,5 +405,4 @@ mod tests {
         assert_eq!(spans[0].attributes["gen_ai.operation.name"], "chat");
         assert_eq!(receiver.refused(), 1);
     }
-
 }

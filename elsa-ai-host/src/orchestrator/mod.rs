@@ -414,7 +414,7 @@ impl AiOrchestrator for ChatOrchestrator {
             &agent.name,
         );
         let trace_id = core.traces.trace_id(&span);
-        let accepted = async move {
+        let accepted: Result<AiChatStream, AiError> = async move {
             // One turn at a time per conversation.
             let channel = match &existing {
                 Some(_) => core.hub.channel(&caller.tenant_id, &conversation_id),

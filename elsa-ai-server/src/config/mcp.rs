@@ -159,9 +159,9 @@ impl McpServerConfig {
             _ => return Err(self.invalid("set exactly one of command (stdio) and url (HTTP)")),
         };
         if self.tools.is_empty() {
-            return Err(self.invalid(
-                "tools is the required allowlist; list the tools weaver may offer",
-            ));
+            return Err(
+                self.invalid("tools is the required allowlist; list the tools weaver may offer")
+            );
         }
         if let Some(tool) = self.tools.iter().find(|tool| !is_segment(tool)) {
             return Err(self.invalid(format!(
@@ -189,7 +189,11 @@ impl McpServerConfig {
             self.name.clone(),
             transport,
             self.tools.clone(),
-            self.permissions.iter().cloned().map(Permission::new).collect(),
+            self.permissions
+                .iter()
+                .cloned()
+                .map(Permission::new)
+                .collect(),
         );
         registration.allowed_agents = self.agents.clone();
         registration.tenants = self
@@ -252,16 +256,43 @@ mod tests {
     #[test]
     fn mistakes_are_refused_with_the_server_and_what_to_fix() {
         let cases = [
-            ("command = \"x\"\nurl = \"http://h/mcp\"\ntools = [\"a\"]\npermissions = [\"p\"]", "exactly one of command"),
-            ("tools = [\"a\"]\npermissions = [\"p\"]", "exactly one of command"),
-            ("command = \"x\"\ntools = []\npermissions = [\"p\"]", "required allowlist"),
-            ("command = \"x\"\ntools = [\"Echo\"]\npermissions = [\"p\"]", "tool 'Echo'"),
+            (
+                "command = \"x\"\nurl = \"http://h/mcp\"\ntools = [\"a\"]\npermissions = [\"p\"]",
+                "exactly one of command",
+            ),
+            (
+                "tools = [\"a\"]\npermissions = [\"p\"]",
+                "exactly one of command",
+            ),
+            (
+                "command = \"x\"\ntools = []\npermissions = [\"p\"]",
+                "required allowlist",
+            ),
+            (
+                "command = \"x\"\ntools = [\"Echo\"]\npermissions = [\"p\"]",
+                "tool 'Echo'",
+            ),
             ("command = \"x\"\ntools = [\"a\"]", "permissions must name"),
-            ("command = \"x\"\ntools = [\"a\"]\npermissions = [\"p\"]\nheaders = { A = \"b\" }", "need url"),
-            ("url = \"ftp://h\"\ntools = [\"a\"]\npermissions = [\"p\"]", "http:// or https://"),
-            ("url = \"http://h/mcp\"\ntools = [\"a\"]\npermissions = [\"p\"]\nsecret_headers = { Authorization = \"UNSET_VAR\" }", "UNSET_VAR, which is not set"),
-            ("command = \"x\"\ntools = [\"a\"]\npermissions = [\"p\"]\ntimeout_s = 0", "timeout_s"),
-            ("command = \"x\"\ntools = [\"a\"]\npermissions = [\"p\"]\nagents = []", "must not be empty"),
+            (
+                "command = \"x\"\ntools = [\"a\"]\npermissions = [\"p\"]\nheaders = { A = \"b\" }",
+                "need url",
+            ),
+            (
+                "url = \"ftp://h\"\ntools = [\"a\"]\npermissions = [\"p\"]",
+                "http:// or https://",
+            ),
+            (
+                "url = \"http://h/mcp\"\ntools = [\"a\"]\npermissions = [\"p\"]\nsecret_headers = { Authorization = \"UNSET_VAR\" }",
+                "UNSET_VAR, which is not set",
+            ),
+            (
+                "command = \"x\"\ntools = [\"a\"]\npermissions = [\"p\"]\ntimeout_s = 0",
+                "timeout_s",
+            ),
+            (
+                "command = \"x\"\ntools = [\"a\"]\npermissions = [\"p\"]\nagents = []",
+                "must not be empty",
+            ),
         ];
         for (body, expected) in cases {
             let config = parse(&format!("[[mcp.servers]]\nname = \"srv\"\n{body}\n"));
@@ -273,9 +304,23 @@ mod tests {
             "[[mcp.servers]]\nname = \"a\"\ncommand = \"x\"\ntools = [\"t\"]\npermissions = [\"p\"]\n\
              [[mcp.servers]]\nname = \"a\"\ncommand = \"y\"\ntools = [\"t\"]\npermissions = [\"p\"]\n",
         );
-        assert!(twice.registrations(&env).unwrap_err().to_string().contains("twice"));
-        let bad_name = parse("[[mcp.servers]]\nname = \"Bad.Name\"\ncommand = \"x\"\ntools = [\"t\"]\npermissions = [\"p\"]\n");
-        assert!(bad_name.registrations(&env).unwrap_err().to_string().contains("lowercase"));
+        assert!(
+            twice
+                .registrations(&env)
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
+        let bad_name = parse(
+            "[[mcp.servers]]\nname = \"Bad.Name\"\ncommand = \"x\"\ntools = [\"t\"]\npermissions = [\"p\"]\n",
+        );
+        assert!(
+            bad_name
+                .registrations(&env)
+                .unwrap_err()
+                .to_string()
+                .contains("lowercase")
+        );
         assert!(
             WeaverConfig::from_toml("[[mcp.servers]]\nname = \"a\"\ncomand = \"x\"\n")
                 .unwrap_err()

@@ -28,8 +28,8 @@ use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
 
 pub use chat::CONVERSATION_ID_HEADER;
-pub(crate) use metrics::unauthenticated_metrics;
 pub use features::AI_FEATURE;
+pub(crate) use metrics::unauthenticated_metrics;
 
 #[derive(OpenApi)]
 #[openapi(

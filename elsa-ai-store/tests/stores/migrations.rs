@@ -3,8 +3,8 @@
 
 use chrono::{TimeZone, Utc};
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiAuditLog, AiAuditSink, AiStreamEvent, AiStreamEventType, AuditAction,
-    AuditOutcome, AuditQuery, ConversationId,
+    AiAuditEvent, AiStreamEvent, AiStreamEventType, AuditAction, AuditOutcome, AuditQuery,
+    ConversationId,
 };
 use elsa_workflows::TenantId;
 use serde_json::json;
@@ -140,7 +140,11 @@ async fn audit_rows_of_schema_2_read_back_without_a_trace_and_new_ones_carry_the
     store.record(traced.clone()).await.unwrap();
 
     let all = store.query(&tenant, &AuditQuery::default()).await.unwrap();
-    assert_eq!(all.items, [traced.clone(), old], "the old row has no trace id");
+    assert_eq!(
+        all.items,
+        [traced.clone(), old],
+        "the old row has no trace id"
+    );
     let by_trace = AuditQuery {
         trace_id: Some(TRACE.to_owned()),
         ..AuditQuery::default()
