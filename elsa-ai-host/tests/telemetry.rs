@@ -232,6 +232,10 @@ async fn an_untraced_host_writes_no_trace_id() {
     use elsa_ai_host::Script;
     use elsa_ai_host::testing::chat::ChatHarness;
 
+    // Spans exist (as in every test of this suite, so that no test caches a callsite as
+    // disabled for the others), but nothing names their trace.
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(Spans::default()));
     let harness = ChatHarness::builder()
         .script(Script::new().reply("done"))
         .build();
