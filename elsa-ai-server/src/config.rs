@@ -1261,6 +1261,31 @@ mod tests {
     }
 
     #[test]
+    fn the_telemetry_section_is_read_and_its_unknown_keys_refused() {
+        let config = WeaverConfig::from_toml(
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n\
+             metrics_listen = \"127.0.0.1:9464\"\nmetrics_interval_secs = 10\n",
+        )
+        .unwrap();
+        let target = config.telemetry.otlp().unwrap().unwrap();
+        assert_eq!(target.metrics, "http://127.0.0.1:4318/v1/metrics");
+        assert_eq!(
+            config
+                .telemetry
+                .metrics_listen(config.listen_addr().unwrap())
+                .unwrap(),
+            Some("127.0.0.1:9464".parse().unwrap())
+        );
+        assert_eq!(
+            WeaverConfig::default().telemetry,
+            TelemetryConfig::default()
+        );
+        let error = WeaverConfig::from_toml("[telemetry]\notlp_endpiont = \"http://c:4318\"\n")
+            .unwrap_err();
+        assert!(error.contains("otlp_endpiont"), "{error}");
+    }
+
+    #[test]
     fn the_http_section_sets_a_checked_base_path_and_origins() {
         let config = WeaverConfig::from_toml(
             "[http]\nbase_path = \"elsa/api/\"\ncors_origins = [\"https://studio.example.com\"]\n",

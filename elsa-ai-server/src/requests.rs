@@ -459,4 +459,32 @@ mod tests {
         assert_eq!(query.page.limit, PageRequest::MAX_LIMIT);
         assert_eq!(query.outcome, Some(AuditOutcome::Denied));
     }
+
+    #[test]
+    fn a_trace_filter_is_a_w3c_trace_id_in_lowercase() {
+        let query = |trace: &str| {
+            AuditQueryParams {
+                trace_id: Some(trace.to_owned()),
+                ..AuditQueryParams::default()
+            }
+            .into_query()
+        };
+        assert_eq!(
+            query("4BF92F3577B34DA6A3CE929D0E0E4736").unwrap().trace_id,
+            Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned())
+        );
+        for bad in [
+            "",
+            "4bf92f35",
+            "4bf92f3577b34da6a3ce929d0e0e473g",
+            "' OR 1=1 --",
+        ] {
+            let ApiError(error) = query(bad).unwrap_err();
+            assert_eq!(
+                (error.status(), error.code()),
+                (400, "invalid_trace_id"),
+                "{bad}"
+            );
+        }
+    }
 }

@@ -808,3 +808,58 @@ async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_record
         }
     }
 }
+
+/// A `[telemetry]` that cannot work stops start-up with a message naming the key (and not
+/// the password in a URL); a collector that is not there does not stop weaver, which still
+/// serves, and still stops promptly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telemetry_settings_are_checked_and_a_missing_collector_is_survived() {
+    let mut refused = RunningBinary::with_config(
+        "[telemetry]\notlp_endpoint = \"http://otel:hunter2-collector@127.0.0.1:4318\"\n",
+        &[],
+    );
+    let exit = refused.child.wait().unwrap();
+    assert!(!exit.success());
+    let stderr: Vec<String> = refused.stderr.iter().collect();
+    let said = stderr.join("\n");
+    assert!(
+        said.contains("[telemetry]") && said.contains("otlp_endpoint"),
+        "{said}"
+    );
+    assert!(!said.contains("hunter2-collector"), "{said}");
+
+    // A port nothing listens on.
+    let gone = free_port();
+    let weaver = RunningBinary::with_config(
+        &format!(
+            "[store]\nmemory = true\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{gone}\"\n\
+             metrics_interval_secs = 1\n"
+        ),
+        &[("WEAVER_DEV_KEY", "telemetry-dev-key-0001")],
+    );
+    let capabilities = weaver.capabilities("telemetry-dev-key-0001").await;
+    assert_eq!(capabilities["provider"]["name"], "demo");
+    let response = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{}/ai/chat", weaver.port))
+        .header("authorization", "ApiKey telemetry-dev-key-0001")
+        .json(&json!({"message": "Hello?"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("conversation.completed")
+    );
+    // Metrics are due every second: at least one export has failed by now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let stopping = Instant::now();
+    let (log, _) = weaver.stop();
+    assert!(
+        stopping.elapsed() < Duration::from_secs(15),
+        "stopped in {:?}: {log:#?}",
+        stopping.elapsed()
+    );
+}
