@@ -789,6 +789,14 @@ async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_record
             ],
         )
     };
+    let units: std::collections::BTreeMap<String, String> = collector
+        .points()
+        .into_iter()
+        .map(|p| (p.metric, p.unit))
+        .collect();
+    assert_eq!(units["weaver.first_event.duration"], "s");
+    assert_eq!(units["gen_ai.client.token.usage"], "{token}");
+    assert_eq!(units["weaver.turns"], "{turn}");
     for kind in ["input", "output"] {
         match tokens(kind) {
             Some(ReceivedValue::Histogram { count, sum, .. }) => {
