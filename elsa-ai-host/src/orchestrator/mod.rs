@@ -29,7 +29,7 @@ use futures::future;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use tracing::{Instrument, Span};
+use tracing::Instrument;
 
 use crate::context::{ContextRequest, ContextResolver, ResolvedContext};
 use crate::conversation::find_owned_conversation;
@@ -414,6 +414,7 @@ impl AiOrchestrator for ChatOrchestrator {
             &agent.name,
         );
         let trace_id = core.traces.trace_id(&span);
+        let turn_span = span.clone();
         let accepted: Result<AiChatStream, AiError> = async move {
             // One turn at a time per conversation.
             let channel = match &existing {
@@ -568,7 +569,7 @@ impl AiOrchestrator for ChatOrchestrator {
                 context,
                 tools,
                 attachments,
-                span: Span::current(),
+                span: turn_span,
             };
             core.tasks.spawn(turn::run(self.core.clone(), turn));
             Ok(AiChatStream {
