@@ -103,6 +103,10 @@ pub struct AiAuditEvent {
     pub summary: String,
     /// Structured details (redacted arguments, results, reasons).
     pub details: Value,
+    /// The W3C trace id (32 lowercase hex digits) of the trace the record was made in, when
+    /// the host traces its work (the chat turn's trace for everything a turn audits).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl AiAuditEvent {
@@ -126,6 +130,7 @@ impl AiAuditEvent {
             tool_name: None,
             summary: summary.into(),
             details: Value::Null,
+            trace_id: None,
         }
     }
 }
@@ -142,6 +147,9 @@ pub struct AuditQuery {
     pub actor_id: Option<String>,
     /// Only records with this outcome.
     pub outcome: Option<AuditOutcome>,
+    /// Only records made in this trace (a W3C trace id, 32 lowercase hex digits).
+    #[serde(default)]
+    pub trace_id: Option<String>,
     /// Only records inside this range.
     pub time_range: Option<TimeRange>,
     /// Paging; results are ordered newest first.

@@ -5,7 +5,8 @@
 //! a host that forgot to hand one of them its redactor would run that component on the
 //! built-in rules alone, and the secrets it registered would leave through it. A
 //! [`HostCore`] owns the redactor, the clock, the audit sink and the conversation stores,
-//! and it is the only way to build those components: each receives the same ones.
+//! and it is the only way to build those components: each receives the same ones. It also
+//! owns the [`TraceIdSource`] that names the trace of what those components record.
 
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ use crate::{
     ChatOrchestrator, ChatOrchestratorBuilder, ContextResolver, ContextResolverBuilder,
     InMemoryConversationStore, InMemoryStreamJournal, ProposalService, ProposalServiceBuilder,
     Redactor, ToolEnablementService, ToolGovernor, ToolGovernorBuilder, ToolRegistry,
+    TraceIdSource, TracedAuditSink, Untraced,
 };
 
 /// What every component of a host shares: the redactor, the clock, the audit sink, the
@@ -30,6 +32,7 @@ pub struct HostCore {
     audit: Arc<dyn AiAuditSink>,
     conversations: Arc<dyn AiConversationStore>,
     journal: Arc<dyn AiStreamJournal>,
+    traces: Arc<dyn TraceIdSource>,
 }
 
 impl std::fmt::Debug for HostCore {
@@ -69,6 +72,15 @@ impl HostCoreBuilder {
         self
     }
 
+    /// Names the trace of what the components record with `traces`: every audit record
+    /// made inside a traced span carries its trace id, and so does `conversation.started`
+    /// (default: [`Untraced`], no trace ids).
+    pub fn traces(mut self, traces: Arc<dyn TraceIdSource>) -> Self {
+        self.core.audit = Arc::new(TracedAuditSink::new(self.core.audit, traces.clone()));
+        self.core.traces = traces;
+        self
+    }
+
     /// The core.
     pub fn build(self) -> HostCore {
         self.core
@@ -87,6 +99,7 @@ impl HostCore {
                 audit,
                 conversations: Arc::new(InMemoryConversationStore::with_journal(journal.clone())),
                 journal,
+                traces: Arc::new(Untraced),
             },
         }
     }
@@ -101,7 +114,12 @@ impl HostCore {
         &self.clock
     }
 
-    /// The audit sink every component writes to.
+    /// Which trace a span belongs to.
+    pub fn traces(&self) -> &Arc<dyn TraceIdSource> {
+        &self.traces
+    }
+
+    /// The audit sink every component writes to (stamping trace ids on the records).
     pub fn audit(&self) -> &Arc<dyn AiAuditSink> {
         &self.audit
     }

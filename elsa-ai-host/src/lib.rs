@@ -11,7 +11,9 @@
 //! validation, timeouts, clamping ([`ResultClamp`]) and an audit record for every denial.
 //! One [`Redactor`] redacts everything that crosses a boundary; [`AgentRegistry`] holds the
 //! least-privilege agents; [`InMemoryAuditLog`] is the development audit trail; [`Metrics`]
-//! counts outcomes and [`tool_span`] traces calls with the OpenTelemetry GenAI names.
+//! counts outcomes and [`tool_span`] traces calls with the OpenTelemetry GenAI names; a
+//! [`TraceIdSource`] (given to [`HostCore`]) names the trace of each audit record and of
+//! `conversation.started`.
 //!
 //! Every component that redacts, stamps time or audits (governor, context resolver,
 //! orchestrator, proposal service, enablement service) is built from one [`HostCore`], which
@@ -282,7 +284,7 @@ pub use scripted::{
 };
 pub use stream::{ConversationEvents, InMemoryStreamJournal};
 pub use telemetry::{
-    FIRST_EVENT_BUCKETS, Metrics, ProposalCounters, ProposalCountersSnapshot, TokenCounters,
-    TokenUsage, ToolCounters, ToolCountersSnapshot, TurnCounters, TurnCountersSnapshot,
-    UNRECOGNISED_TOOL, tool_span,
+    FIRST_EVENT_BUCKETS, MeasurementObserver, Metrics, ProposalCounters, ProposalCountersSnapshot,
+    TokenCounters, TokenUsage, ToolCounters, ToolCountersSnapshot, TraceIdSource, TracedAuditSink,
+    TurnCounters, TurnCountersSnapshot, UNRECOGNISED_TOOL, Untraced, tool_span,
 };

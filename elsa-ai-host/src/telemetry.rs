@@ -1,5 +1,11 @@
 //! Telemetry: `tracing` spans named and attributed after the OpenTelemetry GenAI semantic
-//! conventions, and atomic counters for operations dashboards and tests.
+//! conventions, atomic counters for operations dashboards and tests, and the trace ids that
+//! tie audit records and stream events to the trace they were made in.
+//!
+//! The host never names an exporter. What traces spans is the embedding server's business:
+//! it tells the host which trace a span belongs to through a [`TraceIdSource`] (the
+//! `weaver` server reads OpenTelemetry's), and it receives the measurements only a histogram
+//! keeps whole through a [`MeasurementObserver`] on the shared [`Metrics`].
 //!
 //! Each governed tool call runs inside a span named `execute_tool` with `otel.name =
 //! "execute_tool {tool}"`, `gen_ai.operation.name = "execute_tool"`, `gen_ai.tool.name`,
@@ -8,9 +14,11 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use elsa_ai_abstractions::{AiToolOutcome, ProposalStatus};
+use async_trait::async_trait;
+use elsa_ai_abstractions::{AiAuditEvent, AiAuditSink, AiError, AiToolOutcome, ProposalStatus};
 use serde::Serialize;
 use tracing::Span;
 
@@ -27,6 +35,20 @@ pub struct Metrics {
     pub tokens: TokenCounters,
     /// How turns ended, and how long their first event took.
     pub turns: TurnCounters,
+    /// Who else sees each measurement as it is made (at most one).
+    observer: OnceLock<Arc<dyn MeasurementObserver>>,
+}
+
+/// Receives, as they are made, the measurements that only a histogram keeps whole (the
+/// counters above keep fixed buckets and sums): an exporter with histograms of its own,
+/// such as the server's OpenTelemetry meter, registers one with [`Metrics::observe`].
+pub trait MeasurementObserver: Send + Sync + std::fmt::Debug {
+    /// A turn's first event (`conversation.started`) was journaled `latency` after its
+    /// request arrived.
+    fn first_event(&self, latency: Duration);
+
+    /// A turn served by `provider` used `usage` model tokens (as the provider reported them).
+    fn token_usage(&self, provider: &str, usage: TokenUsage);
 }
 
 /// The label under which calls to names the governor did not recognise (refused at steps 1
@@ -91,7 +113,7 @@ impl TurnCounters {
     }
 
     /// Records the time a turn took to its first event.
-    pub(crate) fn first_event(&self, latency: Duration) {
+    fn first_event(&self, latency: Duration) {
         let seconds = latency.as_secs_f64();
         let bucket = FIRST_EVENT_BUCKETS
             .iter()
@@ -129,7 +151,7 @@ impl TokenCounters {
         }
     }
 
-    pub(crate) fn add(&self, usage: TokenUsage) {
+    fn add(&self, usage: TokenUsage) {
         self.input.fetch_add(usage.input_tokens, Ordering::Relaxed);
         self.output
             .fetch_add(usage.output_tokens, Ordering::Relaxed);
@@ -140,6 +162,76 @@ impl Metrics {
     /// Fresh counters, all zero.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Hands every later first-event latency and token usage to `observer` as well; `false`
+    /// (and `observer` unused) when another observer was registered first.
+    pub fn observe(&self, observer: Arc<dyn MeasurementObserver>) -> bool {
+        self.observer.set(observer).is_ok()
+    }
+
+    /// Records the time a turn took to its first event.
+    pub(crate) fn first_event(&self, latency: Duration) {
+        self.turns.first_event(latency);
+        if let Some(observer) = self.observer.get() {
+            observer.first_event(latency);
+        }
+    }
+
+    /// Adds the tokens one turn used.
+    pub(crate) fn token_usage(&self, provider: &str, usage: TokenUsage) {
+        self.tokens.add(usage);
+        if let Some(observer) = self.observer.get() {
+            observer.token_usage(provider, usage);
+        }
+    }
+}
+
+/// Tells which trace a `tracing` span belongs to, so that what the host records inside it
+/// (audit records, `conversation.started`) can name the trace. The `weaver` server answers
+/// with OpenTelemetry's trace id; a host that traces nothing uses [`Untraced`].
+pub trait TraceIdSource: Send + Sync {
+    /// The W3C trace id of `span` (32 lowercase hex digits), `None` when it is not traced.
+    fn trace_id(&self, span: &Span) -> Option<String>;
+}
+
+/// The [`TraceIdSource`] of a host that traces nothing: no span has a trace id.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Untraced;
+
+impl TraceIdSource for Untraced {
+    fn trace_id(&self, _span: &Span) -> Option<String> {
+        None
+    }
+}
+
+/// An audit sink that stamps each record without a trace id with the trace of the span it
+/// is recorded in (the chat turn's, for everything a turn audits), then hands it on.
+pub struct TracedAuditSink {
+    inner: Arc<dyn AiAuditSink>,
+    traces: Arc<dyn TraceIdSource>,
+}
+
+impl TracedAuditSink {
+    /// Wraps `inner`; trace ids come from `traces`.
+    pub fn new(inner: Arc<dyn AiAuditSink>, traces: Arc<dyn TraceIdSource>) -> Self {
+        Self { inner, traces }
+    }
+}
+
+impl std::fmt::Debug for TracedAuditSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TracedAuditSink").finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl AiAuditSink for TracedAuditSink {
+    async fn record(&self, mut event: AiAuditEvent) -> Result<(), AiError> {
+        if event.trace_id.is_none() {
+            event.trace_id = self.traces.trace_id(&Span::current());
+        }
+        self.inner.record(event).await
     }
 }
 
@@ -359,9 +451,11 @@ impl ProposalCounters {
     }
 }
 
-/// The span of one governed tool call.
-pub fn tool_span(tool_name: &str, call_id: &str) -> Span {
+/// The span of one governed tool call, a child of `parent` (the chat turn's span; a call
+/// outside a turn passes [`Span::current`]).
+pub fn tool_span(parent: &Span, tool_name: &str, call_id: &str) -> Span {
     tracing::info_span!(
+        parent: parent,
         "execute_tool",
         otel.name = %format_args!("execute_tool {tool_name}"),
         otel.kind = "internal",
@@ -429,6 +523,50 @@ mod tests {
         expected[12] = 1; // beyond 5 s
         assert_eq!(snapshot.first_event_buckets, expected);
         assert_eq!(snapshot.first_event_micros, 800 + 40_000 + 9_000_000);
+    }
+
+    /// Keeps what it observes.
+    #[derive(Debug, Default)]
+    struct Seen(parking_lot::Mutex<Vec<String>>);
+
+    impl MeasurementObserver for Seen {
+        fn first_event(&self, latency: Duration) {
+            self.0.lock().push(format!("first {}", latency.as_millis()));
+        }
+
+        fn token_usage(&self, provider: &str, usage: TokenUsage) {
+            self.0.lock().push(format!(
+                "{provider} {} {}",
+                usage.input_tokens, usage.output_tokens
+            ));
+        }
+    }
+
+    #[test]
+    fn an_observer_sees_each_measurement_the_counters_keep() {
+        let metrics = Metrics::new();
+        metrics.first_event(Duration::from_millis(3));
+        let seen = Arc::new(Seen::default());
+        assert!(metrics.observe(seen.clone()));
+        assert!(!metrics.observe(Arc::new(Seen::default())), "one observer");
+        metrics.first_event(Duration::from_millis(40));
+        let usage = TokenUsage {
+            input_tokens: 12,
+            output_tokens: 5,
+        };
+        metrics.token_usage("openai", usage);
+        assert_eq!(*seen.0.lock(), ["first 40", "openai 12 5"]);
+        assert_eq!(metrics.tokens.snapshot(), usage);
+        assert_eq!(
+            metrics
+                .turns
+                .snapshot()
+                .first_event_buckets
+                .iter()
+                .sum::<u64>(),
+            2,
+            "the counters keep every measurement, observed or not"
+        );
     }
 
     #[test]

@@ -151,3 +151,102 @@ async fn each_chat_turn_has_a_chat_span_with_genai_attributes_and_its_outcome() 
     );
     assert_eq!(tool["gen_ai.tool.name"], "demo.read");
 }
+
+/// Trace ids from the `tracing` registry itself: a span's trace is its root span, written as
+/// 32 hex digits. It stands in for OpenTelemetry's ids, which the server reads the same way.
+struct RootSpanTraces;
+
+impl elsa_ai_host::TraceIdSource for RootSpanTraces {
+    fn trace_id(&self, span: &tracing::Span) -> Option<String> {
+        let mut root = None;
+        span.with_subscriber(|(id, dispatch)| {
+            let registry = dispatch.downcast_ref::<tracing_subscriber::Registry>()?;
+            root = registry
+                .span(id)?
+                .scope()
+                .from_root()
+                .next()
+                .map(|root| format!("{:032x}", root.id().into_u64()));
+            Some(())
+        });
+        root
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_turns_audit_records_and_its_first_event_name_the_turns_trace() {
+    use elsa_ai_abstractions::{AiAuditLog, AiStreamEventType, AuditQuery};
+    use elsa_ai_host::Script;
+    use elsa_ai_host::testing::chat::ChatHarness;
+
+    let spans = Spans::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let harness = ChatHarness::builder()
+        .traces(Arc::new(RootSpanTraces))
+        .tool(std::sync::Arc::new(
+            elsa_ai_host::testing::governance::TestTool::echo(read_tool("demo.read")),
+        ))
+        .script(
+            Script::new()
+                .tool_call("demo.read", json!({}))
+                .reply("done"),
+        )
+        .build();
+    let events = harness.run(harness.request("hi")).await;
+    let started = &events[0];
+    assert_eq!(started.event_type, AiStreamEventType::ConversationStarted);
+    let trace = started.data["traceId"]
+        .as_str()
+        .expect("conversation.started names the trace")
+        .to_owned();
+    assert_eq!(trace.len(), 32);
+
+    let records = harness
+        .audit
+        .query(&harness.caller().tenant_id, &AuditQuery::default())
+        .await
+        .unwrap()
+        .items;
+    let actions: Vec<&str> = records.iter().map(|r| r.action.as_str()).collect();
+    for action in ["prompt.submitted", "tool.invoked", "turn.completed"] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    for record in &records {
+        assert_eq!(
+            record.trace_id.as_deref(),
+            Some(trace.as_str()),
+            "{} names the turn's trace",
+            record.action.as_str()
+        );
+    }
+
+    // A second turn is a trace of its own.
+    let next = harness.run(harness.request("again")).await;
+    assert_ne!(next[0].data["traceId"].as_str(), Some(trace.as_str()));
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn an_untraced_host_writes_no_trace_id() {
+    use elsa_ai_abstractions::{AiAuditLog, AuditQuery};
+    use elsa_ai_host::Script;
+    use elsa_ai_host::testing::chat::ChatHarness;
+
+    // Spans exist (as in every test of this suite, so that no test caches a callsite as
+    // disabled for the others), but nothing names their trace.
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(Spans::default()));
+    let harness = ChatHarness::builder()
+        .script(Script::new().reply("done"))
+        .build();
+    let events = harness.run(harness.request("hi")).await;
+    assert!(events[0].data.get("traceId").is_none(), "{:?}", events[0]);
+    let records = harness
+        .audit
+        .query(&harness.caller().tenant_id, &AuditQuery::default())
+        .await
+        .unwrap()
+        .items;
+    assert!(!records.is_empty());
+    assert!(records.iter().all(|r| r.trace_id.is_none()));
+}

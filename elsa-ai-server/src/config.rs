@@ -8,6 +8,7 @@
 //! prints it.
 
 mod mcp;
+mod telemetry;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -16,6 +17,7 @@ use elsa_ai_host::Redactor;
 use serde::Deserialize;
 
 pub use mcp::{McpConfig, McpServerConfig};
+pub use telemetry::{DEFAULT_METRICS_INTERVAL, DEFAULT_SERVICE_NAME, OtlpTarget, TelemetryConfig};
 
 /// The address the server listens on unless configured otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -161,6 +163,21 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   danger_level = "Medium"           Low | Medium (default) | High | Critical
   timeout_s = 30                    per call
 
+  [telemetry]                       Telemetry leaving the process; off unless set. Every chat
+                                    turn has a trace id either way (in its audit records and
+                                    in conversation.started data as traceId).
+  otlp_endpoint = "http://127.0.0.1:4318"
+                                    OTLP/HTTP (protobuf) collector: spans go to
+                                    <endpoint>/v1/traces, metrics to <endpoint>/v1/metrics;
+                                    both are flushed when weaver stops. No credentials in the
+                                    URL.
+  service_name = "weaver"           service.name of what is exported (with otlp_endpoint).
+  metrics_interval_secs = 60        Seconds between metric exports (with otlp_endpoint).
+  metrics_listen = "127.0.0.1:9464" A second listener serving GET /metrics (Prometheus text)
+                                    to anyone who reaches it, without credentials; the main
+                                    listener's /metrics keeps requiring admin:ai. Bind it
+                                    where only your scraper reaches.
+
   [limits]
   max_body_bytes = 262144           Largest request body; larger is 413 (flag --max-body-bytes,
                                     env WEAVER_MAX_BODY_BYTES).
@@ -209,6 +226,9 @@ pub struct WeaverConfig {
     /// External MCP servers whose allowlisted tools weaver offers.
     #[serde(default)]
     pub mcp: McpConfig,
+    /// Telemetry leaving the process: OTLP export, the unauthenticated metrics listener.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
 }
 
 /// `[http]`.
@@ -967,6 +987,11 @@ mod tests {
             "mutability",
             "danger_level",
             "timeout_s",
+            "[telemetry]",
+            "otlp_endpoint",
+            "service_name",
+            "metrics_interval_secs",
+            "metrics_listen",
         ];
         for key in keys {
             assert!(
@@ -1236,6 +1261,31 @@ mod tests {
             ..WeaverConfig::default()
         };
         assert!(bad.listen_addr().is_err());
+    }
+
+    #[test]
+    fn the_telemetry_section_is_read_and_its_unknown_keys_refused() {
+        let config = WeaverConfig::from_toml(
+            "[telemetry]\notlp_endpoint = \"http://127.0.0.1:4318\"\n\
+             metrics_listen = \"127.0.0.1:9464\"\nmetrics_interval_secs = 10\n",
+        )
+        .unwrap();
+        let target = config.telemetry.otlp().unwrap().unwrap();
+        assert_eq!(target.metrics, "http://127.0.0.1:4318/v1/metrics");
+        assert_eq!(
+            config
+                .telemetry
+                .metrics_listen(config.listen_addr().unwrap())
+                .unwrap(),
+            Some("127.0.0.1:9464".parse().unwrap())
+        );
+        assert_eq!(
+            WeaverConfig::default().telemetry,
+            TelemetryConfig::default()
+        );
+        let error = WeaverConfig::from_toml("[telemetry]\notlp_endpiont = \"http://c:4318\"\n")
+            .unwrap_err();
+        assert!(error.contains("otlp_endpiont"), "{error}");
     }
 
     #[test]

@@ -16,6 +16,10 @@
 //! data, stores, tools, governance, orchestrator, proposals, identity) and serves it with a
 //! graceful shutdown; [`demo::DemoProvider`] is the scripted provider of the default
 //! configuration. A host with its own wiring builds a [`WeaverApi`] and calls [`router`].
+//! [`telemetry::Telemetry`] (`[telemetry]`) gives weaver's spans OpenTelemetry trace ids,
+//! which the host writes into audit records and `conversation.started`, and exports spans
+//! and metrics over OTLP; `[telemetry] metrics_listen` serves `/metrics` on a listener of
+//! its own, without credentials.
 //!
 //! Each `[[tenants]]` entry says where that tenant's workflow data lives: a folder of Elsa
 //! JSON (`workflows = "data/acme"`) or the built-in samples, held in memory, or an Elsa 3
@@ -77,6 +81,7 @@ mod providers;
 mod requests;
 mod routes;
 mod schema;
+pub mod telemetry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod views;

@@ -220,6 +220,8 @@ pub struct AuditQueryParams {
     /// Only records with this outcome.
     #[param(schema_with = crate::schema::audit_outcome)]
     pub outcome: Option<AuditOutcome>,
+    /// Only records made in this trace (a W3C trace id: 32 hex digits).
+    pub trace_id: Option<String>,
     /// Only records at or after this instant (RFC 3339); not after `to` when both are
     /// given (400 `invalid_time_range`).
     #[param(schema_with = crate::schema::date_time)]
@@ -237,8 +239,21 @@ pub struct AuditQueryParams {
 }
 
 impl AuditQueryParams {
-    /// The contract query; 400 `invalid_time_range` when `from` is after `to`.
+    /// The contract query; 400 `invalid_time_range` when `from` is after `to`, 400
+    /// `invalid_trace_id` when `traceId` is not 32 hex digits.
     pub fn into_query(self) -> Result<AuditQuery, ApiError> {
+        let trace_id = match self.trace_id {
+            Some(trace) if trace.len() == 32 && trace.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                Some(trace.to_ascii_lowercase())
+            }
+            Some(_) => {
+                return Err(ApiError::bad_request(
+                    "invalid_trace_id",
+                    "traceId must be a W3C trace id: 32 hexadecimal digits",
+                ));
+            }
+            None => None,
+        };
         let time_range = match (self.from, self.to) {
             (None, None) => None,
             (from, to) => Some(
@@ -254,6 +269,7 @@ impl AuditQueryParams {
             proposal_id: self.proposal_id.map(ProposalId::new),
             actor_id: self.actor,
             outcome: self.outcome,
+            trace_id,
             time_range,
             page: PageQuery {
                 offset: self.offset,
@@ -455,5 +471,33 @@ mod tests {
         assert!(range.contains(Utc::now()));
         assert_eq!(query.page.limit, PageRequest::MAX_LIMIT);
         assert_eq!(query.outcome, Some(AuditOutcome::Denied));
+    }
+
+    #[test]
+    fn a_trace_filter_is_a_w3c_trace_id_in_lowercase() {
+        let query = |trace: &str| {
+            AuditQueryParams {
+                trace_id: Some(trace.to_owned()),
+                ..AuditQueryParams::default()
+            }
+            .into_query()
+        };
+        assert_eq!(
+            query("4BF92F3577B34DA6A3CE929D0E0E4736").unwrap().trace_id,
+            Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned())
+        );
+        for bad in [
+            "",
+            "4bf92f35",
+            "4bf92f3577b34da6a3ce929d0e0e473g",
+            "' OR 1=1 --",
+        ] {
+            let ApiError(error) = query(bad).unwrap_err();
+            assert_eq!(
+                (error.status(), error.code()),
+                (400, "invalid_trace_id"),
+                "{bad}"
+            );
+        }
     }
 }

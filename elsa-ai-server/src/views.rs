@@ -427,6 +427,10 @@ pub struct AuditEventView {
     /// Structured details (redacted arguments, results, reasons).
     #[schema(schema_with = crate::schema::any_json)]
     pub details: Value,
+    /// The W3C trace id of the trace the record was made in (a chat turn's, for what the
+    /// turn audited), when the server traces its work.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl From<AiAuditEvent> for AuditEventView {
@@ -443,6 +447,7 @@ impl From<AiAuditEvent> for AuditEventView {
             tool_name: event.tool_name,
             summary: event.summary,
             details: event.details,
+            trace_id: event.trace_id,
         }
     }
 }
@@ -743,6 +748,7 @@ mod tests {
         );
         event.tool_name = Some("workflow.getDefinition".into());
         event.conversation_id = Some(ConversationId::new("c-1"));
+        event.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
         let mut contract = serde_json::to_value(&event).unwrap();
         contract.as_object_mut().unwrap().remove("proposalId");
         let view = serde_json::to_value(AuditEventView::from(event)).unwrap();

@@ -43,6 +43,7 @@ use crate::identity::{
     JwtSettings,
 };
 use crate::providers::ServedProviders;
+use crate::telemetry::{OpenTelemetryTraceIds, Telemetry, TelemetryError};
 use crate::views::{PersistenceView, ProviderView};
 
 // Linking the built-in tools registers them (`inventory`).
@@ -79,6 +80,9 @@ pub enum StartupError {
     /// The store cannot be opened.
     #[error("the store cannot be opened: {0}")]
     Store(String),
+    /// `[telemetry]` cannot be used.
+    #[error(transparent)]
+    Telemetry(#[from] TelemetryError),
 }
 
 /// Builds a [`Weaver`]: the configuration, plus what a host adds of its own (tools, agents,
@@ -90,6 +94,7 @@ pub struct WeaverBuilder {
     tools: Vec<Arc<dyn AiTool>>,
     agents: Vec<AiAgentDefinition>,
     context_providers: Vec<Arc<dyn AiContextProvider>>,
+    telemetry: Option<Telemetry>,
 }
 
 impl std::fmt::Debug for WeaverBuilder {
@@ -131,6 +136,15 @@ impl WeaverBuilder {
     /// of that kind.
     pub fn context_provider(mut self, provider: Arc<dyn AiContextProvider>) -> Self {
         self.context_providers.push(provider);
+        self
+    }
+
+    /// Exports through `telemetry` (the pipeline whose [`Telemetry::layer`] the process's
+    /// subscriber holds, as the `weaver` binary sets it up from `[telemetry]`): the server's
+    /// metrics, and its spans redacted with the server's redactor; flushed when
+    /// [`Weaver::serve`] ends. Without it, nothing is exported.
+    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
+        self.telemetry = Some(telemetry);
         self
     }
 
@@ -302,6 +316,9 @@ pub struct Weaver {
     background: CancellationToken,
     http: HttpSurface,
     mcp: Arc<McpClients>,
+    metrics: Arc<Metrics>,
+    metrics_listen: Option<SocketAddr>,
+    telemetry: Option<Telemetry>,
 }
 
 impl std::fmt::Debug for Weaver {
@@ -348,6 +365,7 @@ impl Weaver {
             tools: Vec::new(),
             agents: Vec::new(),
             context_providers: Vec::new(),
+            telemetry: None,
         }
     }
 
@@ -359,9 +377,13 @@ impl Weaver {
             tools,
             agents: host_agents,
             context_providers,
+            telemetry,
         } = builder;
         let limits = config.limits;
         let http = HttpSurface::new(&config.http)?;
+        let metrics_listen = config.telemetry.metrics_listen(config.listen_addr()?)?;
+        // Checked here too, for hosts that build a Weaver without the binary's pipeline.
+        config.telemetry.otlp()?;
         let retention_days = i64::from(limits.retention_days.unwrap_or(30));
         let grace_window = Duration::from_secs(limits.grace_window_secs.unwrap_or(60));
         let mut report = Vec::new();
@@ -447,12 +469,31 @@ impl Weaver {
 
         let stores = Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?;
 
-        // Every component gets the one redactor, clock, audit sink and stores from here.
+        // Every component gets the one redactor, clock, audit sink and stores from here; what
+        // they record names the trace OpenTelemetry gave the span it is made in.
         let core = HostCore::builder(redactor, stores.audit.clone())
             .stores(stores.conversations.clone(), stores.journal.clone())
+            .traces(Arc::new(OpenTelemetryTraceIds))
             .build();
         // One set of counters for governor, orchestrator and proposals: what /metrics reads.
         let metrics = Arc::new(Metrics::new());
+        if let Some(telemetry) = &telemetry {
+            telemetry.redact_with(core.redactor().clone());
+            telemetry.export_metrics(&metrics);
+            if let Some(target) = telemetry.target() {
+                report.push(format!(
+                    "telemetry: spans to {}, metrics to {} every {} s",
+                    target.traces,
+                    target.metrics,
+                    target.metrics_interval.as_secs()
+                ));
+            }
+        }
+        if let Some(address) = metrics_listen {
+            report.push(format!(
+                "telemetry: GET /metrics without credentials on http://{address}"
+            ));
+        }
         // Proposals first: the tools hand their drafts to the service.
         let proposals = core
             .proposals(
@@ -556,7 +597,7 @@ impl Weaver {
             conversations: stores.conversations.clone(),
             proposals: proposals.clone(),
             audit: AuditTrail::new(stores.audit_log.clone()),
-            metrics,
+            metrics: metrics.clone(),
             attachment_search: AttachmentSearch::new(
                 services.definitions.clone(),
                 services.instances.clone(),
@@ -595,6 +636,9 @@ impl Weaver {
             background,
             http,
             mcp,
+            metrics,
+            metrics_listen,
+            telemetry,
         })
     }
 
@@ -687,8 +731,29 @@ impl Weaver {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let metrics_listener = match self.metrics_listen {
+            Some(address) => Some(Self::listen(address).map_err(|error| {
+                std::io::Error::new(
+                    error.kind(),
+                    format!("cannot listen on {address} ([telemetry] metrics_listen): {error}"),
+                )
+            })?),
+            None => None,
+        };
         self.start_background();
         let stopping = CancellationToken::new();
+        if let Some(listener) = metrics_listener {
+            let scrape = crate::routes::unauthenticated_metrics(self.metrics.clone());
+            let stopped = stopping.clone();
+            tokio::spawn(async move {
+                let served = axum::serve(listener, scrape)
+                    .with_graceful_shutdown(async move { stopped.cancelled().await })
+                    .await;
+                if let Err(error) = served {
+                    tracing::warn!(%error, "the metrics listener failed");
+                }
+            });
+        }
         // A stream is a series of small writes: with Nagle's algorithm on, an event written
         // just after the response head waits for the client's (delayed, ~40 ms) ACK.
         let listener = listener.tap_io(|connection| {
@@ -744,6 +809,10 @@ impl Weaver {
         self.mcp.shutdown();
         // Every audit record accepted during the drain is written before the store closes.
         self.store.close().await;
+        // Every turn's span has ended: the last spans and metrics leave now.
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown().await;
+        }
         served
     }
 }

@@ -223,6 +223,12 @@ fn weaver_help_explains_every_setting() {
     assert!(help.contains("127.0.0.1:8080"));
 }
 
+/// A port of 127.0.0.1 that was free a moment ago.
+fn free_port() -> u16 {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    probe.local_addr().unwrap().port()
+}
+
 /// Reads a child's output lines on a thread.
 fn lines_of(output: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
     let (send, receive) = std::sync::mpsc::channel();
@@ -261,10 +267,7 @@ impl RunningBinary {
 
     fn launch(config: Option<&str>, host: &str, env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = {
-            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            probe.local_addr().unwrap().port()
-        };
+        let port = free_port();
         let mut command = Command::new(env!("CARGO_BIN_EXE_weaver"));
         if let Some(config) = config {
             let path = dir.path().join("weaver.toml");
@@ -596,4 +599,325 @@ async fn an_mcp_server_child_starts_from_an_empty_environment_and_dies_with_weav
     let stopped = stopped_within(*child, Duration::from_secs(2)).await;
     assert!(stopped.is_some(), "the MCP server outlived weaver by 2 s");
     eprintln!("the MCP server stopped {stopped:?} after weaver was killed");
+}
+
+/// The key of the model server behind the telemetry test's OpenAI-compatible provider.
+const TELEMETRY_MODEL_KEY: &str = "telemetry-model-key-0123456789abcdef";
+
+/// Telemetry out, as a user configures it: a real `weaver` with `[telemetry] otlp_endpoint`
+/// pointing at a stand-in collector, and `metrics_listen`. One chat turn (the model calls a
+/// tool, then answers, reporting token usage) reaches the collector as spans (`chat` with
+/// its `execute_tool` child, GenAI attributes, `service.name`) whose trace id is the one in
+/// `conversation.started` and in every audit record of the turn, and as metrics, flushed
+/// when weaver stops. No configured secret is in anything exported.
+// The collector must answer while the test thread waits for weaver to exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_records() {
+    use weaver_testkit::otlp::{OtlpReceiver, ReceivedValue};
+
+    let collector = OtlpReceiver::start().await;
+    let model = ScriptedModelServer::start([
+        ModelReply::ToolCalls(vec![
+            (
+                "workflow_getDefinition".into(),
+                json!({"definitionId": "sample-order-approval"}),
+            ),
+            (format!("steal_{ACME_KEY}"), json!({})),
+        ]),
+        ModelReply::Text("It approves orders.".into()),
+    ])
+    .await
+    .unwrap();
+    let metrics_port = free_port();
+    let config = format!(
+        "[store]\nmemory = true\n\
+         [[auth.api_keys]]\nkey_env = \"ACME_KEY\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"read:workflow-instances\", \"read:activities\", \"admin:ai\"]\n\
+         [provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
+         api_key_env = \"TELEMETRY_MODEL_KEY\"\n\
+         [telemetry]\notlp_endpoint = \"{}\"\nservice_name = \"weaver-under-test\"\n\
+         metrics_listen = \"127.0.0.1:{metrics_port}\"\n",
+        model.base_url(),
+        collector.endpoint()
+    );
+    let weaver = RunningBinary::with_config(
+        &config,
+        &[
+            ("ACME_KEY", ACME_KEY),
+            ("TELEMETRY_MODEL_KEY", TELEMETRY_MODEL_KEY),
+        ],
+    );
+    weaver.capabilities(ACME_KEY).await;
+    let url = format!("http://127.0.0.1:{}", weaver.port);
+    let client = reqwest::Client::new();
+
+    let response = client
+        .post(format!("{url}/ai/chat"))
+        .header("authorization", format!("ApiKey {ACME_KEY}"))
+        .json(&json!({"message": format!("What does it do? My key is {ACME_KEY}")}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let events = elsa_ai_server::testing::sse::SseStream::new(response)
+        .collect()
+        .await;
+    assert_eq!(
+        events.last().map(|e| e.event.as_str()),
+        Some("conversation.completed"),
+        "{events:#?}"
+    );
+    let started = events[0].json();
+    assert_eq!(events[0].event, "conversation.started");
+    let trace = started["data"]["traceId"]
+        .as_str()
+        .expect("conversation.started names the turn's trace")
+        .to_owned();
+    assert!(
+        trace.len() == 32
+            && trace.bytes().all(|b| b.is_ascii_hexdigit())
+            && trace != "0".repeat(32),
+        "{trace}"
+    );
+    let conversation = started["conversationId"].as_str().unwrap().to_owned();
+
+    // Every audit record of the turn names the trace, and the trace finds them again.
+    let audit = |query: String| {
+        let client = client.clone();
+        let url = url.clone();
+        async move {
+            let response = client
+                .get(format!("{url}/ai/audit?{query}"))
+                .header("authorization", format!("ApiKey {ACME_KEY}"))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), StatusCode::OK);
+            let page: serde_json::Value = response.json().await.unwrap();
+            page["items"].as_array().unwrap().clone()
+        }
+    };
+    let records = audit(format!("conversationId={conversation}")).await;
+    let actions: Vec<&str> = records
+        .iter()
+        .map(|r| r["action"].as_str().unwrap())
+        .collect();
+    for action in ["prompt.submitted", "tool.invoked", "turn.completed"] {
+        assert!(actions.contains(&action), "{action} in {actions:?}");
+    }
+    for record in &records {
+        assert_eq!(record["traceId"], trace.as_str(), "{record:#}");
+    }
+    assert_eq!(audit(format!("traceId={trace}")).await.len(), records.len());
+
+    // The scrape listener needs no credentials; the API's /metrics still does.
+    let scraped = client
+        .get(format!("http://127.0.0.1:{metrics_port}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scraped.status(), StatusCode::OK);
+    assert!(
+        scraped.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/plain; version=0.0.4")
+    );
+    let scraped = scraped.text().await.unwrap();
+    assert!(
+        scraped.contains("weaver_turns_total{outcome=\"completed\"} 1"),
+        "{scraped}"
+    );
+    assert!(
+        scraped.contains(
+            "weaver_tool_calls_total{tool=\"workflow.getDefinition\",outcome=\"success\"} 1"
+        ),
+        "{scraped}"
+    );
+    let anonymous = client.get(format!("{url}/metrics")).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let other_routes = client
+        .get(format!("http://127.0.0.1:{metrics_port}/ai/audit"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        other_routes.status(),
+        StatusCode::NOT_FOUND,
+        "the scrape listener serves /metrics only"
+    );
+
+    // Stopping flushes the last spans and metrics.
+    let (log, _) = weaver.stop();
+    assert!(
+        log.iter().any(|l| l.contains("telemetry: spans to")),
+        "start-up says where telemetry goes: {log:#?}"
+    );
+    assert_eq!(collector.refused(), 0, "every export was OTLP protobuf");
+    let spans = collector.spans();
+    let chat = spans
+        .iter()
+        .find(|s| {
+            s.trace_id == trace
+                && s.attributes
+                    .get("gen_ai.operation.name")
+                    .map(String::as_str)
+                    == Some("chat")
+        })
+        .unwrap_or_else(|| panic!("the chat span of trace {trace}: {spans:#?}"));
+    assert_eq!(chat.name, "chat scripted-model");
+    assert_eq!(chat.service_name.as_deref(), Some("weaver-under-test"));
+    assert_eq!(chat.attributes["gen_ai.conversation.id"], conversation);
+    assert_eq!(chat.attributes["gen_ai.agent.name"], "workflow-author");
+    assert_eq!(chat.attributes["gen_ai.request.model"], "scripted-model");
+    assert_eq!(chat.attributes["weaver.turn.outcome"], "completed");
+    assert!(
+        chat.attributes["gen_ai.usage.input_tokens"]
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    let tool = spans
+        .iter()
+        .find(|s| {
+            s.attributes.get("gen_ai.tool.name").map(String::as_str)
+                == Some("workflow.getDefinition")
+        })
+        .unwrap_or_else(|| panic!("the execute_tool span: {spans:#?}"));
+    assert_eq!(tool.name, "execute_tool workflow.getDefinition");
+    assert_eq!(tool.trace_id, trace, "the tool call is in the turn's trace");
+    assert_eq!(tool.parent_span_id, chat.span_id);
+    assert_eq!(tool.attributes["weaver.tool.outcome"], "success");
+    // The model named a tool after a secret: the span carries the name, redacted.
+    let stolen = spans
+        .iter()
+        .find(|s| s.name.starts_with("execute_tool steal_"))
+        .unwrap_or_else(|| panic!("the refused call's span: {spans:#?}"));
+    assert_eq!(stolen.name, "execute_tool steal_[REDACTED]");
+    assert_eq!(stolen.attributes["weaver.tool.outcome"], "denied");
+    assert_eq!(stolen.trace_id, trace);
+
+    let metrics = collector.latest();
+    let point = |name: &str, labels: &[(&str, &str)]| {
+        let labels = labels
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        metrics.get(&(name.to_owned(), labels)).cloned()
+    };
+    assert_eq!(
+        point("weaver.turns", &[("outcome", "completed")]),
+        Some(ReceivedValue::Number(1.0)),
+        "{metrics:#?}"
+    );
+    assert_eq!(
+        point(
+            "weaver.tool.calls",
+            &[("tool", "workflow.getDefinition"), ("outcome", "success")]
+        ),
+        Some(ReceivedValue::Number(1.0))
+    );
+    assert!(
+        point("weaver.tool.denials", &[("step", "findTool")]).is_some(),
+        "{metrics:#?}"
+    );
+    assert!(point("weaver.proposal.transitions", &[("status", "Applied")]).is_some());
+    match point("weaver.first_event.duration", &[]) {
+        Some(ReceivedValue::Histogram { count, bounds, .. }) => {
+            assert_eq!(count, 1);
+            assert_eq!(bounds, elsa_ai_host::FIRST_EVENT_BUCKETS);
+        }
+        other => panic!("the first-event histogram: {other:?}"),
+    }
+    let tokens = |kind: &str| {
+        point(
+            "gen_ai.client.token.usage",
+            &[
+                ("gen_ai.operation.name", "chat"),
+                ("gen_ai.provider.name", "openai"),
+                ("gen_ai.token.type", kind),
+            ],
+        )
+    };
+    let units: std::collections::BTreeMap<String, String> = collector
+        .points()
+        .into_iter()
+        .map(|p| (p.metric, p.unit))
+        .collect();
+    assert_eq!(units["weaver.first_event.duration"], "s");
+    assert_eq!(units["gen_ai.client.token.usage"], "{token}");
+    assert_eq!(units["weaver.turns"], "{turn}");
+    for kind in ["input", "output"] {
+        match tokens(kind) {
+            Some(ReceivedValue::Histogram { count, sum, .. }) => {
+                assert_eq!(count, 1, "one turn");
+                assert!(sum > 0.0, "{kind} tokens were counted");
+            }
+            other => panic!("token usage ({kind}): {other:?} in {metrics:#?}"),
+        }
+    }
+
+    for body in collector.bodies() {
+        for secret in [ACME_KEY, TELEMETRY_MODEL_KEY] {
+            assert!(
+                !body.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "a secret was exported"
+            );
+        }
+    }
+}
+
+/// A `[telemetry]` that cannot work stops start-up with a message naming the key (and not
+/// the password in a URL); a collector that is not there does not stop weaver, which still
+/// serves, and still stops promptly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn telemetry_settings_are_checked_and_a_missing_collector_is_survived() {
+    let mut refused = RunningBinary::with_config(
+        "[telemetry]\notlp_endpoint = \"http://otel:hunter2-collector@127.0.0.1:4318\"\n",
+        &[],
+    );
+    let exit = refused.child.wait().unwrap();
+    assert!(!exit.success());
+    let stderr: Vec<String> = refused.stderr.iter().collect();
+    let said = stderr.join("\n");
+    assert!(
+        said.contains("[telemetry]") && said.contains("otlp_endpoint"),
+        "{said}"
+    );
+    assert!(!said.contains("hunter2-collector"), "{said}");
+
+    // A port nothing listens on.
+    let gone = free_port();
+    let weaver = RunningBinary::with_config(
+        &format!(
+            "[store]\nmemory = true\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{gone}\"\n\
+             metrics_interval_secs = 1\n"
+        ),
+        &[("WEAVER_DEV_KEY", "telemetry-dev-key-0001")],
+    );
+    let capabilities = weaver.capabilities("telemetry-dev-key-0001").await;
+    assert_eq!(capabilities["provider"]["name"], "demo");
+    let response = reqwest::Client::new()
+        .post(format!("http://127.0.0.1:{}/ai/chat", weaver.port))
+        .header("authorization", "ApiKey telemetry-dev-key-0001")
+        .json(&json!({"message": "Hello?"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response
+            .text()
+            .await
+            .unwrap()
+            .contains("conversation.completed")
+    );
+    // Metrics are due every second: at least one export has failed by now.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let stopping = Instant::now();
+    let (log, _) = weaver.stop();
+    assert!(
+        stopping.elapsed() < Duration::from_secs(15),
+        "stopped in {:?}: {log:#?}",
+        stopping.elapsed()
+    );
 }

@@ -175,6 +175,9 @@ where
         sql.push(" AND outcome = ")
             .push_bind(outcome_name(outcome).to_owned());
     }
+    if let Some(trace) = &query.trace_id {
+        sql.push(" AND trace_id = ").push_bind(trace.clone());
+    }
     if let Some(range) = query.time_range {
         sql.push(" AND occurred_at_ns >= ")
             .push_bind(clamp_nanos(range.from))

@@ -176,12 +176,13 @@ impl BatchInsert for AuditInserts {
         let optional = |f: fn(&AuditRow) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
         sqlx::query(
             "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, outcome, \
-             conversation_id, proposal_id, tool_name, body) \
+             conversation_id, proposal_id, tool_name, trace_id, body) \
              SELECT id, tenant_id, occurred_at_ns, actor_id, action, outcome, conversation_id, \
-             proposal_id, tool_name, body::json FROM UNNEST($1::text[], $2::text[], \
-             $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], \
-             $9::text[], $10::text[]) AS batch (id, tenant_id, occurred_at_ns, actor_id, \
-             action, outcome, conversation_id, proposal_id, tool_name, body)",
+             proposal_id, tool_name, trace_id, body::json FROM UNNEST($1::text[], \
+             $2::text[], $3::int8[], $4::text[], $5::text[], $6::text[], $7::text[], \
+             $8::text[], $9::text[], $10::text[], $11::text[]) AS batch (id, tenant_id, \
+             occurred_at_ns, actor_id, action, outcome, conversation_id, proposal_id, \
+             tool_name, trace_id, body)",
         )
         .bind(column(|r| &r.id))
         .bind(column(|r| &r.tenant_id))
@@ -192,6 +193,7 @@ impl BatchInsert for AuditInserts {
         .bind(optional(|r| r.conversation_id.as_deref()))
         .bind(optional(|r| r.proposal_id.as_deref()))
         .bind(optional(|r| r.tool_name.as_deref()))
+        .bind(optional(|r| r.trace_id.as_deref()))
         .bind(column(|r| &r.body))
         .execute(&self.pool)
         .await?;

@@ -172,6 +172,7 @@ pub(crate) struct AuditRow {
     pub conversation_id: Option<String>,
     pub proposal_id: Option<String>,
     pub tool_name: Option<String>,
+    pub trace_id: Option<String>,
     pub body: String,
 }
 
@@ -191,6 +192,7 @@ impl AuditRow {
                 .map(|c| c.as_str().to_owned()),
             proposal_id: event.proposal_id.as_ref().map(|p| p.as_str().to_owned()),
             tool_name: event.tool_name.clone(),
+            trace_id: event.trace_id.clone(),
             body: to_json(event, "audit event")?,
         })
     }

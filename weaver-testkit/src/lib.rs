@@ -8,6 +8,7 @@ pub mod conformance;
 pub mod elsa_api;
 pub mod mcp;
 pub mod model_server;
+pub mod otlp;
 pub mod property;
 
 use std::path::{Path, PathBuf};

@@ -102,6 +102,10 @@ fn matches(event: &AiAuditEvent, query: &AuditQuery) -> bool {
             .is_none_or(|actor| &event.actor_id == actor)
         && query.outcome.is_none_or(|outcome| event.outcome == outcome)
         && query
+            .trace_id
+            .as_ref()
+            .is_none_or(|trace| event.trace_id.as_ref() == Some(trace))
+        && query
             .time_range
             .is_none_or(|range| range.contains(event.timestamp))
 }

@@ -25,7 +25,7 @@ use elsa_ai_abstractions::{
 };
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
+use tracing::{Instrument, Span};
 
 use crate::telemetry::tool_span;
 use crate::{Metrics, Redactor, RegisteredTool, ResultClamp, ToolRegistry};
@@ -54,6 +54,9 @@ pub struct ToolCallScope {
     pub events: Option<Arc<dyn ToolEventSink>>,
     /// The turn's cancellation; cancelling it cancels running tools.
     pub cancellation: CancellationToken,
+    /// The span each call's `execute_tool` span is a child of (the chat turn's, whichever
+    /// task the provider calls from); `None` uses the span current at the call.
+    pub span: Option<Span>,
 }
 
 impl std::fmt::Debug for ToolCallScope {
@@ -78,7 +81,14 @@ impl ToolCallScope {
             attachments: Vec::new(),
             events: None,
             cancellation: CancellationToken::new(),
+            span: None,
         }
+    }
+
+    /// Traces the calls as children of `span` (the chat turn's).
+    pub fn with_span(mut self, span: Span) -> Self {
+        self.span = Some(span);
+        self
     }
 
     /// Binds the calls to a conversation (whose ownership step 6 checks).
@@ -247,7 +257,9 @@ struct BoundToolInvoker {
 impl AiProviderToolInvoker for BoundToolInvoker {
     async fn invoke(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
         // The name comes from the model: it reaches the trace only after redaction.
+        let parent = self.scope.span.clone().unwrap_or_else(Span::current);
         let span = tool_span(
+            &parent,
             &self.governor.redactor.redact_str(&invocation.tool_name),
             &invocation.call_id,
         );

@@ -29,11 +29,12 @@ use futures::future;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use tracing::Instrument;
 
 use crate::context::{ContextRequest, ContextResolver, ResolvedContext};
 use crate::conversation::find_owned_conversation;
 use crate::stream::{HubLimits, StreamEnd, StreamHub};
-use crate::{AgentRegistry, ConversationEvents, Redactor, ToolGovernor};
+use crate::{AgentRegistry, ConversationEvents, Redactor, ToolGovernor, TraceIdSource};
 pub use sessions::ProviderSessions;
 pub use span::chat_span;
 use turn::Turn;
@@ -82,6 +83,7 @@ pub struct ChatOrchestratorBuilder {
     journal: Arc<dyn AiStreamJournal>,
     redactor: Arc<Redactor>,
     clock: Arc<dyn Clock>,
+    traces: Arc<dyn TraceIdSource>,
     settings: OrchestratorSettings,
 }
 
@@ -135,6 +137,7 @@ impl ChatOrchestratorBuilder {
                 shutdown: CancellationToken::new(),
                 stops: parking_lot::Mutex::default(),
                 tasks: TaskTracker::new(),
+                traces: self.traces,
             }),
         }
     }
@@ -165,6 +168,8 @@ pub(crate) struct Core {
     /// cancel request fires.
     stops: parking_lot::Mutex<HashMap<(TenantId, ConversationId), CancellationToken>>,
     tasks: TaskTracker,
+    /// Which trace a turn's span belongs to (named in `conversation.started`).
+    traces: Arc<dyn TraceIdSource>,
 }
 
 impl std::fmt::Debug for ChatOrchestrator {
@@ -196,6 +201,7 @@ impl ChatOrchestrator {
             journal: core.journal().clone(),
             redactor: core.redactor().clone(),
             clock: core.clock().clone(),
+            traces: core.traces().clone(),
             settings: OrchestratorSettings::default(),
         }
     }
@@ -398,167 +404,186 @@ impl AiOrchestrator for ChatOrchestrator {
             .as_ref()
             .map_or_else(ConversationId::generate, |c| c.id.clone());
 
-        // One turn at a time per conversation.
-        let channel = match &existing {
-            Some(_) => core.hub.channel(&caller.tenant_id, &conversation_id),
-            None => core.hub.new_channel(&caller.tenant_id, &conversation_id),
-        };
-        let slot = channel.begin_turn()?;
+        // The turn's span opens here, so that what the turn records before it streams (its
+        // opening audit records, `conversation.started`) is in the turn's trace too.
+        let info = core.provider.info();
+        let span = chat_span(
+            &info.name,
+            info.model.as_deref(),
+            conversation_id.as_str(),
+            &agent.name,
+        );
+        let trace_id = core.traces.trace_id(&span);
+        let turn_span = span.clone();
+        let accepted: Result<AiChatStream, AiError> = async move {
+            // One turn at a time per conversation.
+            let channel = match &existing {
+                Some(_) => core.hub.channel(&caller.tenant_id, &conversation_id),
+                None => core.hub.new_channel(&caller.tenant_id, &conversation_id),
+            };
+            let slot = channel.begin_turn()?;
 
-        // The context and the authorized tool set do not depend on each other: both are
-        // read at once.
-        let tool_query = AiToolQuery {
-            agent: Some(agent.name.clone()),
-            ..AiToolQuery::for_caller(caller.clone())
-        };
-        let (
-            ResolvedContext {
-                attachments: context,
-                audit: mut opening,
-            },
-            tools,
-        ) = tokio::try_join!(
-            core.context.resolve(ContextRequest {
-                caller: &caller,
-                agent: &agent,
-                conversation_id: Some(&conversation_id),
-                attachments: &attachments,
-            }),
-            core.governor.registry().list(&tool_query),
-        )?;
+            // The context and the authorized tool set do not depend on each other: both are
+            // read at once.
+            let tool_query = AiToolQuery {
+                agent: Some(agent.name.clone()),
+                ..AiToolQuery::for_caller(caller.clone())
+            };
+            let (
+                ResolvedContext {
+                    attachments: context,
+                    audit: mut opening,
+                },
+                tools,
+            ) = tokio::try_join!(
+                core.context.resolve(ContextRequest {
+                    caller: &caller,
+                    agent: &agent,
+                    conversation_id: Some(&conversation_id),
+                    attachments: &attachments,
+                }),
+                core.governor.registry().list(&tool_query),
+            )?;
 
-        let (session, created) = core
-            .sessions
-            .session_for(&conversation_id, &agent, &caller)
-            .await
-            .map_err(|error| core.redactor.redact_error(error))?;
-        let opened = OpenedSession {
-            core,
-            conversation_id: &conversation_id,
-            created,
-        };
-        if created {
+            let (session, created) = core
+                .sessions
+                .session_for(&conversation_id, &agent, &caller)
+                .await
+                .map_err(|error| core.redactor.redact_error(error))?;
+            let opened = OpenedSession {
+                core,
+                conversation_id: &conversation_id,
+                created,
+            };
+            if created {
+                opening.push(core.audit_event(
+                    &caller,
+                    &conversation_id,
+                    AuditAction::SESSION_CREATED,
+                    AuditOutcome::Success,
+                    format!("provider session opened with '{}'", session.provider),
+                    json!({"provider": session.provider, "sessionId": session.session_id, "agent": agent.name}),
+                ));
+            }
+
+            let message = core.redactor.redact_str(&message).into_owned();
+            let tool_names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+            let attachment_refs: Vec<Value> = attachments
+                .iter()
+                .map(|a| json!({"kind": a.kind, "referenceId": a.reference_id, "activityId": a.activity_id}))
+                .collect();
             opening.push(core.audit_event(
                 &caller,
                 &conversation_id,
-                AuditAction::SESSION_CREATED,
+                AuditAction::PROMPT_SUBMITTED,
                 AuditOutcome::Success,
-                format!("provider session opened with '{}'", session.provider),
-                json!({"provider": session.provider, "sessionId": session.session_id, "agent": agent.name}),
-            ));
-        }
-
-        let message = core.redactor.redact_str(&message).into_owned();
-        let tool_names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-        let attachment_refs: Vec<Value> = attachments
-            .iter()
-            .map(|a| json!({"kind": a.kind, "referenceId": a.reference_id, "activityId": a.activity_id}))
-            .collect();
-        opening.push(core.audit_event(
-            &caller,
-            &conversation_id,
-            AuditAction::PROMPT_SUBMITTED,
-            AuditOutcome::Success,
-            format!("prompt submitted to agent '{}'", agent.name),
-            json!({
-                "agent": agent.name,
-                "provider": session.provider,
-                "message": message,
-                "attachments": attachment_refs,
-                "tools": tool_names,
-            }),
-        ));
-        // The context's, the session's and the prompt's records are written before the
-        // conversation is stored or anything streams.
-        opened.or_close(core.record_all(opening).await).await?;
-
-        let now = core.clock.now();
-        let user_message = AiMessage {
-            role: MessageRole::User,
-            content: message.clone(),
-            timestamp: now,
-        };
-        let history: Vec<AiMessage> = match &existing {
-            Some(conversation) => {
-                let skip = conversation
-                    .messages
-                    .len()
-                    .saturating_sub(core.settings.history_limit);
-                conversation.messages[skip..]
-                    .iter()
-                    .map(|m| AiMessage {
-                        content: core.redactor.redact_str(&m.content).into_owned(),
-                        ..m.clone()
-                    })
-                    .collect()
-            }
-            None => Vec::new(),
-        };
-        let stored = match &existing {
-            Some(_) => {
-                core.conversations
-                    .append_message(&conversation_id, &caller.tenant_id, &user_message)
-                    .await
-            }
-            None => {
-                core.conversations
-                    .create(&AiConversation {
-                        id: conversation_id.clone(),
-                        tenant_id: caller.tenant_id.clone(),
-                        owner_id: caller.actor_id.clone(),
-                        agent: agent.name.clone(),
-                        title: title_of(&message),
-                        created_at: now,
-                        updated_at: now,
-                        messages: vec![user_message],
-                    })
-                    .await
-            }
-        };
-        opened.or_close(stored).await?;
-
-        let started = channel
-            .append(
-                AiStreamEventType::ConversationStarted,
+                format!("prompt submitted to agent '{}'", agent.name),
                 json!({
-                    "conversationId": conversation_id,
                     "agent": agent.name,
                     "provider": session.provider,
                     "message": message,
-                    "attachments": context_summary(&context),
+                    "attachments": attachment_refs,
+                    "tools": tool_names,
                 }),
-            )
-            .await?;
-        core.governor
-            .metrics()
-            .turns
-            .first_event(received.elapsed());
-        let events = channel.subscribe(started.sequence - 1, StreamEnd::AtTerminal);
+            ));
+            // The context's, the session's and the prompt's records are written before the
+            // conversation is stored or anything streams.
+            opened.or_close(core.record_all(opening).await).await?;
 
-        let stop = CancellationToken::new();
-        core.stops.lock().insert(
-            (caller.tenant_id.clone(), conversation_id.clone()),
-            stop.clone(),
-        );
-        let turn = Turn {
-            cancellation: core.shutdown.child_token(),
-            stop,
-            slot,
-            conversation_id: conversation_id.clone(),
-            caller,
-            agent,
-            session,
-            message,
-            history,
-            context,
-            tools,
-            attachments,
-        };
-        core.tasks.spawn(turn::run(self.core.clone(), turn));
-        Ok(AiChatStream {
-            conversation_id,
-            events,
-        })
+            let now = core.clock.now();
+            let user_message = AiMessage {
+                role: MessageRole::User,
+                content: message.clone(),
+                timestamp: now,
+            };
+            let history: Vec<AiMessage> = match &existing {
+                Some(conversation) => {
+                    let skip = conversation
+                        .messages
+                        .len()
+                        .saturating_sub(core.settings.history_limit);
+                    conversation.messages[skip..]
+                        .iter()
+                        .map(|m| AiMessage {
+                            content: core.redactor.redact_str(&m.content).into_owned(),
+                            ..m.clone()
+                        })
+                        .collect()
+                }
+                None => Vec::new(),
+            };
+            let stored = match &existing {
+                Some(_) => {
+                    core.conversations
+                        .append_message(&conversation_id, &caller.tenant_id, &user_message)
+                        .await
+                }
+                None => {
+                    core.conversations
+                        .create(&AiConversation {
+                            id: conversation_id.clone(),
+                            tenant_id: caller.tenant_id.clone(),
+                            owner_id: caller.actor_id.clone(),
+                            agent: agent.name.clone(),
+                            title: title_of(&message),
+                            created_at: now,
+                            updated_at: now,
+                            messages: vec![user_message],
+                        })
+                        .await
+                }
+            };
+            opened.or_close(stored).await?;
+
+            let mut started = json!({
+                "conversationId": conversation_id,
+                "agent": agent.name,
+                "provider": session.provider,
+                "message": message,
+                "attachments": context_summary(&context),
+            });
+            if let Some(trace_id) = trace_id {
+                started["traceId"] = json!(trace_id);
+            }
+            let started = channel
+                .append(AiStreamEventType::ConversationStarted, started)
+                .await?;
+            core.governor.metrics().first_event(received.elapsed());
+            let events = channel.subscribe(started.sequence - 1, StreamEnd::AtTerminal);
+
+            let stop = CancellationToken::new();
+            core.stops.lock().insert(
+                (caller.tenant_id.clone(), conversation_id.clone()),
+                stop.clone(),
+            );
+            let turn = Turn {
+                cancellation: core.shutdown.child_token(),
+                stop,
+                slot,
+                conversation_id: conversation_id.clone(),
+                caller,
+                agent,
+                session,
+                message,
+                history,
+                context,
+                tools,
+                attachments,
+                span: turn_span,
+            };
+            core.tasks.spawn(turn::run(self.core.clone(), turn));
+            Ok(AiChatStream {
+                conversation_id,
+                events,
+            })
+        }
+        .instrument(span.clone())
+        .await;
+        if let Err(error) = &accepted {
+            span.record("weaver.turn.outcome", "refused");
+            span.record("error.type", error.code());
+        }
+        accepted
     }
 
     async fn resume(

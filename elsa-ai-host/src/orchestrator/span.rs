@@ -3,8 +3,11 @@
 use tracing::Span;
 
 /// The span of one chat turn: `gen_ai.operation.name = "chat"`, the provider as
-/// `gen_ai.system` and `gen_ai.provider.name`, the conversation and the agent. How the turn
-/// ended is recorded on it as `weaver.turn.outcome` (and `error.type` on failure), and the
+/// `gen_ai.system` and `gen_ai.provider.name`, the conversation and the agent. It opens when
+/// the request is accepted, so the turn's opening audit records are made inside it. How the
+/// turn ended is recorded on it as `weaver.turn.outcome` (`completed`, `failed`,
+/// `cancelled`, or `refused` for a request refused before it streamed) and `error.type` on
+/// failure, and the
 /// tokens the provider reported as `gen_ai.usage.input_tokens` and `gen_ai.usage.output_tokens`.
 pub fn chat_span(provider: &str, model: Option<&str>, conversation_id: &str, agent: &str) -> Span {
     let otel_name = match model {

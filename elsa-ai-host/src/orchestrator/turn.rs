@@ -17,7 +17,6 @@ use tracing::{Instrument, Span};
 
 use super::Core;
 use super::events::TurnEvents;
-use super::span::chat_span;
 use crate::ToolCallScope;
 use crate::stream::TurnSlot;
 
@@ -36,6 +35,8 @@ pub(super) struct Turn {
     pub context: Vec<AiResolvedContext>,
     pub tools: Vec<Arc<AiToolDefinition>>,
     pub attachments: Vec<AiContextAttachment>,
+    /// The turn's `chat` span, opened when the request was accepted.
+    pub span: Span,
 }
 
 /// How a turn ended.
@@ -51,13 +52,7 @@ enum End {
 /// Runs the turn to its terminal event, whatever happens inside (a panicking provider
 /// included): the conversation is always freed and its stream always ends.
 pub(super) async fn run(core: Arc<Core>, turn: Turn) {
-    let info = core.provider.info();
-    let span = chat_span(
-        &info.name,
-        info.model.as_deref(),
-        turn.conversation_id.as_str(),
-        &turn.agent.name,
-    );
+    let span = turn.span.clone();
     let started = Instant::now();
     let events = Arc::new(TurnEvents::new(turn.slot.channel().clone()));
     let end = AssertUnwindSafe(drive(&core, &turn, events.clone()))
@@ -88,7 +83,8 @@ async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
             .with_conversation(turn.conversation_id.clone())
             .with_attachments(turn.attachments.clone())
             .with_events(events.clone())
-            .with_cancellation(turn.cancellation.clone()),
+            .with_cancellation(turn.cancellation.clone())
+            .with_span(turn.span.clone()),
     );
     let request = AiTurnRequest {
         session: turn.session.clone(),
@@ -213,7 +209,9 @@ async fn finish(
     };
     span.record("weaver.turn.tool_calls", output.tool_calls);
     if let Some(usage) = output.usage {
-        core.governor.metrics().tokens.add(usage);
+        core.governor
+            .metrics()
+            .token_usage(&turn.session.provider, usage);
         span.record("gen_ai.usage.input_tokens", usage.input_tokens);
         span.record("gen_ai.usage.output_tokens", usage.output_tokens);
     }

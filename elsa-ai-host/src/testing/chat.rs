@@ -190,6 +190,7 @@ pub struct ChatHarnessBuilder {
     audit: Option<Arc<dyn AiAuditSink>>,
     proposals: Option<ProposalService>,
     result_limit: Option<usize>,
+    traces: Option<Arc<dyn crate::TraceIdSource>>,
 }
 
 impl std::fmt::Debug for ChatHarnessBuilder {
@@ -237,6 +238,12 @@ impl ChatHarnessBuilder {
     /// The clock of stores, events and audit records.
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
+        self
+    }
+
+    /// Names the trace of spans with `traces` (default: untraced).
+    pub fn traces(mut self, traces: Arc<dyn crate::TraceIdSource>) -> Self {
+        self.traces = Some(traces);
         self
     }
 
@@ -301,10 +308,13 @@ impl ChatHarnessBuilder {
         let audit: Arc<dyn AiAuditSink> = self.audit.unwrap_or_else(|| log.clone());
         let journal = Arc::new(InMemoryStreamJournal::new());
         let conversations = Arc::new(InMemoryConversationStore::with_journal(journal.clone()));
-        let core = HostCore::builder(redactor.clone(), audit)
+        let mut core = HostCore::builder(redactor.clone(), audit)
             .stores(conversations.clone(), journal.clone())
-            .clock(self.clock)
-            .build();
+            .clock(self.clock);
+        if let Some(traces) = self.traces {
+            core = core.traces(traces);
+        }
+        let core = core.build();
         let mut governor = core.governor(registry.clone(), self.services.clone());
         if let Some(bytes) = self.result_limit {
             governor = governor.result_limit(bytes);
@@ -379,6 +389,7 @@ impl ChatHarness {
             audit: None,
             proposals: None,
             result_limit: None,
+            traces: None,
         }
     }
 

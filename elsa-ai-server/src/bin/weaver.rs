@@ -9,6 +9,9 @@ use clap::Parser;
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{Overrides, REFERENCE, WeaverConfig};
 use elsa_ai_server::log_redaction::RedactingLogWriter;
+use elsa_ai_server::telemetry::Telemetry;
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 /// Weaver: the AI copilot for Elsa Workflows, as an HTTP server.
 ///
@@ -100,13 +103,30 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let config = match load_config(&cli) {
+        Ok(config) => config,
+        Err(message) => {
+            eprintln!("weaver: {message}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // The telemetry pipeline first: the subscriber holds its layer, which gives weaver's
+    // spans their trace ids (and exports them when [telemetry] otlp_endpoint is set).
+    let telemetry = match Telemetry::start(&config.telemetry) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("weaver: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let log = RedactingLogWriter::default();
-    tracing_subscriber::fmt()
-        .with_env_filter(
+    tracing_subscriber::registry()
+        .with(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
-        .with_writer(log.clone())
+        .with(tracing_subscriber::fmt::layer().with_writer(log.clone()))
+        .with(telemetry.layer())
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -118,7 +138,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli, log)) {
+    match runtime.block_on(run(config, telemetry, log)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("weaver: {message}");
@@ -127,24 +147,34 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli, log: RedactingLogWriter) -> Result<(), String> {
+/// The configuration file (if any) with the flags' and environment's settings over it.
+fn load_config(cli: &Cli) -> Result<WeaverConfig, String> {
     let mut config = match &cli.config {
         Some(path) => WeaverConfig::load(path).map_err(|e| e.to_string())?,
         None => WeaverConfig::default(),
     };
     config
         .apply(Overrides {
-            listen: cli.listen,
-            sqlite: cli.sqlite,
-            postgres: cli.postgres,
-            provider: cli.provider,
+            listen: cli.listen.clone(),
+            sqlite: cli.sqlite.clone(),
+            postgres: cli.postgres.clone(),
+            provider: cli.provider.clone(),
             max_body_bytes: cli.max_body_bytes,
             grace_window_secs: cli.grace_window_secs,
             result_budget_bytes: cli.result_budget_bytes,
         })
         .map_err(|e| e.to_string())?;
+    Ok(config)
+}
+
+async fn run(
+    config: WeaverConfig,
+    telemetry: Telemetry,
+    log: RedactingLogWriter,
+) -> Result<(), String> {
     let address = config.listen_addr().map_err(|e| e.to_string())?;
     let weaver = Weaver::builder(config)
+        .telemetry(telemetry)
         .build()
         .await
         .map_err(|e| e.to_string())?;

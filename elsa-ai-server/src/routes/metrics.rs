@@ -1,7 +1,10 @@
-//! `GET /metrics`: the host's counters in the Prometheus text format, for `admin:ai`.
+//! `GET /metrics`: the host's counters in the Prometheus text format, for `admin:ai` on the
+//! API, and for anyone on the separate `[telemetry] metrics_listen` listener.
 
 use std::fmt::Write as _;
+use std::sync::Arc;
 
+use axum::Router;
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -37,6 +40,18 @@ pub(crate) async fn metrics(
         [(header::CONTENT_TYPE, PROMETHEUS_TEXT)],
         prometheus_text(&api.parts().metrics),
     ))
+}
+
+/// The router of the `[telemetry] metrics_listen` listener: `GET /metrics` and nothing else,
+/// without credentials (whoever can reach that address may scrape it).
+pub(crate) fn unauthenticated_metrics(metrics: Arc<Metrics>) -> Router {
+    Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let text = prometheus_text(&metrics);
+            async move { ([(header::CONTENT_TYPE, PROMETHEUS_TEXT)], text) }
+        }),
+    )
 }
 
 /// A label value as the format quotes it.

@@ -31,6 +31,7 @@ use crate::error::{ApiError, ErrorBody};
 
 pub use chat::CONVERSATION_ID_HEADER;
 pub use features::AI_FEATURE;
+pub(crate) use metrics::unauthenticated_metrics;
 
 #[derive(OpenApi)]
 #[openapi(

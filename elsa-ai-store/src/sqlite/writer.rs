@@ -303,8 +303,8 @@ fn write_batch(tx: &Transaction<'_>, rows: &[SqliteWrite]) -> Result<(), WriteEr
 fn insert_audit(tx: &Transaction<'_>, row: &AuditRow) -> Result<(), WriteError> {
     tx.prepare_cached(
         "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, outcome, \
-         conversation_id, proposal_id, tool_name, body) \
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         conversation_id, proposal_id, tool_name, trace_id, body) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         row.id,
@@ -316,6 +316,7 @@ fn insert_audit(tx: &Transaction<'_>, row: &AuditRow) -> Result<(), WriteError> 
         row.conversation_id,
         row.proposal_id,
         row.tool_name,
+        row.trace_id,
         row.body,
     ])?;
     Ok(())

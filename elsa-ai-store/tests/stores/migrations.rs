@@ -2,13 +2,17 @@
 //! opens it, and what it held reads back as the new schema means it.
 
 use chrono::{TimeZone, Utc};
-use elsa_ai_abstractions::{AiStreamEvent, AiStreamEventType, ConversationId};
+use elsa_ai_abstractions::{
+    AiAuditEvent, AiStreamEvent, AiStreamEventType, AuditAction, AuditOutcome, AuditQuery,
+    ConversationId,
+};
 use elsa_workflows::TenantId;
 use serde_json::json;
 
 use crate::support::{TestDb, on_both_backends};
 
 on_both_backends!(journal_rows_of_schema_1_read_back_under_their_conversations_tenant);
+on_both_backends!(audit_rows_of_schema_2_read_back_without_a_trace_and_new_ones_carry_theirs);
 
 fn event(conversation: &str, sequence: u64) -> AiStreamEvent {
     AiStreamEvent {
@@ -97,4 +101,64 @@ async fn journal_rows_of_schema_1_read_back_under_their_conversations_tenant(db:
         .unwrap_err();
     assert_eq!(error.code(), "sequence_conflict");
     assert_eq!(store.last_sequence(&c_acme, &acme).await.unwrap(), 4);
+}
+
+/// A W3C trace id, as the host stamps one on the records a traced operation makes.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+async fn audit_rows_of_schema_2_read_back_without_a_trace_and_new_ones_carry_theirs(db: TestDb) {
+    db.migrate_to(2).await;
+    let tenant = TenantId::new("acme");
+    let mut old = AiAuditEvent::new(
+        tenant.clone(),
+        "alice",
+        AuditAction::TOOL_INVOKED,
+        AuditOutcome::Success,
+        "before traces",
+    );
+    old.timestamp = Utc.timestamp_opt(1_750_000_000, 5).unwrap();
+    // Schema 2's audit_events has no trace_id column.
+    db.execute(&format!(
+        "INSERT INTO audit_events (id, tenant_id, occurred_at_ns, actor_id, action, outcome, \
+         body) VALUES ({}, 'acme', {}, 'alice', 'tool.invoked', 'Success', {})",
+        literal(old.id.as_str()),
+        old.timestamp.timestamp_nanos_opt().unwrap(),
+        literal(&serde_json::to_string(&old).unwrap()),
+    ))
+    .await
+    .expect("a schema 2 audit row");
+
+    let store = db.open().await;
+    let mut traced = AiAuditEvent::new(
+        tenant.clone(),
+        "alice",
+        AuditAction::TOOL_INVOKED,
+        AuditOutcome::Success,
+        "in a turn",
+    );
+    traced.trace_id = Some(TRACE.to_owned());
+    store.record(traced.clone()).await.unwrap();
+
+    let all = store.query(&tenant, &AuditQuery::default()).await.unwrap();
+    assert_eq!(
+        all.items,
+        [traced.clone(), old],
+        "the old row has no trace id"
+    );
+    let by_trace = AuditQuery {
+        trace_id: Some(TRACE.to_owned()),
+        ..AuditQuery::default()
+    };
+    let found = store.query(&tenant, &by_trace).await.unwrap();
+    assert_eq!((found.items, found.total), (vec![traced], 1));
+    assert_eq!(
+        db.count(&format!(
+            "SELECT COUNT(*) FROM audit_events WHERE trace_id = {}",
+            literal(TRACE)
+        ))
+        .await
+        .unwrap(),
+        1,
+        "the trace id has a column of its own"
+    );
 }

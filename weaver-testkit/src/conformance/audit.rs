@@ -57,6 +57,7 @@ pub async fn record_then_query_round_trips<S: AiAuditSink + AiAuditLog + ?Sized>
     full.conversation_id = Some(ConversationId::generate());
     full.proposal_id = Some(ProposalId::generate());
     full.tool_name = Some("workflow.proposeUpdate".into());
+    full.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
     full.summary = "vérifié ✓ — \"quoted\"".into();
     full.details = json!({"z": 1, "a": {"y": [1, 2.5, "x", null], "b": false}, "m": "[REDACTED]"});
     store.record(full.clone()).await.expect("record succeeds");
@@ -87,7 +88,9 @@ pub async fn queries_filter_and_page_newest_first<S: AiAuditSink + AiAuditLog + 
     let mut e3 = event(&tenant, "alice", AuditOutcome::Denied, -1200);
     e3.conversation_id = Some(conversation.clone());
     e3.proposal_id = Some(proposal.clone());
-    let e4 = event(&tenant, "carol", AuditOutcome::Failure, -300);
+    let mut e4 = event(&tenant, "carol", AuditOutcome::Failure, -300);
+    e4.trace_id = Some("0af7651916cd43dd8448eb211c80319c".into());
+    e1.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
     for e in [&e1, &e2, &e3, &e4] {
         store.record(e.clone()).await.unwrap();
     }
@@ -142,6 +145,11 @@ pub async fn queries_filter_and_page_newest_first<S: AiAuditSink + AiAuditLog + 
         ..alice
     };
     assert_eq!(query(alice_denied).await, expect(&[&e3]));
+    let of_trace = AuditQuery {
+        trace_id: Some("0af7651916cd43dd8448eb211c80319c".into()),
+        ..AuditQuery::default()
+    };
+    assert_eq!(query(of_trace).await, expect(&[&e4]));
 
     let between = |from, to| AuditQuery {
         time_range: Some(TimeRange { from, to }),
