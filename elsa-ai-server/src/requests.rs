@@ -221,6 +221,7 @@ pub struct AuditQueryParams {
     #[param(schema_with = crate::schema::audit_outcome)]
     pub outcome: Option<AuditOutcome>,
     /// Only records made in this trace (a W3C trace id: 32 hex digits).
+    #[param(pattern = "^[0-9a-fA-F]{32}$")]
     pub trace_id: Option<String>,
     /// Only records at or after this instant (RFC 3339); not after `to` when both are
     /// given (400 `invalid_time_range`).
@@ -486,6 +487,17 @@ mod tests {
             query("4BF92F3577B34DA6A3CE929D0E0E4736").unwrap().trace_id,
             Some("4bf92f3577b34da6a3ce929d0e0e4736".to_owned())
         );
+        // The OpenAPI document says what is accepted, so that clients (and the API fuzzer)
+        // know a valid value from an invalid one.
+        let document = serde_json::to_value(crate::openapi()).unwrap();
+        let parameter = document["paths"]["/ai/audit"]["get"]["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == "traceId")
+            .cloned()
+            .expect("traceId is documented");
+        assert_eq!(parameter["schema"]["pattern"], "^[0-9a-fA-F]{32}$");
         for bad in [
             "",
             "4bf92f35",
