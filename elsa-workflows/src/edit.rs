@@ -292,7 +292,17 @@ impl WorkflowDefinition {
             .object_at(&located.location)
             .ok_or(EditError::NotAContainer { id: label.clone() })?;
         if create_list {
-            target.insert("activities".into(), Value::Array(Vec::new()));
+            // The new list is empty: refuse a position past its end before adding it, so
+            // that a failed insert leaves the container as it was.
+            let at = index.unwrap_or(0);
+            if at > 0 {
+                return Err(EditError::IndexOutOfRange { index: at, len: 0 });
+            }
+            target.insert(
+                "activities".into(),
+                Value::Array(vec![activity.into_json()]),
+            );
+            return Ok(());
         }
         let list = target
             .get_mut("activities")

@@ -169,6 +169,28 @@ fn a_float_read_from_text_is_written_back_unchanged() {
     assert_eq!(serde_json::to_string(&read.to_value()).unwrap(), text);
 }
 
+#[test]
+fn an_insert_past_the_end_of_a_container_without_a_list_changes_nothing() {
+    let mut definition = WorkflowDefinition::new_flowchart("d", "D");
+    let inner =
+        crate::Activity::from_json(json!({"id": "Inner", "type": "Elsa.Flowchart"})).unwrap();
+    definition.insert_activity(None, inner, None).unwrap();
+    let before = definition.clone();
+    let log = crate::Activity::new("Log1", "Elsa.WriteLine");
+    let error = definition
+        .insert_activity(Some("Inner"), log.clone(), Some(1))
+        .unwrap_err();
+    assert_eq!(
+        error,
+        crate::EditError::IndexOutOfRange { index: 1, len: 0 }
+    );
+    assert_eq!(definition, before, "no empty list was left behind");
+    definition
+        .insert_activity(Some("Inner"), log, Some(0))
+        .unwrap();
+    assert!(definition.find_activity("Log1").is_some());
+}
+
 proptest! {
     #![proptest_config(weaver_testkit::property::config(2_000))]
 
