@@ -171,7 +171,9 @@ pub trait WorkflowInstanceStore: Send + Sync {
 #[async_trait]
 pub trait ExecutionRecordStore: Send + Sync {
     /// The activity execution records of one instance (inputs, outputs and variables
-    /// included), in the order the executions started; empty when there are none.
+    /// included), in the order the executions started; empty when there are none. Each
+    /// record's `path` is its place in that list (`$.items[3]`), or in the instance document
+    /// when the records came from there.
     async fn activity_executions(
         &self,
         tenant: &TenantId,

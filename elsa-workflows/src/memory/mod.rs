@@ -442,7 +442,12 @@ impl ExecutionRecordStore for InMemoryWorkflowBackend {
             return Ok(Vec::new());
         };
         if let Some(records) = data.executions.get(instance_id).filter(|r| !r.is_empty()) {
-            return Ok(records.clone());
+            // Paths name each record's place in the list, as the Elsa Server backend's do.
+            let mut records = records.clone();
+            for (index, record) in records.iter_mut().enumerate() {
+                record.path = format!("$.items[{index}]");
+            }
+            return Ok(records);
         }
         Ok(data
             .instances
