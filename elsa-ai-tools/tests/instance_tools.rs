@@ -759,3 +759,132 @@ async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
     );
     assert!(!own.contains(&"run-1"));
 }
+
+#[tokio::test]
+async fn the_diagnosis_tools_answer_alike_from_elsa_server_and_from_memory() {
+    use std::sync::Arc;
+
+    use elsa_ai_abstractions::AiToolServices;
+    use elsa_ai_host::testing::governance::{GovernanceHarness, RefusingProposalIntake};
+    use elsa_workflows::{ElsaServerBackend, ElsaServerConfig, InMemoryWorkflowBackend};
+    use weaver_testkit::elsa_api::ElsaApiStandIn;
+
+    let run = FaultedRun::new("run-1", "2024-06-03T10:00:00Z");
+    let acme = TenantId::new(TEST_TENANT);
+    let elsa = ElsaApiStandIn::start("ApiKey elsa-key").await;
+    run.serve(&elsa);
+    let config = ElsaServerConfig::new(elsa.url())
+        .unwrap()
+        .api_key("elsa-key");
+    let server = Arc::new(ElsaServerBackend::new(acme.clone(), config).unwrap());
+    let memory = Arc::new(InMemoryWorkflowBackend::new());
+    run.seed(&memory, &acme);
+    let governed = |definitions, instances, executions, incidents, catalog| {
+        GovernanceHarness::builder()
+            .linked_tools()
+            .services(AiToolServices {
+                definitions,
+                instances,
+                executions,
+                incidents,
+                catalog,
+                proposals: Arc::new(RefusingProposalIntake),
+            })
+            .build()
+    };
+    let over_elsa = governed(
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+    );
+    let in_memory = governed(
+        memory.clone(),
+        memory.clone(),
+        memory.clone(),
+        memory.clone(),
+        memory,
+    );
+    let alice = AiCaller::new("alice", TEST_TENANT, all_permissions());
+    for (tool, arguments) in [
+        (names::INSTANCE_SUMMARIZE, json!({"instanceId": "run-1"})),
+        (
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1", "activityId": "CollectInvoices"}),
+        ),
+        (names::INCIDENTS_SEARCH, json!({})),
+        (names::EXECUTION_HISTORY, json!({"instanceId": "run-1"})),
+    ] {
+        let from_elsa = over_elsa
+            .call_as(alice.clone(), Vec::new(), tool, arguments.clone())
+            .await;
+        let from_memory = in_memory
+            .call_as(alice.clone(), Vec::new(), tool, arguments.clone())
+            .await;
+        assert_eq!(
+            content(&from_elsa),
+            content(&from_memory),
+            "{tool} {arguments}"
+        );
+    }
+    let state = over_elsa
+        .call_as(
+            alice.clone(),
+            Vec::new(),
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1"}),
+        )
+        .await;
+    assert_eq!(content(&state)["variables"]["InvoiceCount"], 42);
+    assert_eq!(content(&state)["inputs"]["Authorization"], REDACTED);
+    let history = over_elsa
+        .call_as(
+            alice,
+            Vec::new(),
+            names::EXECUTION_HISTORY,
+            json!({"instanceId": "run-1"}),
+        )
+        .await;
+    assert_eq!(
+        content(&history)["completeHistory"],
+        true,
+        "Elsa's records make the history complete"
+    );
+    let asked: Vec<String> = elsa
+        .requests()
+        .into_iter()
+        .map(|r| r.path_and_query)
+        .collect();
+    for wanted in [
+        "/elsa/api/activity-executions/list?workflowInstanceId=run-1",
+        "/elsa/api/workflow-instances/run-1/journal?skip=0&take=0",
+        "/elsa/api/workflow-definitions/by-definition-id/invoice-upload?versionOptions=2",
+    ] {
+        assert!(asked.iter().any(|p| p == wanted), "{wanted}: {asked:#?}");
+    }
+
+    // The backend serves acme only: globex's caller finds nothing and Elsa is not asked.
+    let before = elsa.requests().len();
+    let gina = AiCaller::new("gina", GLOBEX, all_permissions());
+    for tool in [names::INSTANCE_SUMMARIZE, names::INSTANCE_ACTIVITY_STATE] {
+        let result = over_elsa
+            .call_as(
+                gina.clone(),
+                Vec::new(),
+                tool,
+                json!({"instanceId": "run-1"}),
+            )
+            .await;
+        assert_eq!(refusal(&result).0, 404, "{tool}");
+    }
+    let none = over_elsa
+        .call_as(gina, Vec::new(), names::INCIDENTS_SEARCH, json!({}))
+        .await;
+    assert_eq!(content(&none)["total"], 0);
+    assert_eq!(elsa.requests().len(), before);
+}
