@@ -112,10 +112,10 @@ impl Default for GetActivityState {
 }
 
 /// The last entry of `records` satisfying `wanted`.
-fn last_where<'r>(
-    records: &'r [ActivityExecutionRecord],
+fn last_where(
+    records: &[ActivityExecutionRecord],
     wanted: impl Fn(&ActivityExecutionRecord) -> bool,
-) -> Option<&'r ActivityExecutionRecord> {
+) -> Option<&ActivityExecutionRecord> {
     records.iter().rev().find(|r| wanted(r))
 }
 
