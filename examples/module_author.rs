@@ -234,6 +234,8 @@ async fn walk_through() -> Result<Observed, Box<dyn std::error::Error>> {
     let services = AiToolServices {
         definitions: backend.clone(),
         instances: backend.clone(),
+        executions: backend.clone(),
+        incidents: backend.clone(),
         catalog: backend.clone(),
         proposals: Arc::new(proposals),
     };

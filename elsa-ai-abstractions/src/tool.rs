@@ -4,7 +4,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use elsa_workflows::{ActivityCatalog, WorkflowDefinitionStore, WorkflowInstanceStore};
+use elsa_workflows::{
+    ActivityCatalog, ExecutionRecordStore, IncidentStore, WorkflowDefinitionStore,
+    WorkflowInstanceStore,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -141,6 +144,10 @@ pub struct AiToolServices {
     pub definitions: Arc<dyn WorkflowDefinitionStore>,
     /// Workflow instances.
     pub instances: Arc<dyn WorkflowInstanceStore>,
+    /// What Elsa recorded while running instances: activity executions and execution logs.
+    pub executions: Arc<dyn ExecutionRecordStore>,
+    /// Incidents across instances.
+    pub incidents: Arc<dyn IncidentStore>,
     /// Activity descriptors.
     pub catalog: Arc<dyn ActivityCatalog>,
     /// Where proposal tools hand their drafts.

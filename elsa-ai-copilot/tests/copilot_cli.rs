@@ -130,6 +130,8 @@ fn workflow_data() -> (AiToolServices, String) {
     let services = AiToolServices {
         definitions: backend.clone(),
         instances: backend.clone(),
+        executions: backend.clone(),
+        incidents: backend.clone(),
         catalog: backend,
         proposals: Arc::new(RefusingProposalIntake),
     };

@@ -513,6 +513,8 @@ impl Weaver {
         let services = AiToolServices {
             definitions: workflows.clone(),
             instances: workflows.clone(),
+            executions: workflows.clone(),
+            incidents: workflows.clone(),
             catalog: workflows.clone(),
             proposals: Arc::new(proposals.clone()),
         };

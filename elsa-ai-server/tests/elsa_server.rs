@@ -274,3 +274,84 @@ async fn bad_elsa_settings_stop_the_server_with_a_clear_message() {
     let message = failure(folder).await;
     assert!(message.contains("/nonexistent/acme"), "{message}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_diagnosis_tools_read_elsas_own_records_of_a_run_through_the_governor() {
+    use weaver_testkit::mcp::{call_tool, weaver_client};
+    use weaver_testkit::runs::{
+        FaultedRun, SECRET_COOKIE, SECRET_HEADER, SECRET_VARIABLE, UPLOAD_EXECUTION,
+    };
+
+    let elsa = elsa().await;
+    FaultedRun::new("run-in-elsa", "2024-06-03T10:00:00Z").serve(&elsa);
+    let server = start(&elsa).await;
+    let client = weaver_client(&server.url("/mcp?agent=instance-diagnostics"), ALICE_KEY).await;
+
+    let summary = call_tool(
+        &client,
+        "instance.summarize",
+        json!({"instanceId": "run-in-elsa"}),
+    )
+    .await;
+    assert_eq!(summary.is_error, Some(false), "{summary:?}");
+    let summary = summary.structured_content.expect("structured content");
+    assert_eq!(summary["failingActivity"]["executionId"], UPLOAD_EXECUTION);
+    assert_eq!(summary["completePath"], true);
+    assert_eq!(summary["path"]["total"], 4);
+    assert_eq!(summary["lastEvents"]["total"], 7);
+
+    let state = call_tool(
+        &client,
+        "instance.getActivityState",
+        json!({"instanceId": "run-in-elsa"}),
+    )
+    .await;
+    assert_eq!(state.is_error, Some(false), "{state:?}");
+    let text = serde_json::to_string(&state).unwrap();
+    for secret in [SECRET_HEADER, SECRET_VARIABLE, SECRET_COOKIE] {
+        assert!(!text.contains(secret), "{secret} reached the MCP client");
+    }
+    let state = state.structured_content.expect("structured content");
+    assert_eq!(state["inputs"]["Method"], "PUT");
+    assert_eq!(state["variables"]["InvoiceCount"], 42);
+
+    let incidents = call_tool(&client, "incidents.search", json!({})).await;
+    assert_eq!(incidents.is_error, Some(false), "{incidents:?}");
+    let incidents = incidents.structured_content.expect("structured content");
+    assert!(
+        incidents["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|row| row["instanceId"] == "run-in-elsa"),
+        "{incidents}"
+    );
+
+    // Weaver asked Elsa for its records, as acme's Elsa tenant, with the key.
+    let asked = elsa.requests();
+    let records = asked
+        .iter()
+        .find(|r| r.path_and_query.contains("/activity-executions/list"))
+        .expect("the activity execution records were read");
+    assert_eq!(records.tenant.as_deref(), Some(ELSA_TENANT));
+    assert_eq!(
+        records.authorization.as_deref(),
+        Some(format!("ApiKey {ELSA_KEY}").as_str())
+    );
+    assert!(asked.iter().any(|r| {
+        r.path_and_query
+            .contains("/workflow-instances/run-in-elsa/journal")
+    }));
+
+    // Globex (served from memory) has no such run.
+    let gina = weaver_client(&server.url("/mcp?agent=instance-diagnostics"), GINA_KEY).await;
+    let foreign = call_tool(
+        &gina,
+        "instance.summarize",
+        json!({"instanceId": "run-in-elsa"}),
+    )
+    .await;
+    assert_eq!(foreign.is_error, Some(true), "{foreign:?}");
+    let _ = client.cancel().await;
+    let _ = gina.cancel().await;
+}

@@ -18,6 +18,9 @@
 //! | `instance.search` | ReadOnly | Low | `read:workflow-instances` | invocation |
 //! | `instance.getErrors` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.executionHistory` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `instance.summarize` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `instance.getActivityState` | ReadOnly | High | `read:workflow-instances` | invocation |
+//! | `incidents.search` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.aggregateFailures` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.detectTrends` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `workflow.validateDraft` | Proposal | Medium | `propose:workflows` | invocation and result |
@@ -26,7 +29,17 @@
 //!
 //! Danger levels: Low for reads of definitions, the catalog and instance summaries; Medium
 //! for runtime error details and execution records (exception messages and stack traces can
-//! carry data a workflow processed) and for drafting changes. Read-only tools are on by
+//! carry data a workflow processed) and for drafting changes; High for
+//! `instance.getActivityState`, which shows the values a run processed (inputs, outputs,
+//! variables), so that a host whose policy stops at Medium keeps them from models altogether.
+//! The diagnosis tools read Elsa's own records through
+//! [`ExecutionRecordStore`](elsa_workflows::ExecutionRecordStore) and
+//! [`IncidentStore`](elsa_workflows::IncidentStore): activity execution records (the whole
+//! path that ran, with each execution's inputs, outputs and variables), the execution log and
+//! incidents; when a backend has no records for an instance they fall back to what the
+//! instance document carries and say that the history is incomplete. Recorded values reach
+//! the model only as JSON objects keyed by input, output and variable names, which the
+//! governor's redaction sees. Read-only tools are on by
 //! default; the proposal tools stay off until an administrator enables them, and none of
 //! them writes a workflow: they hand a draft to the host's
 //! [`AiProposalIntake`](elsa_ai_abstractions::AiProposalIntake), and a person approves and
@@ -68,6 +81,8 @@
 //! let services = AiToolServices {
 //!     definitions: backend.clone(),
 //!     instances: backend.clone(),
+//!     executions: backend.clone(),
+//!     incidents: backend.clone(),
 //!     catalog: backend.clone(),
 //!     proposals: Arc::new(proposals),
 //! };
@@ -108,6 +123,7 @@ mod activities;
 mod diagnostics;
 mod explain;
 mod graph;
+mod incidents;
 mod instance;
 pub mod proposal;
 mod support;
@@ -119,9 +135,11 @@ pub use activities::{
 };
 pub use diagnostics::{
     AggregateFailures, AggregateFailuresInput, BucketSize, DetectTrends, DetectTrendsInput,
-    ExecutionHistory, ExecutionHistoryInput, GetErrors,
+    ExecutionHistory, ExecutionHistoryInput, GetActivityState, GetActivityStateInput, GetErrors,
+    Summarize,
 };
 pub use explain::{Explain, ExplainInput};
+pub use incidents::{SearchIncidents, SearchIncidentsInput};
 pub use instance::{
     GetInstance, InstanceIdInput, SearchInstances, SearchInstancesInput, StatusFilter,
     SubStatusFilter,
@@ -162,6 +180,12 @@ pub mod names {
     pub const AGGREGATE_FAILURES: &str = "instance.aggregateFailures";
     /// `instance.detectTrends`.
     pub const DETECT_TRENDS: &str = "instance.detectTrends";
+    /// `instance.summarize`.
+    pub const INSTANCE_SUMMARIZE: &str = "instance.summarize";
+    /// `instance.getActivityState`.
+    pub const INSTANCE_ACTIVITY_STATE: &str = "instance.getActivityState";
+    /// `incidents.search`.
+    pub const INCIDENTS_SEARCH: &str = "incidents.search";
     /// `workflow.validateDraft`.
     pub const VALIDATE_DRAFT: &str = "workflow.validateDraft";
     /// `workflow.proposeCreate`.
@@ -175,10 +199,13 @@ pub mod names {
         ACTIVITIES_GET_DESCRIPTOR,
         AGGREGATE_FAILURES,
         DETECT_TRENDS,
+        INCIDENTS_SEARCH,
         EXECUTION_HISTORY,
         INSTANCE_GET,
+        INSTANCE_ACTIVITY_STATE,
         INSTANCE_ERRORS,
         INSTANCE_SEARCH,
+        INSTANCE_SUMMARIZE,
         EXPLAIN,
         FIND_USAGES,
         GET_DEFINITION,

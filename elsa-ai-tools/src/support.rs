@@ -155,9 +155,88 @@ pub(crate) fn clip_json(value: &serde_json::Value, max: usize) -> String {
     }
 }
 
+/// How long a recorded string may be, how many items of a recorded list or object are kept,
+/// and how deep recorded values are shown.
+const VALUE_CHARS: usize = 400;
+const VALUE_ITEMS: usize = 25;
+const VALUE_DEPTH: usize = 5;
+
+/// A value Elsa recorded (an input, output or variable), cut to a size a model can read while
+/// keeping its shape: strings clipped, lists and objects cut to their first items with a
+/// `…` marker saying how many were left out, nesting below a few levels replaced by a
+/// marker. Object keys are kept as recorded (never turned into text), so that the governor's
+/// redaction, which recognises sensitive values by their keys, sees every one of them.
+pub(crate) fn bounded(value: &serde_json::Value) -> serde_json::Value {
+    bounded_at(value, 0)
+}
+
+fn bounded_at(value: &serde_json::Value, depth: usize) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => Value::String(clip(text, VALUE_CHARS)),
+        Value::Array(_) | Value::Object(_) if depth >= VALUE_DEPTH => {
+            Value::String("… (nested deeper than shown)".to_owned())
+        }
+        Value::Array(items) => {
+            let mut kept: Vec<Value> = items
+                .iter()
+                .take(VALUE_ITEMS)
+                .map(|item| bounded_at(item, depth + 1))
+                .collect();
+            if items.len() > VALUE_ITEMS {
+                kept.push(Value::String(format!(
+                    "… {} more items",
+                    items.len() - VALUE_ITEMS
+                )));
+            }
+            Value::Array(kept)
+        }
+        Value::Object(map) => {
+            let mut kept: serde_json::Map<String, Value> = map
+                .iter()
+                .take(VALUE_ITEMS)
+                .map(|(key, item)| (key.clone(), bounded_at(item, depth + 1)))
+                .collect();
+            if map.len() > VALUE_ITEMS {
+                kept.insert(
+                    "…".to_owned(),
+                    Value::String(format!("{} more entries", map.len() - VALUE_ITEMS)),
+                );
+            }
+            Value::Object(kept)
+        }
+        other => other.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn recorded_values_keep_their_keys_and_shape_within_bounds() {
+        let long = "x".repeat(1_000);
+        let value = serde_json::json!({
+            "Password": "hunter2",
+            "nested": {"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}},
+            "list": (0..30).collect::<Vec<_>>(),
+            "text": long,
+        });
+        let shown = bounded(&value);
+        assert_eq!(shown["Password"], "hunter2", "values are left to redaction");
+        assert_eq!(shown["list"].as_array().unwrap().len(), VALUE_ITEMS + 1);
+        assert_eq!(shown["list"][VALUE_ITEMS], "… 5 more items");
+        assert!(shown["text"].as_str().unwrap().chars().count() <= VALUE_CHARS + 1);
+        assert_eq!(
+            shown["nested"]["a"]["b"]["c"]["d"],
+            "… (nested deeper than shown)"
+        );
+        let wide: serde_json::Map<String, serde_json::Value> = (0..40)
+            .map(|i| (format!("k{i}"), serde_json::json!(i)))
+            .collect();
+        let shown = bounded(&serde_json::Value::Object(wide));
+        assert_eq!(shown["…"], "15 more entries");
+    }
 
     #[test]
     fn listings_mark_what_is_left_out() {

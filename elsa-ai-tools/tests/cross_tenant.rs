@@ -23,9 +23,11 @@ use elsa_workflows::{
     VersionOptions, WorkflowDefinitionStore, WorkflowInstanceStore,
 };
 use serde_json::{Value, json};
+use support::RECORDED_RUN;
 use support::{
     B_ONLY_DEFINITION, B_ONLY_RUN, MARK, faulted_run, proposal_service, two_tenant_backend,
 };
+use weaver_testkit::runs::{FaultedRun, RUN_DEFINITION, UPLOAD_EXECUTION};
 
 /// What tenant A's data looks like: ids shared with B, and the attachments of a turn.
 struct Tenants {
@@ -71,6 +73,7 @@ async fn tenants() -> Tenants {
         .skip(1)
         .find_map(|n| n.id().map(str::to_owned))
         .expect("an activity");
+    FaultedRun::new(RECORDED_RUN, "2024-04-18T12:25:00Z").seed(&backend, &acme);
     backend.insert_instance(
         &acme,
         faulted_run(
@@ -177,15 +180,28 @@ impl Tenants {
             names::FIND_USAGES,
             json!({"workflowDefinitionId": B_ONLY_DEFINITION}),
         ));
+        // B holds a run with the same instance and execution ids, with marked records (first:
+        // the chat matrix calls each tool once, with its first arguments).
+        calls.push((
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": RECORDED_RUN, "executionId": UPLOAD_EXECUTION}),
+        ));
         for id in &self.instances {
             for tool in [
                 names::INSTANCE_GET,
                 names::INSTANCE_ERRORS,
                 names::EXECUTION_HISTORY,
+                names::INSTANCE_SUMMARIZE,
+                names::INSTANCE_ACTIVITY_STATE,
             ] {
                 calls.push((tool, json!({"instanceId": id})));
             }
         }
+        calls.push((names::INCIDENTS_SEARCH, json!({"limit": 50})));
+        calls.push((
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": RUN_DEFINITION, "limit": 50}),
+        ));
         calls.push((names::INSTANCE_SEARCH, json!({"limit": 50})));
         calls.push((
             names::INSTANCE_SEARCH,
@@ -292,6 +308,11 @@ async fn no_tool_result_of_tenant_a_shows_tenant_b() {
         (names::INSTANCE_GET, json!({"instanceId": B_ONLY_RUN})),
         (names::INSTANCE_ERRORS, json!({"instanceId": B_ONLY_RUN})),
         (names::EXECUTION_HISTORY, json!({"instanceId": B_ONLY_RUN})),
+        (names::INSTANCE_SUMMARIZE, json!({"instanceId": B_ONLY_RUN})),
+        (
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": B_ONLY_RUN}),
+        ),
         (
             names::PROPOSE_UPDATE,
             json!({"definitionId": B_ONLY_DEFINITION, "baselineVersion": 1, "operations": [{"op": "setName", "name": "x"}], "rationale": "x"}),

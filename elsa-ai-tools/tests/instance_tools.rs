@@ -1,9 +1,12 @@
-//! `instance.get`, `instance.search`, `instance.getErrors` and `instance.executionHistory`,
-//! called through the `ToolGovernor` over the fixture instances plus failed runs seeded here.
+//! `instance.get`, `instance.search`, `instance.getErrors`, `instance.executionHistory`,
+//! `instance.summarize`, `instance.getActivityState` and `incidents.search`, called through
+//! the `ToolGovernor` over the fixture instances plus failed runs seeded here (some with
+//! Elsa's activity execution records and execution log).
 
 mod support;
 
 use elsa_ai_abstractions::{AiCaller, Permission};
+use elsa_ai_host::REDACTED;
 use elsa_ai_host::testing::governance::{TEST_TENANT, all_permissions};
 use elsa_ai_tools::names;
 use elsa_workflows::{
@@ -12,6 +15,9 @@ use elsa_workflows::{
 };
 use serde_json::json;
 use support::{GLOBEX, GLOBEX_INSTANCE, World, content, faulted_run, refusal, world};
+use weaver_testkit::runs::{
+    FaultedRun, RUN_DEFINITION, SECRET_COOKIE, SECRET_HEADER, SECRET_VARIABLE, UPLOAD_EXECUTION,
+};
 
 /// Every instance of the caller's tenant, read straight from the backend.
 async fn acme_instances(world: &World) -> Vec<WorkflowInstance> {
@@ -396,4 +402,489 @@ async fn execution_history_is_ordered_and_paged() {
     let mut sorted = starts.clone();
     sorted.sort();
     assert_eq!(starts, sorted, "ordered by start time");
+}
+
+/// The world plus Elsa's full records of one faulted run for acme (`run-1`) and of a run
+/// with the same execution ids for globex (`run-g`).
+fn world_with_recorded_runs() -> World {
+    let world = world();
+    FaultedRun::new("run-1", "2024-06-03T10:00:00Z")
+        .seed(&world.backend, &TenantId::new(TEST_TENANT));
+    FaultedRun::new("run-g", "2024-06-05T10:00:00Z").seed(&world.backend, &TenantId::new(GLOBEX));
+    world
+}
+
+#[tokio::test]
+async fn summarize_names_the_failing_activity_the_incident_and_the_path_that_ran() {
+    let world = world_with_recorded_runs();
+    let summary = world
+        .call(names::INSTANCE_SUMMARIZE, json!({"instanceId": "run-1"}))
+        .await;
+    let summary = content(&summary);
+    assert_eq!(
+        (summary["status"].as_str(), summary["subStatus"].as_str()),
+        (Some("Finished"), Some("Faulted"))
+    );
+    assert_eq!(summary["failed"], true);
+    let failing = &summary["failingActivity"];
+    assert_eq!(failing["executionId"], UPLOAD_EXECUTION);
+    assert_eq!(failing["activityId"], "UploadExport");
+    assert_eq!(failing["type"], "Elsa.SendHttpRequest");
+    assert_eq!(
+        failing["exception"]["type"],
+        "System.Net.Http.HttpRequestException"
+    );
+    assert_eq!(summary["incident"]["activityId"], "UploadExport");
+    assert_eq!(summary["completePath"], true);
+    let path: Vec<&str> = summary["path"]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["activityId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        path,
+        ["Flowchart1", "Start1", "CollectInvoices", "UploadExport"]
+    );
+    assert_eq!(summary["path"]["items"][3]["status"], "Faulted");
+    assert_eq!(summary["path"]["items"][2]["durationMs"], 20);
+    assert_eq!(summary["lastEvents"]["total"], 7);
+    let last = summary["lastEvents"]["items"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap();
+    assert_eq!(
+        (last["event"].as_str(), last["activityId"].as_str()),
+        (Some("Faulted"), Some("UploadExport"))
+    );
+    assert_eq!(summary["lastEvents"]["items"][0]["sequence"], 0);
+
+    // A run with no records in the store: what its document carries, marked incomplete.
+    let instances = acme_instances(&world).await;
+    let fixture = fixture_faulted(&instances);
+    let partial = world
+        .call(
+            names::INSTANCE_SUMMARIZE,
+            json!({"instanceId": fixture.id()}),
+        )
+        .await;
+    let partial = content(&partial);
+    assert_eq!(partial["failed"], true);
+    assert_eq!(partial["completePath"], false);
+    let incident = &fixture.incidents()[0];
+    assert_eq!(
+        partial["failingActivity"]["activityId"].as_str(),
+        incident.activity_id.as_deref()
+    );
+    assert_eq!(partial["lastEvents"]["total"], 0);
+    // A healthy run is not failed and names no failing activity.
+    let healthy = instances
+        .iter()
+        .find(|i| !i.is_faulted() && i.incidents().is_empty())
+        .expect("a healthy fixture run");
+    let healthy = world
+        .call(
+            names::INSTANCE_SUMMARIZE,
+            json!({"instanceId": healthy.id()}),
+        )
+        .await;
+    assert_eq!(content(&healthy)["failed"], false);
+    assert!(content(&healthy).get("failingActivity").is_none());
+
+    world
+        .assert_standard_refusals(
+            names::INSTANCE_SUMMARIZE,
+            &Permission::READ_WORKFLOW_INSTANCES,
+            |id| json!({"instanceId": id}),
+            "run-1",
+            "run-g",
+        )
+        .await;
+    world
+        .assert_invalid_arguments(
+            names::INSTANCE_SUMMARIZE,
+            &[
+                json!({}),
+                json!({"instanceId": ""}),
+                json!({"instanceId": 7}),
+                json!({"instanceId": "run-1", "verbose": true}),
+            ],
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn activity_state_shows_inputs_outputs_and_variables_by_name_with_secrets_redacted() {
+    let world = world_with_recorded_runs();
+    // No selector: the failing execution.
+    let failing = world
+        .call(
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1"}),
+        )
+        .await;
+    let text = serde_json::to_string(&failing).unwrap();
+    let state = content(&failing);
+    assert_eq!(state["executionId"], UPLOAD_EXECUTION);
+    assert_eq!(state["status"], "Faulted");
+    assert_eq!(
+        state["inputs"]["Url"],
+        "https://exports.example.com/invoices"
+    );
+    assert_eq!(state["inputs"]["Method"], "PUT");
+    assert_eq!(state["inputs"]["Content"]["invoices"], 42);
+    assert_eq!(state["outputs"]["StatusCode"], 503);
+    assert_eq!(
+        state["variables"]["InvoiceCount"], 42,
+        "variables are keyed by name: {state}"
+    );
+    assert_eq!(
+        state["exception"]["type"],
+        "System.Net.Http.HttpRequestException"
+    );
+    assert_eq!(state["fromExecutionRecord"], true);
+    // Secrets under sensitive names are redacted by the governor before anyone sees them.
+    assert_eq!(state["inputs"]["Authorization"], REDACTED);
+    assert_eq!(state["variables"]["ApiToken"], REDACTED);
+    assert_eq!(state["outputs"]["ResponseHeaders"]["Set-Cookie"], REDACTED);
+    let audit =
+        serde_json::to_string(&world.harness.audit.events(&TenantId::new(TEST_TENANT))).unwrap();
+    for secret in [SECRET_HEADER, SECRET_VARIABLE, SECRET_COOKIE] {
+        assert!(!text.contains(secret), "{secret} reached the result");
+        assert!(!audit.contains(secret), "{secret} reached the audit log");
+    }
+
+    let by_id = world
+        .call(
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1", "executionId": UPLOAD_EXECUTION}),
+        )
+        .await;
+    assert_eq!(content(&by_id)["evidence"], state["evidence"]);
+    let collect = world
+        .call(
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1", "activityId": "CollectInvoices"}),
+        )
+        .await;
+    let collect = content(&collect);
+    assert_eq!(collect["executionId"], "exec-collect");
+    assert_eq!(collect["inputs"]["Text"], "Collecting invoices");
+    assert_eq!(collect["executionsOfActivity"], 1);
+    assert_eq!(collect["outputs"], json!({}));
+
+    // From the execution context a workflow state saved, when Elsa's records are absent.
+    let instances = acme_instances(&world).await;
+    let fixture = fixture_faulted(&instances);
+    let from_context = world
+        .call(
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": fixture.id()}),
+        )
+        .await;
+    let from_context = content(&from_context);
+    assert_eq!(from_context["fromExecutionRecord"], false);
+    assert!(
+        from_context["inputs"]
+            .as_object()
+            .is_some_and(|i| !i.is_empty()),
+        "{from_context}"
+    );
+
+    // Unknown executions and activities are 404s; so is a healthy run without a selector.
+    for arguments in [
+        json!({"instanceId": "run-1", "executionId": "exec-nope"}),
+        json!({"instanceId": "run-1", "activityId": "Nope"}),
+    ] {
+        let (status, code, _) =
+            refusal(&world.call(names::INSTANCE_ACTIVITY_STATE, arguments).await);
+        assert_eq!((status, code.as_str()), (404, "not_found"));
+    }
+    let healthy = instances
+        .iter()
+        .find(|i| !i.is_faulted() && i.incidents().is_empty())
+        .expect("a healthy fixture run");
+    let (status, _, message) = refusal(
+        &world
+            .call(
+                names::INSTANCE_ACTIVITY_STATE,
+                json!({"instanceId": healthy.id()}),
+            )
+            .await,
+    );
+    assert_eq!(status, 404);
+    assert!(message.contains("executionId"), "{message}");
+
+    world
+        .assert_standard_refusals(
+            names::INSTANCE_ACTIVITY_STATE,
+            &Permission::READ_WORKFLOW_INSTANCES,
+            |id| json!({"instanceId": id, "executionId": UPLOAD_EXECUTION}),
+            "run-1",
+            "run-g",
+        )
+        .await;
+    world
+        .assert_invalid_arguments(
+            names::INSTANCE_ACTIVITY_STATE,
+            &[
+                json!({}),
+                json!({"executionId": UPLOAD_EXECUTION}),
+                json!({"instanceId": "run-1", "executionId": ""}),
+                json!({"instanceId": "run-1", "executionId": UPLOAD_EXECUTION, "activityId": "UploadExport"}),
+                json!({"instanceId": "run-1", "activityId": 3}),
+                json!({"instanceId": "run-1", "values": true}),
+            ],
+        )
+        .await;
+}
+
+#[tokio::test]
+async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
+    let world = world_with_recorded_runs();
+    let all = world
+        .call(names::INCIDENTS_SEARCH, json!({"limit": 50}))
+        .await;
+    let all = content(&all);
+    assert_eq!(all["complete"], true);
+    let rows = all["items"].as_array().unwrap();
+    let instances: Vec<&str> = rows
+        .iter()
+        .map(|r| r["instanceId"].as_str().unwrap())
+        .collect();
+    assert!(instances.contains(&"run-1"), "{instances:?}");
+    assert!(!instances.contains(&"run-g") && !instances.contains(&GLOBEX_INSTANCE));
+    let times: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r["timestamp"].as_str())
+        .collect();
+    let parsed: Vec<chrono::DateTime<chrono::Utc>> =
+        times.iter().map(|t| t.parse().unwrap()).collect();
+    assert!(
+        parsed.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {times:?}"
+    );
+    let run = rows.iter().find(|r| r["instanceId"] == "run-1").unwrap();
+    assert_eq!(run["executionId"], UPLOAD_EXECUTION);
+    assert_eq!(run["definitionId"], RUN_DEFINITION);
+    assert_eq!(
+        run["exception"]["type"],
+        "System.Net.Http.HttpRequestException"
+    );
+
+    let narrowed = world
+        .call(
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": RUN_DEFINITION, "activityType": "elsa.sendhttprequest",
+                   "from": "2024-06-03T00:00:00Z", "to": "2024-06-04T00:00:00Z"}),
+        )
+        .await;
+    let narrowed = content(&narrowed);
+    assert_eq!(narrowed["total"], 1);
+    assert_eq!(narrowed["items"][0]["instanceId"], "run-1");
+    let later = world
+        .call(
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": RUN_DEFINITION, "from": "2024-06-04T00:00:00Z"}),
+        )
+        .await;
+    assert_eq!(
+        content(&later)["total"],
+        0,
+        "acme's run is older; globex's is not acme's"
+    );
+    let foreign = world
+        .call(
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": support::GLOBEX_DEFINITION}),
+        )
+        .await;
+    assert_eq!(content(&foreign)["total"], 0);
+
+    let paged = world
+        .call(names::INCIDENTS_SEARCH, json!({"offset": 1, "limit": 1}))
+        .await;
+    let paged = content(&paged);
+    assert_eq!(paged["total"], rows.len());
+    assert_eq!(paged["items"][0]["instanceId"], instances[1]);
+    assert_eq!(paged["truncated"], rows.len() > 2);
+
+    let (status, code, _) = refusal(
+        &world
+            .call(
+                names::INCIDENTS_SEARCH,
+                json!({"from": "2024-06-05T00:00:00Z", "to": "2024-06-01T00:00:00Z"}),
+            )
+            .await,
+    );
+    assert_eq!((status, code.as_str()), (400, "invalid_time_range"));
+    let denied = world
+        .call_as(
+            world.without(&Permission::READ_WORKFLOW_INSTANCES),
+            names::INCIDENTS_SEARCH,
+            json!({}),
+        )
+        .await;
+    assert_eq!(denied.outcome, elsa_ai_abstractions::AiToolOutcome::Denied);
+    let (status, code, _) = refusal(&denied);
+    assert_eq!((status, code.as_str()), (403, "permission_denied"));
+    world
+        .assert_invalid_arguments(
+            names::INCIDENTS_SEARCH,
+            &[
+                json!({"limit": 0}),
+                json!({"limit": 51}),
+                json!({"from": "yesterday"}),
+                json!({"definitionId": ""}),
+                json!({"activityType": 3}),
+                json!({"instanceId": "run-1"}),
+            ],
+        )
+        .await;
+    // The other tenant finds its own.
+    let gina = AiCaller::new("gina", GLOBEX, all_permissions());
+    let own = world
+        .call_as(gina, names::INCIDENTS_SEARCH, json!({}))
+        .await;
+    let own: Vec<&str> = content(&own)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["instanceId"].as_str().unwrap())
+        .collect();
+    assert!(
+        own.contains(&"run-g") && own.contains(&GLOBEX_INSTANCE),
+        "{own:?}"
+    );
+    assert!(!own.contains(&"run-1"));
+}
+
+#[tokio::test]
+async fn the_diagnosis_tools_answer_alike_from_elsa_server_and_from_memory() {
+    use std::sync::Arc;
+
+    use elsa_ai_abstractions::AiToolServices;
+    use elsa_ai_host::testing::governance::{GovernanceHarness, RefusingProposalIntake};
+    use elsa_workflows::{ElsaServerBackend, ElsaServerConfig, InMemoryWorkflowBackend};
+    use weaver_testkit::elsa_api::ElsaApiStandIn;
+
+    let run = FaultedRun::new("run-1", "2024-06-03T10:00:00Z");
+    let acme = TenantId::new(TEST_TENANT);
+    let elsa = ElsaApiStandIn::start("ApiKey elsa-key").await;
+    run.serve(&elsa);
+    let config = ElsaServerConfig::new(elsa.url())
+        .unwrap()
+        .api_key("elsa-key");
+    let server = Arc::new(ElsaServerBackend::new(acme.clone(), config).unwrap());
+    let memory = Arc::new(InMemoryWorkflowBackend::new());
+    run.seed(&memory, &acme);
+    let governed = |definitions, instances, executions, incidents, catalog| {
+        GovernanceHarness::builder()
+            .linked_tools()
+            .services(AiToolServices {
+                definitions,
+                instances,
+                executions,
+                incidents,
+                catalog,
+                proposals: Arc::new(RefusingProposalIntake),
+            })
+            .build()
+    };
+    let over_elsa = governed(
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+        server.clone(),
+    );
+    let in_memory = governed(
+        memory.clone(),
+        memory.clone(),
+        memory.clone(),
+        memory.clone(),
+        memory,
+    );
+    let alice = AiCaller::new("alice", TEST_TENANT, all_permissions());
+    for (tool, arguments) in [
+        (names::INSTANCE_SUMMARIZE, json!({"instanceId": "run-1"})),
+        (
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1", "activityId": "CollectInvoices"}),
+        ),
+        (names::INCIDENTS_SEARCH, json!({})),
+        (names::EXECUTION_HISTORY, json!({"instanceId": "run-1"})),
+    ] {
+        let from_elsa = over_elsa
+            .call_as(alice.clone(), Vec::new(), tool, arguments.clone())
+            .await;
+        let from_memory = in_memory
+            .call_as(alice.clone(), Vec::new(), tool, arguments.clone())
+            .await;
+        assert_eq!(
+            content(&from_elsa),
+            content(&from_memory),
+            "{tool} {arguments}"
+        );
+    }
+    let state = over_elsa
+        .call_as(
+            alice.clone(),
+            Vec::new(),
+            names::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1"}),
+        )
+        .await;
+    assert_eq!(content(&state)["variables"]["InvoiceCount"], 42);
+    assert_eq!(content(&state)["inputs"]["Authorization"], REDACTED);
+    let history = over_elsa
+        .call_as(
+            alice,
+            Vec::new(),
+            names::EXECUTION_HISTORY,
+            json!({"instanceId": "run-1"}),
+        )
+        .await;
+    assert_eq!(
+        content(&history)["completeHistory"],
+        true,
+        "Elsa's records make the history complete"
+    );
+    let asked: Vec<String> = elsa
+        .requests()
+        .into_iter()
+        .map(|r| r.path_and_query)
+        .collect();
+    for wanted in [
+        "/elsa/api/activity-executions/list?workflowInstanceId=run-1",
+        "/elsa/api/workflow-instances/run-1/journal?skip=0&take=0",
+        "/elsa/api/workflow-definitions/by-definition-id/invoice-upload?versionOptions=2",
+    ] {
+        assert!(asked.iter().any(|p| p == wanted), "{wanted}: {asked:#?}");
+    }
+
+    // The backend serves acme only: globex's caller finds nothing and Elsa is not asked.
+    let before = elsa.requests().len();
+    let gina = AiCaller::new("gina", GLOBEX, all_permissions());
+    for tool in [names::INSTANCE_SUMMARIZE, names::INSTANCE_ACTIVITY_STATE] {
+        let result = over_elsa
+            .call_as(
+                gina.clone(),
+                Vec::new(),
+                tool,
+                json!({"instanceId": "run-1"}),
+            )
+            .await;
+        assert_eq!(refusal(&result).0, 404, "{tool}");
+    }
+    let none = over_elsa
+        .call_as(gina, Vec::new(), names::INCIDENTS_SEARCH, json!({}))
+        .await;
+    assert_eq!(content(&none)["total"], 0);
+    assert_eq!(elsa.requests().len(), before);
 }

@@ -42,7 +42,7 @@ fn proposal(name: &'static str, permissions: &[Permission]) -> Expected {
 }
 
 fn expected() -> Vec<Expected> {
-    use DangerLevel::{Low, Medium};
+    use DangerLevel::{High, Low, Medium};
     let definitions = Permission::READ_WORKFLOWS;
     let instances = || Permission::READ_WORKFLOW_INSTANCES;
     vec![
@@ -62,6 +62,9 @@ fn expected() -> Vec<Expected> {
         read(names::EXECUTION_HISTORY, Medium, instances()),
         read(names::AGGREGATE_FAILURES, Medium, instances()),
         read(names::DETECT_TRENDS, Medium, instances()),
+        read(names::INSTANCE_SUMMARIZE, Medium, instances()),
+        read(names::INSTANCE_ACTIVITY_STATE, High, instances()),
+        read(names::INCIDENTS_SEARCH, Medium, instances()),
         proposal(names::VALIDATE_DRAFT, &[Permission::PROPOSE_WORKFLOWS]),
         proposal(names::PROPOSE_CREATE, &[Permission::PROPOSE_WORKFLOWS]),
         proposal(

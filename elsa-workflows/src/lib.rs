@@ -108,8 +108,8 @@ pub use elsa_server::{
 };
 pub use error::{ParseError, WorkflowError};
 pub use instance::{
-    ActivityExecutionRecord, ActivityStatus, Bookmark, ExceptionInfo, ExecutionRecordSource,
-    Incident, WorkflowInstance, WorkflowStatus, WorkflowSubStatus,
+    ActivityExecutionRecord, ActivityStatus, Bookmark, ExceptionInfo, ExecutionLogEntry,
+    ExecutionRecordSource, Incident, WorkflowInstance, WorkflowStatus, WorkflowSubStatus,
 };
 pub use memory::{
     FolderDefinitionWriter, InMemoryWorkflowBackend, SeedReport, SkippedFile, SupersededSnapshot,
@@ -117,8 +117,10 @@ pub use memory::{
 pub use page::{Page, PageRequest, TimeRange};
 pub use router::{TenantRouter, WorkflowServices};
 pub use store::{
-    ActivityCatalog, DefinitionQuery, DefinitionSummary, DefinitionVersionRef, InstanceQuery,
-    VersionOptions, WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowInstanceStore,
+    ActivityCatalog, DefinitionQuery, DefinitionSummary, DefinitionVersionRef,
+    ExecutionRecordStore, IncidentQuery, IncidentSearch, IncidentStore, InstanceIncident,
+    InstanceQuery, VersionOptions, WorkflowDefinitionStore, WorkflowDefinitionWriter,
+    WorkflowInstanceStore,
 };
 pub use tenant::TenantId;
 pub use validate::DraftValidator;

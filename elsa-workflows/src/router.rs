@@ -1,5 +1,5 @@
 //! Serving each tenant from its own backend: [`TenantRouter`] holds one [`WorkflowServices`]
-//! per tenant and implements the four service traits by handing every call to the caller's
+//! per tenant and implements the service traits by handing every call to the caller's
 //! tenant's services.
 //!
 //! A host that serves some tenants from memory and others from an Elsa server (or from
@@ -12,19 +12,24 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::{
-    ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary, DefinitionVersionRef,
-    InstanceQuery, Page, PageRequest, TenantId, VersionOptions, WorkflowDefinition,
-    WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowError, WorkflowInstance,
-    WorkflowInstanceStore,
+    ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
+    DefinitionSummary, DefinitionVersionRef, ExecutionLogEntry, ExecutionRecordStore,
+    IncidentQuery, IncidentSearch, IncidentStore, InstanceQuery, Page, PageRequest, TenantId,
+    VersionOptions, WorkflowDefinition, WorkflowDefinitionStore, WorkflowDefinitionWriter,
+    WorkflowError, WorkflowInstance, WorkflowInstanceStore,
 };
 
-/// The four workflow services of one tenant.
+/// The workflow services of one tenant.
 #[derive(Clone)]
 pub struct WorkflowServices {
     /// Reads definitions.
     pub definitions: Arc<dyn WorkflowDefinitionStore>,
     /// Reads instances.
     pub instances: Arc<dyn WorkflowInstanceStore>,
+    /// Reads the activity execution records and execution logs of instances.
+    pub executions: Arc<dyn ExecutionRecordStore>,
+    /// Finds incidents.
+    pub incidents: Arc<dyn IncidentStore>,
     /// Lists activity descriptors.
     pub catalog: Arc<dyn ActivityCatalog>,
     /// Writes definitions.
@@ -32,11 +37,13 @@ pub struct WorkflowServices {
 }
 
 impl WorkflowServices {
-    /// All four services from one backend that implements them all.
+    /// All the services from one backend that implements them all.
     pub fn of<B>(backend: Arc<B>) -> Self
     where
         B: WorkflowDefinitionStore
             + WorkflowInstanceStore
+            + ExecutionRecordStore
+            + IncidentStore
             + ActivityCatalog
             + WorkflowDefinitionWriter
             + 'static,
@@ -44,6 +51,8 @@ impl WorkflowServices {
         Self {
             definitions: backend.clone(),
             instances: backend.clone(),
+            executions: backend.clone(),
+            incidents: backend.clone(),
             catalog: backend.clone(),
             writer: backend,
         }
@@ -182,6 +191,60 @@ impl WorkflowInstanceStore for TenantRouter {
 }
 
 #[async_trait]
+impl ExecutionRecordStore for TenantRouter {
+    async fn activity_executions(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+    ) -> Result<Vec<ActivityExecutionRecord>, WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => {
+                services
+                    .executions
+                    .activity_executions(tenant, instance_id)
+                    .await
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    async fn execution_log(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<ExecutionLogEntry>, WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => {
+                services
+                    .executions
+                    .execution_log(tenant, instance_id, page)
+                    .await
+            }
+            None => Ok(empty_page(page)),
+        }
+    }
+}
+
+#[async_trait]
+impl IncidentStore for TenantRouter {
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        query: &IncidentQuery,
+    ) -> Result<IncidentSearch, WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.incidents.search(tenant, query).await,
+            None => Ok(IncidentSearch {
+                incidents: empty_page(query.page),
+                instances_read: 0,
+                complete: true,
+            }),
+        }
+    }
+}
+
+#[async_trait]
 impl ActivityCatalog for TenantRouter {
     async fn list(&self, tenant: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
         match self.services(tenant) {
@@ -307,6 +370,20 @@ mod tests {
                 .is_none()
         );
         assert!(router.list(&initech).await.expect("list").is_empty());
+        let records = router
+            .activity_executions(&initech, "x")
+            .await
+            .expect("records");
+        assert!(records.is_empty());
+        let log = router
+            .execution_log(&initech, "x", PageRequest::new(0, 10))
+            .await
+            .expect("log");
+        assert_eq!(log.total, 0);
+        let incidents = IncidentStore::search(&router, &initech, &IncidentQuery::default())
+            .await
+            .expect("incidents");
+        assert_eq!((incidents.incidents.total, incidents.complete), (0, true));
         let created = router
             .create(&initech, WorkflowDefinition::new_flowchart("x", "X"))
             .await

@@ -7,8 +7,9 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    ActivityDescriptor, Page, PageRequest, TenantId, TimeRange, WorkflowDefinition, WorkflowError,
-    WorkflowInstance, WorkflowStatus, WorkflowSubStatus,
+    ActivityDescriptor, ActivityExecutionRecord, ExecutionLogEntry, Incident, Page, PageRequest,
+    TenantId, TimeRange, WorkflowDefinition, WorkflowError, WorkflowInstance, WorkflowStatus,
+    WorkflowSubStatus,
 };
 
 /// Which version of a definition a lookup wants.
@@ -74,6 +75,47 @@ pub struct InstanceQuery {
     pub page: PageRequest,
 }
 
+/// Filters for [`IncidentStore::search`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncidentQuery {
+    /// Only incidents of instances of these definitions (empty = any definition).
+    pub definition_ids: Vec<String>,
+    /// Only incidents of activities of this type (letter case ignored).
+    pub activity_type: Option<String>,
+    /// Only incidents recorded inside this range.
+    pub time_range: Option<TimeRange>,
+    /// Paging; incidents are ordered newest first, then by instance id.
+    pub page: PageRequest,
+}
+
+/// An incident with the instance it was recorded in.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceIncident {
+    /// The instance's id.
+    pub instance_id: String,
+    /// The definition the instance runs.
+    pub definition_id: Option<String>,
+    /// The version of that definition.
+    pub definition_version: Option<i32>,
+    /// The incident itself.
+    pub incident: Incident,
+}
+
+/// What an [`IncidentStore::search`] found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IncidentSearch {
+    /// The page of matching incidents; `total` counts the matches among the instances read.
+    pub incidents: Page<InstanceIncident>,
+    /// How many instances with incidents were read.
+    pub instances_read: usize,
+    /// Whether every instance with incidents was read (a backend that must read instances
+    /// one by one stops at a bound, and says so here).
+    pub complete: bool,
+}
+
 /// Identifies the version a [`WorkflowDefinitionWriter`] wrote.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -121,6 +163,41 @@ pub trait WorkflowInstanceStore: Send + Sync {
         tenant: &TenantId,
         query: &InstanceQuery,
     ) -> Result<Page<WorkflowInstance>, WorkflowError>;
+}
+
+/// Reads what Elsa recorded while running an instance: its activity execution records and
+/// its execution log. An instance of another tenant has no records, exactly like an unknown
+/// one.
+#[async_trait]
+pub trait ExecutionRecordStore: Send + Sync {
+    /// The activity execution records of one instance (inputs, outputs and variables
+    /// included), in the order the executions started; empty when there are none. Each
+    /// record's `path` is its place in that list (`$.items[3]`), or in the instance document
+    /// when the records came from there.
+    async fn activity_executions(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+    ) -> Result<Vec<ActivityExecutionRecord>, WorkflowError>;
+
+    /// A page of the instance's execution log, in sequence order.
+    async fn execution_log(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<ExecutionLogEntry>, WorkflowError>;
+}
+
+/// Finds the incidents recorded in a tenant's instances.
+#[async_trait]
+pub trait IncidentStore: Send + Sync {
+    /// Incidents matching `query`, newest first.
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        query: &IncidentQuery,
+    ) -> Result<IncidentSearch, WorkflowError>;
 }
 
 /// Lists the activity descriptors a tenant may use.

@@ -811,3 +811,173 @@ async fn the_elsa_tenant_goes_in_the_tenant_header() {
     assert!(matches!(error, WorkflowError::Backend { .. }), "{error}");
     assert!(elsa.requests().last().unwrap().tenant.is_none());
 }
+
+#[tokio::test]
+async fn activity_executions_the_execution_log_and_incidents_come_from_elsas_own_records() {
+    use elsa_workflows::{ExecutionRecordStore, IncidentQuery, IncidentStore};
+    use weaver_testkit::runs::{FaultedRun, RUN_DEFINITION, SECRET_VARIABLE, UPLOAD_EXECUTION};
+
+    let (elsa, backend) = seeded().await;
+    FaultedRun::new("run-1", "2024-06-03T10:00:00Z").serve(&elsa);
+    FaultedRun::new("run-2", "2024-06-04T10:00:00Z").serve(&elsa);
+
+    let records = backend
+        .activity_executions(&acme(), "run-1")
+        .await
+        .expect("records");
+    let ids: Vec<&str> = records.iter().filter_map(|r| r.id.as_deref()).collect();
+    assert_eq!(
+        ids,
+        [
+            "exec-flowchart",
+            "exec-start",
+            "exec-collect",
+            UPLOAD_EXECUTION
+        ],
+        "run-1's records only, in start order"
+    );
+    let upload = &records[3];
+    assert_eq!(upload.inputs["Method"], "PUT");
+    assert_eq!(upload.outputs["StatusCode"], 503);
+    assert_eq!(
+        upload.exception.as_ref().and_then(|e| e.short_type_name()),
+        Some("System.Net.Http.HttpRequestException")
+    );
+    assert_eq!(upload.path, "$.items[3]");
+    assert_eq!(records[0].variables["api-token"], SECRET_VARIABLE);
+    assert_eq!(records[0].variables["invoice-count"], 42);
+    let asked = elsa.requests();
+    assert!(
+        asked.iter().any(|r| r.method == "GET"
+            && r.path_and_query == "/elsa/api/activity-executions/list?workflowInstanceId=run-1"),
+        "{asked:?}"
+    );
+
+    let log = backend
+        .execution_log(&acme(), "run-1", PageRequest::new(2, 3))
+        .await
+        .expect("log");
+    assert_eq!(log.total, 7);
+    let events: Vec<(i64, &str)> = log
+        .items
+        .iter()
+        .map(|e| (e.sequence, e.event_name.as_deref().unwrap_or_default()))
+        .collect();
+    assert_eq!(events, [(2, "Completed"), (3, "Started"), (4, "Completed")]);
+    assert_eq!(
+        log.items[0].node_id.as_deref(),
+        Some("Workflow1:Flowchart1:Start1")
+    );
+    assert!(
+        elsa.requests()
+            .iter()
+            .any(|r| r.path_and_query == "/elsa/api/workflow-instances/run-1/journal?skip=2&take=3")
+    );
+
+    // Incidents: both runs' and the fixtures', newest first.
+    let all = IncidentStore::search(&backend, &acme(), &IncidentQuery::default())
+        .await
+        .expect("incidents");
+    assert!(all.complete);
+    let instances: Vec<&str> = all
+        .incidents
+        .items
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    let position = |id: &str| instances.iter().position(|i| *i == id);
+    assert!(position("run-2") < position("run-1"), "{instances:?}");
+    assert!(
+        position("run-1").is_some() && instances.len() > 2,
+        "the fixtures' faulted instance too"
+    );
+    let times: Vec<_> = all
+        .incidents
+        .items
+        .iter()
+        .map(|i| i.incident.timestamp)
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {times:?}"
+    );
+    assert_eq!(all.instances_read, instances.len());
+    let listing = elsa
+        .requests()
+        .into_iter()
+        .rfind(|r| r.method == "POST")
+        .and_then(|r| r.body)
+        .expect("an instance listing");
+    assert_eq!(listing["hasIncidents"], true);
+    assert_eq!(listing["orderBy"], "UpdatedAt");
+
+    let narrowed = IncidentStore::search(
+        &backend,
+        &acme(),
+        &IncidentQuery {
+            definition_ids: vec![RUN_DEFINITION.to_owned()],
+            activity_type: Some("elsa.sendhttprequest".to_owned()),
+            time_range: Some(TimeRange {
+                from: "2024-06-04T00:00:00Z".parse().unwrap(),
+                to: "2024-06-05T00:00:00Z".parse().unwrap(),
+            }),
+            page: PageRequest::new(0, 10),
+        },
+    )
+    .await
+    .expect("incidents");
+    let found: Vec<(&str, Option<&str>)> = narrowed
+        .incidents
+        .items
+        .iter()
+        .map(|i| {
+            (
+                i.instance_id.as_str(),
+                i.incident.activity_instance_id.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(found, [("run-2", Some(UPLOAD_EXECUTION))]);
+    let listing = elsa
+        .requests()
+        .into_iter()
+        .rfind(|r| r.method == "POST")
+        .and_then(|r| r.body)
+        .expect("an instance listing");
+    assert_eq!(listing["definitionIds"], json!([RUN_DEFINITION]));
+    assert_eq!(listing["timestampFilters"][0]["column"], "UpdatedAt");
+
+    // Another tenant: nothing, and nothing asked of Elsa.
+    let before = elsa.requests().len();
+    let globex = TenantId::new("globex");
+    assert!(
+        backend
+            .activity_executions(&globex, "run-1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let log = backend
+        .execution_log(&globex, "run-1", PageRequest::new(0, 10))
+        .await
+        .unwrap();
+    assert_eq!(log.total, 0);
+    let none = IncidentStore::search(&backend, &globex, &IncidentQuery::default())
+        .await
+        .unwrap();
+    assert_eq!(none.incidents.total, 0);
+    assert_eq!(elsa.requests().len(), before);
+
+    // A record Elsa answers with in a shape this crate cannot read names its place.
+    elsa.insert_activity_execution(json!({
+        "id": "bad", "workflowInstanceId": "run-1", "startedAt": "yesterday"
+    }));
+    let error = backend
+        .activity_executions(&acme(), "run-1")
+        .await
+        .expect_err("unreadable");
+    assert!(
+        matches!(&error, WorkflowError::InvalidAnswer(p) if p.path == "$.items[0].startedAt"),
+        "{error:?}"
+    );
+}

@@ -377,3 +377,91 @@ async fn concurrent_creates_of_one_id_let_exactly_one_win() {
     );
     assert_eq!(backend.definition_versions(&acme, "new").len(), 1);
 }
+
+#[tokio::test]
+async fn execution_records_logs_and_incidents_are_kept_per_tenant() {
+    use elsa_workflows::{ExecutionRecordStore, IncidentQuery, IncidentStore};
+    use weaver_testkit::runs::{FaultedRun, UPLOAD_EXECUTION};
+
+    let acme = TenantId::new("acme");
+    let globex = TenantId::new("globex");
+    let backend = seeded(&acme);
+    FaultedRun::new("run-1", "2024-06-03T10:00:00Z").seed(&backend, &acme);
+    FaultedRun::new("run-g", "2024-06-05T10:00:00Z").seed(&backend, &globex);
+
+    let records = backend
+        .activity_executions(&acme, "run-1")
+        .await
+        .expect("records");
+    assert_eq!(records.len(), 4);
+    assert_eq!(records[3].id.as_deref(), Some(UPLOAD_EXECUTION));
+    assert!(
+        backend
+            .activity_executions(&acme, "run-g")
+            .await
+            .unwrap()
+            .is_empty(),
+        "globex's run has no records for acme"
+    );
+    let log = backend
+        .execution_log(&acme, "run-1", PageRequest::new(5, 10))
+        .await
+        .expect("log");
+    assert_eq!((log.total, log.items.len()), (7, 2));
+    assert_eq!(log.items[1].event_name.as_deref(), Some("Faulted"));
+    assert_eq!(
+        backend
+            .execution_log(&globex, "run-1", PageRequest::new(0, 10))
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+
+    let incidents = IncidentStore::search(&backend, &acme, &IncidentQuery::default())
+        .await
+        .expect("incidents");
+    let ids: Vec<&str> = incidents
+        .incidents
+        .items
+        .iter()
+        .map(|i| i.instance_id.as_str())
+        .collect();
+    assert!(ids.contains(&"run-1"), "{ids:?}");
+    let times: Vec<_> = incidents
+        .incidents
+        .items
+        .iter()
+        .map(|i| i.incident.timestamp)
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] >= w[1]),
+        "newest first: {times:?}"
+    );
+    assert!(!ids.contains(&"run-g"));
+    let one = IncidentStore::search(
+        &backend,
+        &acme,
+        &IncidentQuery {
+            page: PageRequest::new(1, 1),
+            ..IncidentQuery::default()
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(one.incidents.total, ids.len());
+    assert_eq!(one.incidents.items[0].instance_id, ids[1]);
+
+    // An instance whose document carries Elsa's records lends them when none were stored.
+    let embedded = WorkflowInstance::from_value(serde_json::json!({
+        "id": "embedded", "status": "Finished", "subStatus": "Finished",
+        "activityExecutionRecords": [{"id": "r1", "activityId": "A", "activityState": {"Text": "hi"}}]
+    }))
+    .unwrap();
+    backend.insert_instance(&acme, embedded);
+    let lent = backend
+        .activity_executions(&acme, "embedded")
+        .await
+        .unwrap();
+    assert_eq!(lent[0].inputs["Text"], "hi");
+}

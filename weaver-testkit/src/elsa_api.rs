@@ -17,10 +17,18 @@
 //!   next version; `publish` publishes it and un-publishes the others), answering
 //!   `{"workflowDefinition", "alreadyPublished", "consumingWorkflowCount", "validationErrors"}`;
 //! - `POST workflow-instances` (`page`, `pageSize`, `definitionId(s)`, `status(es)`,
-//!   `subStatus(es)`, `timestampFilters` with Elsa's reading of a midnight timestamp as a
-//!   whole day, UTC): instance summaries newest first, `{"items", "totalCount"}`; 400 for a
-//!   negative page, a page size below 1, an unknown status or timestamp column;
+//!   `subStatus(es)`, `hasIncidents` (`incidentCount > 0`), `orderBy` (`Created` or
+//!   `UpdatedAt`) and `orderDirection`, `timestampFilters` with Elsa's reading of a midnight
+//!   timestamp as a whole day, UTC): instance summaries newest first, `{"items",
+//!   "totalCount"}`; 400 for a negative page, a page size below 1, an unknown status or
+//!   timestamp column;
 //! - `GET workflow-instances/{id}`: the instance model (with `workflowState`), 404 if absent;
+//! - `GET activity-executions/list?workflowInstanceId&activityNodeId&completed`: the
+//!   instance's `ActivityExecutionRecord`s ordered by `startedAt`, `{"items", "count"}`; a
+//!   filter that is not given matches everything, as Elsa's filter does;
+//! - `GET workflow-instances/{id}/journal?page&pageSize|skip&take`: the instance's execution
+//!   log records (`ExecutionLogRecord`, node id as `nodeId`) by `sequence`, `{"items",
+//!   "totalCount"}`; page 0 of 100 when neither pair is given (`PageArgs.From`);
 //! - `GET descriptors/activities`: descriptors in Elsa Server's shape (flow and embedded
 //!   `ports`, inputs with `type`, `isWrapped`, `uiHint`), `{"items", "count"}`.
 //!
@@ -98,6 +106,10 @@ struct Data {
     instances: Vec<Map<String, Value>>,
     /// Activity descriptors in Elsa Server's shape.
     catalog: Vec<Value>,
+    /// Activity execution records (`ActivityExecutionRecord`), in insertion order.
+    executions: Vec<Map<String, Value>>,
+    /// Workflow execution log records as the store holds them (`WorkflowExecutionLogRecord`).
+    journal: Vec<Map<String, Value>>,
     requests: Vec<RecordedRequest>,
     failure: Option<StatusCode>,
     concurrent: Option<ConcurrentSave>,
@@ -152,6 +164,8 @@ impl ElsaApiStandIn {
             )
             .route("/workflow-instances", axum::routing::post(list_instances))
             .route("/workflow-instances/{id}", get(instance_by_id))
+            .route("/workflow-instances/{id}/journal", get(instance_journal))
+            .route("/activity-executions/list", get(activity_executions))
             .route("/descriptors/activities", get(activity_descriptors))
             .layer(middleware::from_fn_with_state(data.clone(), gate))
             .with_state(data.clone());
@@ -298,6 +312,22 @@ impl ElsaApiStandIn {
         data.instances.retain(|i| i.get("id") != model.get("id"));
         if let Value::Object(model) = model {
             data.instances.push(model);
+        }
+    }
+
+    /// Stores one activity execution record as Elsa's activity execution store holds it
+    /// (camelCase `ActivityExecutionRecord`, naming its `workflowInstanceId`).
+    pub fn insert_activity_execution(&self, record: Value) {
+        if let Value::Object(record) = record {
+            lock(&self.data).executions.push(record);
+        }
+    }
+
+    /// Stores one workflow execution log record as Elsa's log store holds it (camelCase
+    /// `WorkflowExecutionLogRecord`: `workflowInstanceId`, `activityNodeId`, `sequence`, ...).
+    pub fn insert_journal_entry(&self, entry: Value) {
+        if let Value::Object(entry) = entry {
+            lock(&self.data).journal.push(entry);
         }
     }
 
@@ -937,6 +967,9 @@ async fn list_instances(State(data): State<Shared>, body: axum::body::Bytes) -> 
         single("status"),
         single("subStatus"),
     );
+    let has_incidents = request.get("hasIncidents").and_then(Value::as_bool);
+    let order_by = single("orderBy").unwrap_or_else(|| "Created".to_owned());
+    let ascending = single("orderDirection").as_deref() == Some("Ascending");
     let data = lock(&data);
     let mut rows: Vec<&Map<String, Value>> = data
         .instances
@@ -958,15 +991,28 @@ async fn list_instances(State(data): State<Shared>, body: axum::body::Bytes) -> 
                     .as_ref()
                     .is_none_or(|list| list.iter().any(|s| s.as_str() == of("subStatus")))
                 && checks.iter().all(|check| check(i))
+                && has_incidents.is_none_or(|wanted| {
+                    let count = i.get("incidentCount").and_then(Value::as_i64).unwrap_or(0);
+                    wanted == (count > 0)
+                })
         })
         .collect();
-    // Elsa's default order: created, newest first.
-    let created = |i: &Map<String, Value>| {
-        text(i, "createdAt")
+    // Elsa's default order: created, newest first; `UpdatedAt` orders by the last update.
+    let column = if order_by == "UpdatedAt" {
+        "updatedAt"
+    } else {
+        "createdAt"
+    };
+    let at = |i: &Map<String, Value>| {
+        text(i, column)
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
             .map(|t| t.with_timezone(&Utc))
     };
-    rows.sort_by_key(|i| std::cmp::Reverse(created(i)));
+    if ascending {
+        rows.sort_by_key(|i| at(i));
+    } else {
+        rows.sort_by_key(|i| std::cmp::Reverse(at(i)));
+    }
     let total = rows.len();
     let items: Vec<Value> = window(rows, page, size)
         .into_iter()
@@ -984,6 +1030,99 @@ async fn list_instances(State(data): State<Shared>, body: axum::body::Bytes) -> 
                 "createdAt": i.get("createdAt"),
                 "updatedAt": i.get("updatedAt"),
                 "finishedAt": i.get("finishedAt"),
+            })
+        })
+        .collect();
+    axum::Json(json!({"items": items, "totalCount": total})).into_response()
+}
+
+/// `ActivityExecutionRecordFilter`: each filter given must match; none given lists all.
+async fn activity_executions(
+    State(data): State<Shared>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let instance = param(&query, "workflowInstanceId");
+    let node = param(&query, "activityNodeId");
+    let completed = match param(&query, "completed").map(str::parse::<bool>) {
+        None => None,
+        Some(Ok(flag)) => Some(flag),
+        Some(Err(_)) => {
+            return errors(
+                StatusCode::BAD_REQUEST,
+                &["Invalid completed flag.".to_owned()],
+            );
+        }
+    };
+    let data = lock(&data);
+    let mut rows: Vec<&Map<String, Value>> = data
+        .executions
+        .iter()
+        .filter(|r| instance.is_none_or(|id| text(r, "workflowInstanceId") == Some(id)))
+        .filter(|r| node.is_none_or(|id| text(r, "activityNodeId") == Some(id)))
+        .filter(|r| {
+            completed.is_none_or(|flag| flag == r.get("completedAt").is_some_and(|c| !c.is_null()))
+        })
+        .collect();
+    let started = |r: &Map<String, Value>| {
+        text(r, "startedAt")
+            .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+            .map(|t| t.with_timezone(&Utc))
+    };
+    rows.sort_by_key(|r| started(r));
+    let items: Vec<Value> = rows.into_iter().cloned().map(Value::Object).collect();
+    axum::Json(json!({"items": items, "count": items.len()})).into_response()
+}
+
+/// The journal of one instance as `ExecutionLogRecord`s, by sequence, paged by
+/// `PageArgs.From(page, pageSize, skip, take)`.
+async fn instance_journal(
+    State(data): State<Shared>,
+    Path(id): Path<String>,
+    Query(query): Query<Vec<(String, String)>>,
+) -> Response {
+    let number = |name: &str| param(&query, name).map(str::parse::<i64>);
+    let mut values = [None; 4];
+    for (slot, name) in values.iter_mut().zip(["page", "pageSize", "skip", "take"]) {
+        match number(name) {
+            None => {}
+            Some(Ok(n)) if n >= 0 => *slot = Some(n),
+            Some(_) => return errors(StatusCode::BAD_REQUEST, &["Invalid paging.".to_owned()]),
+        }
+    }
+    let (skip, take) = match values {
+        [Some(page), Some(size), _, _] => (page * size, size),
+        [_, _, Some(skip), Some(take)] => (skip, take),
+        _ => (0, 100),
+    };
+    let data = lock(&data);
+    let mut rows: Vec<&Map<String, Value>> = data
+        .journal
+        .iter()
+        .filter(|entry| text(entry, "workflowInstanceId") == Some(id.as_str()))
+        .collect();
+    rows.sort_by_key(|entry| entry.get("sequence").and_then(Value::as_i64).unwrap_or(0));
+    let total = rows.len();
+    let items: Vec<Value> = rows
+        .into_iter()
+        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        .take(usize::try_from(take).unwrap_or(0))
+        .map(|entry| {
+            json!({
+                "id": entry.get("id"),
+                "activityInstanceId": entry.get("activityInstanceId"),
+                "parentActivityInstanceId": entry.get("parentActivityInstanceId"),
+                "activityId": entry.get("activityId"),
+                "activityType": entry.get("activityType"),
+                "activityTypeVersion": entry.get("activityTypeVersion").cloned().unwrap_or(json!(1)),
+                "activityName": entry.get("activityName"),
+                "nodeId": entry.get("activityNodeId"),
+                "timestamp": entry.get("timestamp"),
+                "sequence": entry.get("sequence"),
+                "eventName": entry.get("eventName"),
+                "message": entry.get("message"),
+                "source": entry.get("source"),
+                "activityState": entry.get("activityState"),
+                "payload": entry.get("payload"),
             })
         })
         .collect();

@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod model_server;
 pub mod otlp;
 pub mod property;
+pub mod runs;
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,7 @@
-//! MCP for tests: where the pinned npm programs are (`npm ci --prefix tools/mcp`), and an
+//! MCP for tests: where the pinned npm programs are (`npm ci --prefix tools/mcp`), an
 //! `rmcp` server of the repository's own over streamable HTTP that misbehaves on request
-//! (slowness, huge output, a secret in its output, a changing tool list, going away).
+//! (slowness, huge output, a secret in its output, a changing tool list, going away), and an
+//! `rmcp` client of weaver's own `/mcp` ([`weaver_client`], [`call_tool`]).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -19,6 +20,50 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+
+/// An MCP client connected to weaver's `/mcp` at `url` (add `?agent=…` to pick the agent),
+/// sending `Authorization: ApiKey <key>`.
+///
+/// # Panics
+///
+/// When the handshake fails.
+pub async fn weaver_client(
+    url: &str,
+    key: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    use rmcp::ServiceExt;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let value = http::HeaderValue::from_str(&format!("ApiKey {key}")).expect("a header value");
+    let headers = [(http::header::AUTHORIZATION, value)].into_iter().collect();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(headers),
+    );
+    rmcp::model::ClientConfig::default()
+        .serve(transport)
+        .await
+        .expect("the MCP handshake succeeds")
+}
+
+/// Calls `tool` with `arguments` (a JSON object) through `client`.
+///
+/// # Panics
+///
+/// When `arguments` is not an object or the call is not answered.
+pub async fn call_tool(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig>,
+    tool: &str,
+    arguments: Value,
+) -> CallToolResult {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments are an object");
+    };
+    client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
+        .await
+        .expect("the call is answered")
+}
 
 /// A program installed by `npm ci --prefix tools/mcp` (`mcp-server-everything`,
 /// `mcp-inspector`).

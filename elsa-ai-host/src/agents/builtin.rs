@@ -19,6 +19,9 @@ pub(crate) mod tools {
     pub const EXECUTION_HISTORY: &str = "instance.executionHistory";
     pub const AGGREGATE_FAILURES: &str = "instance.aggregateFailures";
     pub const DETECT_TRENDS: &str = "instance.detectTrends";
+    pub const INSTANCE_SUMMARIZE: &str = "instance.summarize";
+    pub const INSTANCE_ACTIVITY_STATE: &str = "instance.getActivityState";
+    pub const INCIDENTS_SEARCH: &str = "incidents.search";
 }
 
 /// The name of the agent that drafts workflow changes; the default agent of a chat.
@@ -70,15 +73,17 @@ pub fn workflow_author() -> AiAgentDefinition {
     }
 }
 
-/// `instance-diagnostics`: read-only; inspects instances, their errors and execution history,
-/// and analyses failures and trends within the attached scope and time range.
+/// `instance-diagnostics`: read-only; inspects instances (summaries, errors, execution
+/// history, one execution's inputs, outputs and variables) and incidents, and analyses
+/// failures and trends within the attached scope and time range.
 pub fn instance_diagnostics() -> AiAgentDefinition {
     AiAgentDefinition {
         name: INSTANCE_DIAGNOSTICS.to_owned(),
         display_name: "Instance diagnostics".to_owned(),
         description: "Diagnoses failed and stuck workflow runs without changing anything.".to_owned(),
-        instructions: "You diagnose Elsa workflow runs. Use your tools to read instances, their errors and \
-            execution history, and the definitions they ran. Analyse failures and trends only within the \
+        instructions: "You diagnose Elsa workflow runs. Use your tools to read instances (start with \
+            instance.summarize), their errors, execution history and the state of the activity that \
+            failed, incidents, and the definitions they ran. Analyse failures and trends only within the \
             attached diagnostics scope and time range. You are read-only: explain what went wrong and what \
             a person could change, but do not propose or make changes."
             .to_owned(),
@@ -93,6 +98,9 @@ pub fn instance_diagnostics() -> AiAgentDefinition {
             tools::EXECUTION_HISTORY,
             tools::AGGREGATE_FAILURES,
             tools::DETECT_TRENDS,
+            tools::INSTANCE_SUMMARIZE,
+            tools::INSTANCE_ACTIVITY_STATE,
+            tools::INCIDENTS_SEARCH,
         ]),
         allowed_context_providers: vec![
             AttachmentKind::WorkflowInstance,

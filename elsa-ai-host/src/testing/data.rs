@@ -7,9 +7,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use elsa_ai_abstractions::AiToolServices;
 use elsa_workflows::{
-    ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary,
-    InMemoryWorkflowBackend, InstanceQuery, Page, TenantId, VersionOptions, WorkflowDefinition,
-    WorkflowDefinitionStore, WorkflowError, WorkflowInstance, WorkflowInstanceStore,
+    ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
+    DefinitionSummary, ExecutionLogEntry, ExecutionRecordStore, InMemoryWorkflowBackend,
+    IncidentQuery, IncidentSearch, IncidentStore, InstanceQuery, Page, PageRequest, TenantId,
+    VersionOptions, WorkflowDefinition, WorkflowDefinitionStore, WorkflowError,
+    WorkflowInstance, WorkflowInstanceStore,
 };
 use parking_lot::Mutex;
 
@@ -20,13 +22,13 @@ use super::governance::RefusingProposalIntake;
 pub struct DataRead {
     /// The tenant the read was made for.
     pub tenant: TenantId,
-    /// `definitions.find`, `definitions.search`, `instances.find`, `instances.search` or
-    /// `catalog.list`.
+    /// `definitions.find`, `definitions.search`, `instances.find`, `instances.search`,
+    /// `executions.list`, `executions.log`, `incidents.search` or `catalog.list`.
     pub operation: &'static str,
 }
 
-/// The definition store, instance store and activity catalog of a backend, recording every
-/// read before delegating to it.
+/// The read services of a backend (definitions, instances, execution records, incidents and
+/// the activity catalog), recording every read before delegating to it.
 #[derive(Debug)]
 pub struct RecordingWorkflowData {
     backend: Arc<InMemoryWorkflowBackend>,
@@ -62,6 +64,8 @@ impl RecordingWorkflowData {
         AiToolServices {
             definitions: self.clone(),
             instances: self.clone(),
+            executions: self.clone(),
+            incidents: self.clone(),
             catalog: self.clone(),
             proposals: Arc::new(RefusingProposalIntake),
         }
@@ -115,6 +119,40 @@ impl WorkflowInstanceStore for RecordingWorkflowData {
     ) -> Result<Page<WorkflowInstance>, WorkflowError> {
         self.record(tenant, "instances.search");
         WorkflowInstanceStore::search(self.backend.as_ref(), tenant, query).await
+    }
+}
+
+#[async_trait]
+impl ExecutionRecordStore for RecordingWorkflowData {
+    async fn activity_executions(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+    ) -> Result<Vec<ActivityExecutionRecord>, WorkflowError> {
+        self.record(tenant, "executions.list");
+        self.backend.activity_executions(tenant, instance_id).await
+    }
+
+    async fn execution_log(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<ExecutionLogEntry>, WorkflowError> {
+        self.record(tenant, "executions.log");
+        self.backend.execution_log(tenant, instance_id, page).await
+    }
+}
+
+#[async_trait]
+impl IncidentStore for RecordingWorkflowData {
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        query: &IncidentQuery,
+    ) -> Result<IncidentSearch, WorkflowError> {
+        self.record(tenant, "incidents.search");
+        IncidentStore::search(self.backend.as_ref(), tenant, query).await
     }
 }
 

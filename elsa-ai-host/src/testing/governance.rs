@@ -17,10 +17,11 @@ use elsa_ai_abstractions::{
     ToolEnablement, ToolMutability, ToolSource,
 };
 use elsa_workflows::{
-    ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary,
-    InMemoryWorkflowBackend, InstanceQuery, Page, PageRequest, TenantId, VersionOptions,
-    WorkflowDefinition, WorkflowDefinitionStore, WorkflowError, WorkflowInstance,
-    WorkflowInstanceStore,
+    ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
+    DefinitionSummary, ExecutionLogEntry, ExecutionRecordStore, InMemoryWorkflowBackend,
+    IncidentQuery, IncidentSearch, IncidentStore, InstanceQuery, Page, PageRequest, TenantId,
+    VersionOptions, WorkflowDefinition, WorkflowDefinitionStore, WorkflowError,
+    WorkflowInstance, WorkflowInstanceStore,
 };
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -143,6 +144,41 @@ impl WorkflowInstanceStore for NoWorkflowData {
 }
 
 #[async_trait]
+impl ExecutionRecordStore for NoWorkflowData {
+    async fn activity_executions(
+        &self,
+        _: &TenantId,
+        _: &str,
+    ) -> Result<Vec<ActivityExecutionRecord>, WorkflowError> {
+        Ok(Vec::new())
+    }
+
+    async fn execution_log(
+        &self,
+        _: &TenantId,
+        _: &str,
+        page: PageRequest,
+    ) -> Result<Page<ExecutionLogEntry>, WorkflowError> {
+        Ok(page.slice(Vec::new()))
+    }
+}
+
+#[async_trait]
+impl IncidentStore for NoWorkflowData {
+    async fn search(
+        &self,
+        _: &TenantId,
+        query: &IncidentQuery,
+    ) -> Result<IncidentSearch, WorkflowError> {
+        Ok(IncidentSearch {
+            incidents: query.page.slice(Vec::new()),
+            instances_read: 0,
+            complete: true,
+        })
+    }
+}
+
+#[async_trait]
 impl ActivityCatalog for NoWorkflowData {
     async fn list(&self, _: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
         Ok(Vec::new())
@@ -172,6 +208,8 @@ pub fn backend_services(
     AiToolServices {
         definitions: backend.clone(),
         instances: backend.clone(),
+        executions: backend.clone(),
+        incidents: backend.clone(),
         catalog: backend,
         proposals,
     }
@@ -182,6 +220,8 @@ pub fn empty_services() -> AiToolServices {
     AiToolServices {
         definitions: Arc::new(NoWorkflowData),
         instances: Arc::new(NoWorkflowData),
+        executions: Arc::new(NoWorkflowData),
+        incidents: Arc::new(NoWorkflowData),
         catalog: Arc::new(NoWorkflowData),
         proposals: Arc::new(RefusingProposalIntake),
     }

@@ -202,6 +202,8 @@ impl ProposalHarnessBuilder {
         let services = AiToolServices {
             definitions: workflows.clone(),
             instances: workflows.clone(),
+            executions: workflows.clone(),
+            incidents: workflows.clone(),
             catalog: workflows.clone(),
             proposals: Arc::new(service.clone()),
         };
@@ -271,6 +273,8 @@ impl ProposalHarness {
         AiToolServices {
             definitions: self.workflows.clone(),
             instances: self.workflows.clone(),
+            executions: self.workflows.clone(),
+            incidents: self.workflows.clone(),
             catalog: self.workflows.clone(),
             proposals: Arc::new(self.service.clone()),
         }

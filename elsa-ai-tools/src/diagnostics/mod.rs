@@ -1,11 +1,15 @@
-//! Runtime diagnostics, all read-only: `instance.getErrors` and `instance.executionHistory`
-//! read one instance; `instance.aggregateFailures` and `instance.detectTrends` analyse many,
-//! but only inside the diagnostics scope and time range the turn's attachments allow: both
-//! must be attached, arguments can only narrow them, and nothing outside them is read.
+//! Runtime diagnostics, all read-only: `instance.summarize`, `instance.getErrors`,
+//! `instance.executionHistory` and `instance.getActivityState` read one instance with what
+//! Elsa recorded while running it; `instance.aggregateFailures` and `instance.detectTrends`
+//! analyse many, but only inside the diagnostics scope and time range the turn's attachments
+//! allow: both must be attached, arguments can only narrow them, and nothing outside them is
+//! read.
 
+mod activity_state;
 mod aggregate;
 mod failures;
 mod scope;
+mod summary;
 mod trends;
 
 use std::sync::Arc;
@@ -16,13 +20,15 @@ use elsa_ai_abstractions::{
     AiError, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolRegistration, AuditBehavior,
     DangerLevel, Permission, ToolMutability,
 };
-use elsa_workflows::{ActivityExecutionRecord, ExecutionRecordSource};
+use elsa_workflows::{ActivityExecutionRecord, ExecutionRecordSource, WorkflowInstance};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use activity_state::{GetActivityState, GetActivityStateInput};
 pub use aggregate::{AggregateFailures, AggregateFailuresInput};
 use failures::{UNKNOWN_ACTIVITY_TYPE, is_faulted};
+pub use summary::Summarize;
 pub use trends::{BucketSize, DetectTrends, DetectTrendsInput};
 
 use crate::instance::{
@@ -30,6 +36,29 @@ use crate::instance::{
 };
 use crate::names;
 use crate::support::{Listing, built_in, clip, input, page, to_json};
+
+/// The activity executions of `instance` and whether they are its complete history: Elsa's
+/// activity execution records from the execution record store when it has them, else what
+/// the instance document carries (records a host attached, or the execution contexts alive
+/// when the state was saved).
+pub(crate) async fn recorded_executions(
+    context: &AiToolExecutionContext,
+    instance: &WorkflowInstance,
+) -> Result<(Vec<ActivityExecutionRecord>, bool), AiError> {
+    let stored = context
+        .services
+        .executions
+        .activity_executions(&context.caller.tenant_id, instance.id())
+        .await?;
+    if !stored.is_empty() {
+        return Ok((stored, true));
+    }
+    let carried = instance.execution_records();
+    let complete = carried
+        .iter()
+        .any(|r| r.source == ExecutionRecordSource::ExecutionRecord);
+    Ok((carried, complete))
+}
 
 /// How many incidents and faulted executions `instance.getErrors` lists.
 const LISTED_ERRORS: usize = 20;
@@ -129,7 +158,7 @@ impl AiTool for GetErrors {
         let args: InstanceIdInput = input(&context)?;
         let instance = find_instance(&context, &args.instance_id).await?;
         let incidents = instance.incidents();
-        let records = instance.execution_records();
+        let (records, _) = recorded_executions(&context, &instance).await?;
         let faulted: Vec<&ActivityExecutionRecord> =
             records.iter().filter(|r| is_faulted(r)).collect();
         let name_of = |activity_id: Option<&str>| {
@@ -275,10 +304,7 @@ impl AiTool for ExecutionHistory {
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: ExecutionHistoryInput = input(&context)?;
         let instance = find_instance(&context, &args.instance_id).await?;
-        let records = instance.execution_records();
-        let complete_history = records
-            .iter()
-            .any(|r| r.source == ExecutionRecordSource::ExecutionRecord);
+        let (records, complete_history) = recorded_executions(&context, &instance).await?;
         let lines: Vec<Evidence<ExecutionLine>> = records
             .iter()
             .map(|r| Evidence {

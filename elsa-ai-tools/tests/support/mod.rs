@@ -91,6 +91,10 @@ pub const MARK: &str = "GLOBEX-SECRET";
 pub const B_ONLY_DEFINITION: &str = "b-only-definition";
 /// A faulted run only the marked tenant has.
 pub const B_ONLY_RUN: &str = "b-only-run";
+/// A run with Elsa's activity execution records and execution log that the marked tenant
+/// has (with marked names, inputs, outputs and messages) and that tests may give the other
+/// tenant too, under the same instance and execution ids.
+pub const RECORDED_RUN: &str = "recorded-run";
 
 /// Prefixes every `name`, `displayName`, `description`, `message` and `correlationId` string
 /// of a document with [`MARK`].
@@ -201,6 +205,27 @@ pub fn two_tenant_backend() -> Arc<InMemoryWorkflowBackend> {
             WorkflowInstance::from_value(run).expect("b-only run"),
         );
     }
+    let recorded = weaver_testkit::runs::FaultedRun::new(RECORDED_RUN, "2024-04-18T12:40:00Z");
+    let mut instance = recorded.instance().to_value();
+    mark(&mut instance);
+    backend.insert_instance(
+        &globex,
+        WorkflowInstance::from_value(instance).expect("recorded run"),
+    );
+    let records = recorded.execution_records().into_iter().map(|mut record| {
+        mark(&mut record);
+        record["activityName"] = json!(MARK);
+        record["activityState"]["Marked"] = json!(MARK);
+        record["outputs"]["Marked"] = json!(MARK);
+        elsa_workflows::ActivityExecutionRecord::from_json(&record).expect("marked record")
+    });
+    backend.insert_activity_executions(&globex, RECORDED_RUN, records);
+    let log = recorded.execution_log().into_iter().map(|mut entry| {
+        mark(&mut entry);
+        entry["activityName"] = json!(MARK);
+        elsa_workflows::ExecutionLogEntry::from_json(&entry).expect("marked entry")
+    });
+    backend.insert_execution_log(&globex, RECORDED_RUN, log);
     backend
 }
 

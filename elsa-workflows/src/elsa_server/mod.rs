@@ -1,5 +1,5 @@
-//! The Elsa Server REST backend (feature `elsa-server`): the four service traits over the
-//! HTTP API of an Elsa 3 server, for one tenant.
+//! The Elsa Server REST backend (feature `elsa-server`): the service traits over the HTTP
+//! API of an Elsa 3 server, for one tenant.
 //!
 //! [`ElsaServerBackend`] serves one Weaver tenant from one Elsa Server (its URL, its
 //! credentials, optionally an Elsa tenant id sent as `X-Tenant-Id`). A call for any other
@@ -34,6 +34,9 @@
 //! | instance `find` | `GET workflow-instances/{id}` (404 → `None`) |
 //! | instance `search` | `POST workflow-instances` with `page`, `pageSize`, `definitionIds`, `statuses`, `subStatuses`, `timestampFilters` |
 //! | catalog `list` | `GET descriptors/activities` |
+//! | `activity_executions` | `GET activity-executions/list?workflowInstanceId=…` (`{"items", "count"}`) |
+//! | `execution_log` | `GET workflow-instances/{id}/journal?skip=…&take=…` (`{"items", "totalCount"}`, by sequence) |
+//! | incident `search` | `POST workflow-instances` with `hasIncidents: true`, `orderBy: UpdatedAt` (at most [`INCIDENT_SCAN_LIMIT`] instances), then `GET workflow-instances/{id}` for each one's `incidents` |
 //! | `create` / `update` | `POST workflow-definitions` with `{"model": …, "publish": …}` |
 //!
 //! Elsa's paged lists (`{"items": […], "totalCount": n}`, items possibly wrapped in
@@ -105,6 +108,7 @@
 
 mod client;
 mod paging;
+mod runtime;
 
 use std::time::Duration;
 
@@ -115,6 +119,7 @@ use serde_json::{Map, Value, json};
 
 use self::client::ElsaHttp;
 use self::paging::PagePlan;
+pub use self::runtime::INCIDENT_SCAN_LIMIT;
 use crate::json::{self as js, Seg};
 use crate::{
     ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary, DefinitionVersionRef,

@@ -14,6 +14,7 @@
 //!
 //! Header fields are looked up on the outer document first, then in `workflowState`.
 
+mod journal;
 mod records;
 mod status;
 
@@ -23,6 +24,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+pub use journal::ExecutionLogEntry;
 pub use records::{
     ActivityExecutionRecord, Bookmark, ExceptionInfo, ExecutionRecordSource, Incident,
 };

@@ -43,6 +43,9 @@ pub struct Incident {
     pub activity_node_id: Option<String>,
     /// The faulted activity's type, for example `Elsa.SendHttpRequest`.
     pub activity_type: Option<String>,
+    /// The activity execution that raised it (`activityInstanceId`, recorded by newer Elsa
+    /// 3 releases): tells apart the incidents of one node that ran several times.
+    pub activity_instance_id: Option<String>,
     /// The incident message.
     pub message: Option<String>,
     /// The exception behind the incident, if recorded.
@@ -113,10 +116,28 @@ pub struct ActivityExecutionRecord {
     /// The fault, when the execution failed and the fault was recorded (for an execution
     /// context: the exception of its incident).
     pub exception: Option<ExceptionInfo>,
+    /// The evaluated inputs Elsa recorded, by input name (`activityState`; empty when none
+    /// was recorded or the log persistence mode left them out).
+    pub inputs: Map<String, Value>,
+    /// The outputs recorded, by output name (`outputs`).
+    pub outputs: Map<String, Value>,
+    /// The values of the variables this execution declares, by variable id (Elsa keeps them
+    /// in the `Variables` property of the declaring container's execution).
+    pub variables: Map<String, Value>,
     /// Which list of the instance it was read from.
     pub source: ExecutionRecordSource,
     /// JSON path of the entry in the instance document.
     pub path: String,
+}
+
+impl ActivityExecutionRecord {
+    /// Reads one of Elsa's `ActivityExecutionRecord`s (as `activity-executions/list` answers
+    /// with them), checking the types of the fields it knows; `path` in errors and in the
+    /// record is relative to `value`.
+    pub fn from_json(value: &Value) -> Result<Self, ParseError> {
+        let map = json::expect_object(value, &[], "an activity execution record")?;
+        execution_record(map, Vec::new())
+    }
 }
 
 /// Reads a timestamp field: RFC 3339 (Elsa's `DateTimeOffset`), or an ISO date-time without
@@ -218,6 +239,7 @@ pub(crate) fn incident(map: &Map<String, Value>, at: Location) -> Result<Inciden
         activity_id: string(map, "activityId", &at)?,
         activity_node_id: string(map, "activityNodeId", &at)?,
         activity_type: string(map, "activityType", &at)?,
+        activity_instance_id: string(map, "activityInstanceId", &at)?,
         message: string(map, "message", &at)?,
         exception: exception(map, "exception", &at)?,
         timestamp: timestamp(map, "timestamp", &at)?,
@@ -252,6 +274,34 @@ fn status(
     }
 }
 
+/// Reads an optional JSON object of named values (inputs, outputs, properties), without the
+/// `$id` metadata of Elsa's reference-preserving serialisation. Null counts as absent.
+pub(crate) fn dictionary(
+    map: &Map<String, Value>,
+    field: &str,
+    at: &[Seg],
+) -> Result<Map<String, Value>, ParseError> {
+    match map.get(field) {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(value) => {
+            let object = json::expect_object(value, &json::key(at, field), &format!("`{field}`"))?;
+            Ok(object
+                .iter()
+                .filter(|(key, _)| !key.starts_with('$'))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect())
+        }
+    }
+}
+
+/// The variable values an execution holds: the `Variables` object of its `properties`
+/// (Elsa's workflow-instance storage driver keeps a container's variables there, by id).
+fn variables(map: &Map<String, Value>, at: &[Seg]) -> Result<Map<String, Value>, ParseError> {
+    let properties = dictionary(map, "properties", at)?;
+    let at = json::key(at, "properties");
+    dictionary(&properties, "Variables", &at)
+}
+
 /// Reads an entry of an `activityExecutionRecords` list.
 pub(crate) fn execution_record(
     map: &Map<String, Value>,
@@ -267,6 +317,9 @@ pub(crate) fn execution_record(
         started_at: timestamp(map, "startedAt", &at)?,
         completed_at: timestamp(map, "completedAt", &at)?,
         exception: exception(map, "exception", &at)?,
+        inputs: dictionary(map, "activityState", &at)?,
+        outputs: dictionary(map, "outputs", &at)?,
+        variables: variables(map, &at)?,
         source: ExecutionRecordSource::ExecutionRecord,
         path: json::render_path(&at),
     })
@@ -295,6 +348,9 @@ pub(crate) fn execution_context(
         started_at: timestamp(map, "startedAt", &at)?,
         completed_at: timestamp(map, "completedAt", &at)?,
         exception: None,
+        inputs: dictionary(map, "activityState", &at)?,
+        outputs: Map::new(),
+        variables: variables(map, &at)?,
         source: ExecutionRecordSource::ExecutionContext,
         path: json::render_path(&at),
     })

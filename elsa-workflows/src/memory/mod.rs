@@ -1,5 +1,6 @@
-//! An in-memory Elsa backend: definitions with their whole version history, instances and
-//! activity catalogs, partitioned by tenant, behind all four service traits.
+//! An in-memory Elsa backend: definitions with their whole version history, instances (with
+//! their activity execution records and execution log) and activity catalogs, partitioned by
+//! tenant, behind all the service traits.
 //!
 //! It serves development, tests, demos and the `weaver` server when no Elsa server is
 //! configured. Data comes from code ([`InMemoryWorkflowBackend::insert_definition`] and
@@ -20,7 +21,9 @@ pub use seed::{SeedReport, SkippedFile, SupersededSnapshot};
 
 use crate::json::{self, Seg};
 use crate::{
-    ActivityCatalog, ActivityDescriptor, DefinitionQuery, DefinitionSummary, DefinitionVersionRef,
+    ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
+    DefinitionSummary, DefinitionVersionRef, ExecutionLogEntry, ExecutionRecordSource,
+    ExecutionRecordStore, IncidentQuery, IncidentSearch, IncidentStore, InstanceIncident,
     InstanceQuery, Page, PageRequest, TenantId, VersionOptions, WorkflowDefinition,
     WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowError, WorkflowInstance,
     WorkflowInstanceStore,
@@ -46,6 +49,11 @@ struct TenantData {
     definitions: HashMap<String, BTreeMap<i32, WorkflowDefinition>>,
     /// Instances by instance id.
     instances: HashMap<String, WorkflowInstance>,
+    /// Activity execution records by instance id, as Elsa's activity execution store holds
+    /// them beside the instances.
+    executions: HashMap<String, Vec<ActivityExecutionRecord>>,
+    /// Execution log entries by instance id, in sequence order.
+    execution_logs: HashMap<String, Vec<ExecutionLogEntry>>,
     /// The activity descriptors the tenant may use.
     catalog: Vec<ActivityDescriptor>,
 }
@@ -104,6 +112,43 @@ impl InMemoryWorkflowBackend {
             .or_default()
             .instances
             .insert(instance.id().to_owned(), instance)
+    }
+
+    /// Adds activity execution records of one instance (Elsa keeps them apart from the
+    /// instance document). Records are listed in the order they started.
+    pub fn insert_activity_executions(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+        records: impl IntoIterator<Item = ActivityExecutionRecord>,
+    ) {
+        let mut tenants = self.tenants.write();
+        let stored = tenants
+            .entry(tenant.clone())
+            .or_default()
+            .executions
+            .entry(instance_id.to_owned())
+            .or_default();
+        stored.extend(records);
+        stored.sort_by_key(|record| (record.started_at.is_none(), record.started_at));
+    }
+
+    /// Adds execution log entries of one instance; the log is kept in sequence order.
+    pub fn insert_execution_log(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+        entries: impl IntoIterator<Item = ExecutionLogEntry>,
+    ) {
+        let mut tenants = self.tenants.write();
+        let log = tenants
+            .entry(tenant.clone())
+            .or_default()
+            .execution_logs
+            .entry(instance_id.to_owned())
+            .or_default();
+        log.extend(entries);
+        log.sort_by_key(|entry| entry.sequence);
     }
 
     /// Replaces the tenant's activity catalog.
@@ -380,6 +425,146 @@ impl WorkflowInstanceStore for InMemoryWorkflowBackend {
         };
         rows.sort_by_cached_key(newest_first);
         Ok(capped(query.page).slice(rows))
+    }
+}
+
+#[async_trait]
+impl ExecutionRecordStore for InMemoryWorkflowBackend {
+    /// The records inserted for the instance; when none were, the `activityExecutionRecords`
+    /// its document carries (as a host attaches them from Elsa's API).
+    async fn activity_executions(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+    ) -> Result<Vec<ActivityExecutionRecord>, WorkflowError> {
+        let tenants = self.tenants.read();
+        let Some(data) = tenants.get(tenant) else {
+            return Ok(Vec::new());
+        };
+        if let Some(records) = data.executions.get(instance_id).filter(|r| !r.is_empty()) {
+            // Paths name each record's place in the list, as the Elsa Server backend's do.
+            let mut records = records.clone();
+            for (index, record) in records.iter_mut().enumerate() {
+                record.path = format!("$.items[{index}]");
+            }
+            return Ok(records);
+        }
+        Ok(data
+            .instances
+            .get(instance_id)
+            .map(|instance| {
+                instance
+                    .execution_records()
+                    .into_iter()
+                    .filter(|record| record.source == ExecutionRecordSource::ExecutionRecord)
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn execution_log(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+        page: PageRequest,
+    ) -> Result<Page<ExecutionLogEntry>, WorkflowError> {
+        let entries = self
+            .tenants
+            .read()
+            .get(tenant)
+            .and_then(|data| data.execution_logs.get(instance_id))
+            .cloned()
+            .unwrap_or_default();
+        Ok(capped(page).slice(entries))
+    }
+}
+
+/// Whether an incident of an instance of `definition_id` passes the query's filters.
+fn incident_matches(
+    query: &IncidentQuery,
+    definition_id: Option<&str>,
+    incident: &crate::Incident,
+) -> bool {
+    (query.definition_ids.is_empty()
+        || definition_id.is_some_and(|id| query.definition_ids.iter().any(|wanted| wanted == id)))
+        && query.activity_type.as_deref().is_none_or(|wanted| {
+            incident
+                .activity_type
+                .as_deref()
+                .is_some_and(|own| own.eq_ignore_ascii_case(wanted.trim()))
+        })
+        && query.time_range.is_none_or(|range| {
+            incident
+                .timestamp
+                .is_some_and(|timestamp| range.contains(timestamp))
+        })
+}
+
+/// Newest first (incidents without a time last), then by instance id.
+pub(crate) fn sort_incidents(incidents: &mut [InstanceIncident]) {
+    incidents.sort_by(|a, b| {
+        let time = |i: &InstanceIncident| i.incident.timestamp;
+        (
+            time(a).is_none(),
+            std::cmp::Reverse(time(a)),
+            &a.instance_id,
+        )
+            .cmp(&(
+                time(b).is_none(),
+                std::cmp::Reverse(time(b)),
+                &b.instance_id,
+            ))
+    });
+}
+
+/// Keeps the incidents of `instance` that `query` matches.
+pub(crate) fn matching_incidents(
+    instance: &WorkflowInstance,
+    query: &IncidentQuery,
+) -> Vec<InstanceIncident> {
+    instance
+        .incidents()
+        .into_iter()
+        .filter(|incident| incident_matches(query, instance.definition_id(), incident))
+        .map(|incident| InstanceIncident {
+            instance_id: instance.id().to_owned(),
+            definition_id: instance.definition_id().map(str::to_owned),
+            definition_version: instance.definition_version(),
+            incident,
+        })
+        .collect()
+}
+
+#[async_trait]
+impl IncidentStore for InMemoryWorkflowBackend {
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        query: &IncidentQuery,
+    ) -> Result<IncidentSearch, WorkflowError> {
+        let (mut found, instances_read) = {
+            let tenants = self.tenants.read();
+            let instances: Vec<&WorkflowInstance> = tenants
+                .get(tenant)
+                .map(|data| {
+                    data.instances
+                        .values()
+                        .filter(|i| i.incident_count() > 0)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let found: Vec<InstanceIncident> = instances
+                .iter()
+                .flat_map(|instance| matching_incidents(instance, query))
+                .collect();
+            (found, instances.len())
+        };
+        sort_incidents(&mut found);
+        Ok(IncidentSearch {
+            incidents: capped(query.page).slice(found),
+            instances_read,
+            complete: true,
+        })
     }
 }
 

@@ -1,0 +1,246 @@
+//! `instance.getActivityState`: what one activity execution received, produced and saw: its
+//! inputs, outputs and the variables in its scope, as Elsa recorded them.
+//!
+//! The values are a run's data and can hold secrets. They are shown as recorded JSON objects
+//! keyed by input, output and variable *names* (never flattened into text, and a variable is
+//! keyed by its declared name rather than Elsa's internal id), so that the governor's
+//! redaction, which runs on every result before a model or client sees it and recognises
+//! sensitive values by their keys (`Authorization`, `apiKey`, `…Token`), catches them all.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use elsa_ai_abstractions::{
+    AiError, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolRegistration, AuditBehavior,
+    DangerLevel, Permission, ToolMutability,
+};
+use elsa_workflows::{
+    ActivityExecutionRecord, ExecutionRecordSource, VersionOptions, WorkflowInstance,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::recorded_executions;
+use super::summary::failing_execution;
+use crate::instance::{ExceptionLine, find_instance};
+use crate::names;
+use crate::support::{bounded, built_in, input, invalid, not_found, quoted, to_json};
+
+/// Arguments of `instance.getActivityState`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GetActivityStateInput {
+    /// The workflow instance id.
+    #[schemars(length(min = 1, max = 200))]
+    pub instance_id: String,
+    /// One activity execution, by its id (an `executionId` of instance.summarize's path).
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub execution_id: Option<String>,
+    /// An activity id of the definition: its last execution in this run.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub activity_id: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ActivityState {
+    instance_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    execution_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activity_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    activity_node_id: Option<String>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    type_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    started_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completed_at: Option<DateTime<Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exception: Option<ExceptionLine>,
+    /// The evaluated inputs, by input name.
+    inputs: Value,
+    /// The outputs, by output name.
+    outputs: Value,
+    /// The variables in scope (declared by this execution or a container around it), by
+    /// name, the innermost declaration first.
+    variables: Value,
+    /// How many times this activity ran in the run.
+    executions_of_activity: usize,
+    /// Whether the values come from Elsa's activity execution record (`false`: from the
+    /// execution context saved in the workflow state, which records no outputs).
+    from_execution_record: bool,
+    /// JSON path of the record this was read from.
+    evidence: String,
+}
+
+/// `instance.getActivityState`: the inputs, outputs and variables of one activity execution
+/// of one instance of the caller's tenant. Needs `read:workflow-instances`.
+pub struct GetActivityState {
+    definition: AiToolDefinition,
+}
+
+impl Default for GetActivityState {
+    fn default() -> Self {
+        Self {
+            definition: built_in::<GetActivityStateInput>(
+                names::INSTANCE_ACTIVITY_STATE,
+                "Get activity state",
+                "Reads what one activity execution of a workflow instance of the current tenant \
+                 received and produced, as Elsa recorded it: its evaluated 'inputs' and \
+                 'outputs' by name, the 'variables' in its scope by name, status, times and \
+                 exception. Name the execution with 'executionId' (from instance.summarize) or \
+                 the activity with 'activityId' (its last execution); with neither, the failing \
+                 execution is read. Values are redacted and long ones shortened.",
+                ToolMutability::ReadOnly,
+                DangerLevel::High,
+                &[Permission::READ_WORKFLOW_INSTANCES],
+                AuditBehavior::RecordInvocation,
+            ),
+        }
+    }
+}
+
+/// The last entry of `records` satisfying `wanted`.
+fn last_where(
+    records: &[ActivityExecutionRecord],
+    wanted: impl Fn(&ActivityExecutionRecord) -> bool,
+) -> Option<&ActivityExecutionRecord> {
+    records.iter().rev().find(|r| wanted(r))
+}
+
+/// Whether `outer`'s node holds `inner`'s (or is it).
+fn encloses(outer: &ActivityExecutionRecord, inner: &ActivityExecutionRecord) -> bool {
+    match (&outer.activity_node_id, &inner.activity_node_id) {
+        (Some(outer), Some(inner)) => {
+            inner == outer
+                || inner
+                    .strip_prefix(outer.as_str())
+                    .is_some_and(|rest| rest.starts_with(':'))
+        }
+        _ => false,
+    }
+}
+
+/// The declared names of the definition version the instance runs, by variable id (empty
+/// when the definition cannot be read: variables are then keyed by id).
+async fn variable_names(
+    context: &AiToolExecutionContext,
+    instance: &WorkflowInstance,
+) -> Result<HashMap<String, String>, AiError> {
+    let Some(definition_id) = instance.definition_id() else {
+        return Ok(HashMap::new());
+    };
+    let version = instance
+        .definition_version()
+        .map_or(VersionOptions::Latest, VersionOptions::Specific);
+    let Some(definition) = context
+        .services
+        .definitions
+        .find(&context.caller.tenant_id, definition_id, version)
+        .await?
+    else {
+        return Ok(HashMap::new());
+    };
+    let mut names = HashMap::new();
+    let nodes = definition.activities();
+    let declared = definition
+        .variables()
+        .into_iter()
+        .chain(nodes.iter().flat_map(|n| n.variables()));
+    for variable in declared {
+        if let (Some(id), Some(name)) = (variable.id, variable.name) {
+            names.insert(id, name);
+        }
+    }
+    Ok(names)
+}
+
+#[async_trait]
+impl AiTool for GetActivityState {
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        let args: GetActivityStateInput = input(&context)?;
+        let execution_id = args.execution_id.as_deref().map(str::trim);
+        let activity_id = args.activity_id.as_deref().map(str::trim);
+        if execution_id.is_some() && activity_id.is_some() {
+            return Err(invalid(
+                "invalid_arguments",
+                "give at most one of 'executionId' and 'activityId'",
+            ));
+        }
+        let instance = find_instance(&context, &args.instance_id).await?;
+        let (records, _) = recorded_executions(&context, &instance).await?;
+        let record = match (execution_id, activity_id) {
+            (Some(id), _) => last_where(&records, |r| r.id.as_deref() == Some(id))
+                .ok_or_else(|| not_found("activity execution", id))?,
+            (_, Some(id)) => last_where(&records, |r| r.activity_id.as_deref() == Some(id))
+                .ok_or_else(|| {
+                    AiError::not_found(format!(
+                        "no execution of activity {} in workflow instance {}",
+                        quoted(id),
+                        quoted(instance.id())
+                    ))
+                })?,
+            (None, None) => {
+                failing_execution(&instance.incidents(), &records).ok_or_else(|| {
+                    AiError::not_found(format!(
+                        "workflow instance {} has no failed activity execution; give 'executionId' \
+                     or 'activityId'",
+                        quoted(instance.id())
+                    ))
+                })?
+            }
+        };
+        let names = variable_names(&context, &instance).await?;
+        // The innermost declaration of a name wins: walk from this execution outwards.
+        let mut variables = Map::new();
+        let mut scopes: Vec<&ActivityExecutionRecord> =
+            records.iter().filter(|r| encloses(r, record)).collect();
+        scopes
+            .sort_by_key(|r| std::cmp::Reverse(r.activity_node_id.as_deref().map_or(0, str::len)));
+        for scope in scopes {
+            for (id, value) in &scope.variables {
+                let name = names.get(id).cloned().unwrap_or_else(|| id.clone());
+                variables.entry(name).or_insert_with(|| value.clone());
+            }
+        }
+        let bounded_map = |map: &Map<String, Value>| bounded(&Value::Object(map.clone()));
+        to_json(&ActivityState {
+            instance_id: instance.id().to_owned(),
+            execution_id: record.id.clone(),
+            activity_id: record.activity_id.clone(),
+            activity_node_id: record.activity_node_id.clone(),
+            type_name: record.activity_type.clone(),
+            name: record.activity_name.clone(),
+            status: record.status.map(|s| s.as_str()),
+            started_at: record.started_at,
+            completed_at: record.completed_at,
+            exception: record.exception.as_ref().map(ExceptionLine::of),
+            inputs: bounded_map(&record.inputs),
+            outputs: bounded_map(&record.outputs),
+            variables: bounded(&Value::Object(variables)),
+            executions_of_activity: records
+                .iter()
+                .filter(|r| record.activity_id.is_some() && r.activity_id == record.activity_id)
+                .count(),
+            from_execution_record: record.source == ExecutionRecordSource::ExecutionRecord,
+            evidence: record.path.clone(),
+        })
+    }
+}
+
+inventory::submit! { AiToolRegistration::new(|| Arc::new(GetActivityState::default())) }
