@@ -10,8 +10,8 @@ use elsa_workflows::{
     ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
     DefinitionSummary, ExecutionLogEntry, ExecutionRecordStore, InMemoryWorkflowBackend,
     IncidentQuery, IncidentSearch, IncidentStore, InstanceQuery, Page, PageRequest, TenantId,
-    VersionOptions, WorkflowDefinition, WorkflowDefinitionStore, WorkflowError,
-    WorkflowInstance, WorkflowInstanceStore,
+    VersionOptions, WorkflowDefinition, WorkflowDefinitionStore, WorkflowError, WorkflowInstance,
+    WorkflowInstanceStore,
 };
 use parking_lot::Mutex;
 
