@@ -844,7 +844,7 @@ async fn activity_executions_the_execution_log_and_incidents_come_from_elsas_own
         Some("System.Net.Http.HttpRequestException")
     );
     assert_eq!(upload.path, "$.items[3]");
-    assert_eq!(records[0].variables["api-token"], SECRET_VARIABLE);
+    assert_eq!(records[0].variables["c7e1f0a29b3d4e58"], SECRET_VARIABLE);
     assert_eq!(records[0].variables["invoice-count"], 42);
     let asked = elsa.requests();
     assert!(
