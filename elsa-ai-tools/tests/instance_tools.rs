@@ -555,13 +555,38 @@ async fn activity_state_shows_inputs_outputs_and_variables_by_name_with_secrets_
         assert!(!audit.contains(secret), "{secret} reached the audit log");
     }
 
+    // A variable the definition does not declare (its name unknown) shows no value.
+    world.backend.insert_activity_executions(
+        &TenantId::new(TEST_TENANT),
+        "run-1",
+        [elsa_workflows::ActivityExecutionRecord::from_json(&json!({
+            "id": "exec-workflow", "activityId": "Workflow1", "activityNodeId": "Workflow1",
+            "activityType": "Elsa.Workflow", "status": "Faulted",
+            "startedAt": "2024-06-03T09:59:59Z",
+            "properties": {"Variables": {"d41f09c2e7a8b350": "undeclared-secret-55"}}
+        }))
+        .unwrap()],
+    );
     let by_id = world
         .call(
             names::INSTANCE_ACTIVITY_STATE,
             json!({"instanceId": "run-1", "executionId": UPLOAD_EXECUTION}),
         )
         .await;
-    assert_eq!(content(&by_id)["evidence"], state["evidence"]);
+    assert!(
+        !serde_json::to_string(&by_id)
+            .unwrap()
+            .contains("undeclared-secret-55")
+    );
+    let by_id = content(&by_id);
+    assert!(
+        by_id["variables"]["d41f09c2e7a8b350"]
+            .as_str()
+            .is_some_and(|v| v.contains("withheld")),
+        "{by_id}"
+    );
+    assert_eq!(by_id["variables"]["InvoiceCount"], 42);
+    assert_eq!(by_id["executionId"], UPLOAD_EXECUTION);
     let collect = world
         .call(
             names::INSTANCE_ACTIVITY_STATE,
