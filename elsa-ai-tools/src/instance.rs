@@ -245,7 +245,7 @@ impl AiTool for GetInstance {
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: InstanceIdInput = input(&context)?;
         let instance = find_instance(&context, &args.instance_id).await?;
-        let records = instance.execution_records();
+        let (records, _) = crate::diagnostics::recorded_executions(&context, &instance).await?;
         let skip = records.len().saturating_sub(LISTED);
         let mut last_executions =
             Listing::first(records.iter().skip(skip).map(ExecutionLine::of), LISTED);

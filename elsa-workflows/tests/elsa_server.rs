@@ -844,7 +844,7 @@ async fn activity_executions_the_execution_log_and_incidents_come_from_elsas_own
         Some("System.Net.Http.HttpRequestException")
     );
     assert_eq!(upload.path, "$.items[3]");
-    assert_eq!(records[0].variables["api-token"], SECRET_VARIABLE);
+    assert_eq!(records[0].variables["c7e1f0a29b3d4e58"], SECRET_VARIABLE);
     assert_eq!(records[0].variables["invoice-count"], 42);
     let asked = elsa.requests();
     assert!(
@@ -946,6 +946,63 @@ async fn activity_executions_the_execution_log_and_incidents_come_from_elsas_own
         .expect("an instance listing");
     assert_eq!(listing["definitionIds"], json!([RUN_DEFINITION]));
     assert_eq!(listing["timestampFilters"][0]["column"], "UpdatedAt");
+
+    // The stand-in applies the endpoint's other filters as Elsa's filter does.
+    let list = |query: &'static str| {
+        let url = format!("{}elsa/api/activity-executions/list?{query}", elsa.url());
+        async move {
+            let answer: Value = reqwest::Client::new()
+                .get(url)
+                .header("Authorization", authorization())
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            answer["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| text(r, "id").to_owned())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        list("workflowInstanceId=run-2&activityNodeId=Workflow1:Flowchart1:Start1").await,
+        ["exec-start"]
+    );
+    assert_eq!(
+        list("workflowInstanceId=run-2&completed=false").await,
+        ["exec-flowchart"]
+    );
+    assert_eq!(list("completed=true").await.len(), 6, "both runs");
+    let journal = |query: &'static str| {
+        let url = format!(
+            "{}elsa/api/workflow-instances/run-2/journal{query}",
+            elsa.url()
+        );
+        async move {
+            let answer: Value = reqwest::Client::new()
+                .get(url)
+                .header("Authorization", authorization())
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            let sequences: Vec<i64> = answer["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|e| e["sequence"].as_i64())
+                .collect();
+            (sequences, answer["totalCount"].clone())
+        }
+    };
+    assert_eq!(journal("?page=1&pageSize=2").await, (vec![2, 3], json!(7)));
+    assert_eq!(journal("").await.0.len(), 7, "page 0 of 100 by default");
 
     // Another tenant: nothing, and nothing asked of Elsa.
     let before = elsa.requests().len();

@@ -22,8 +22,9 @@ use crate::elsa_api::ElsaApiStandIn;
 pub const RUN_DEFINITION: &str = "invoice-upload";
 /// The secret recorded as the upload's `Authorization` input.
 pub const SECRET_HEADER: &str = "Bearer eyJhbGciOi.upload-secret-77";
-/// The secret recorded as the `ApiToken` variable (its id, `api-token`, is not a sensitive
-/// name: only the variable's name tells that it is one).
+/// The secret recorded as the `ApiToken` variable. Its id, `c7e1f0a29b3d4e58` (in the style
+/// of Elsa's generated ids), is not a sensitive name: only the variable's name tells that it
+/// is one.
 pub const SECRET_VARIABLE: &str = "tok-variable-secret-41";
 /// The secret cookie in the upload's recorded response headers.
 pub const SECRET_COOKIE: &str = "session=cookie-secret-93";
@@ -76,7 +77,7 @@ impl FaultedRun {
                 "version": 1,
                 "variables": [
                     {"id": "invoice-count", "name": "InvoiceCount", "typeName": "Int32", "value": "0"},
-                    {"id": "api-token", "name": "ApiToken", "typeName": "String"}
+                    {"id": "c7e1f0a29b3d4e58", "name": "ApiToken", "typeName": "String"}
                 ],
                 "activities": [
                     {"id": "Start1", "type": "Elsa.Start", "version": 1},
@@ -170,7 +171,7 @@ impl FaultedRun {
             None,
         );
         flowchart["properties"] =
-            json!({"Variables": {"invoice-count": 42, "api-token": SECRET_VARIABLE}});
+            json!({"Variables": {"invoice-count": 42, "c7e1f0a29b3d4e58": SECRET_VARIABLE}});
         flowchart["aggregateFaultCount"] = json!(1);
         let start = record(
             "exec-start",

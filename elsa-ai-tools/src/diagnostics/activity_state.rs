@@ -5,7 +5,9 @@
 //! keyed by input, output and variable *names* (never flattened into text, and a variable is
 //! keyed by its declared name rather than Elsa's internal id), so that the governor's
 //! redaction, which runs on every result before a model or client sees it and recognises
-//! sensitive values by their keys (`Authorization`, `apiKey`, `…Token`), catches them all.
+//! sensitive values by their keys (`Authorization`, `apiKey`, `…Token`), catches them all. A
+//! variable whose declared name cannot be read (its definition version is gone) is listed by
+//! id with its value withheld, since redaction could not judge it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,6 +30,9 @@ use super::summary::failing_execution;
 use crate::instance::{ExceptionLine, find_instance};
 use crate::names;
 use crate::support::{bounded, built_in, input, invalid, not_found, quoted, to_json};
+
+/// What a variable shows instead of its value when its declared name cannot be read.
+const WITHHELD: &str = "(value withheld: the variable's declared name is unknown)";
 
 /// Arguments of `instance.getActivityState`.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -73,7 +78,7 @@ struct ActivityState {
     /// The outputs, by output name.
     outputs: Value,
     /// The variables in scope (declared by this execution or a container around it), by
-    /// name, the innermost declaration first.
+    /// name, the innermost declaration first; by id, value withheld, when the name is unknown.
     variables: Value,
     /// How many times this activity ran in the run.
     executions_of_activity: usize,
@@ -214,8 +219,13 @@ impl AiTool for GetActivityState {
             .sort_by_key(|r| std::cmp::Reverse(r.activity_node_id.as_deref().map_or(0, str::len)));
         for scope in scopes {
             for (id, value) in &scope.variables {
-                let name = names.get(id).cloned().unwrap_or_else(|| id.clone());
-                variables.entry(name).or_insert_with(|| value.clone());
+                // Redaction judges a value by its key; without the declared name it cannot,
+                // so the value of a variable whose name is unknown is not shown.
+                let (name, value) = match names.get(id) {
+                    Some(name) => (name.clone(), value.clone()),
+                    None => (id.clone(), Value::String(WITHHELD.to_owned())),
+                };
+                variables.entry(name).or_insert(value);
             }
         }
         let bounded_map = |map: &Map<String, Value>| bounded(&Value::Object(map.clone()));
