@@ -9,13 +9,10 @@ use elsa_ai_server::config::{McpConfig, WeaverConfig};
 use elsa_ai_server::testing::{ALICE_KEY, BOB_KEY, GINA_KEY, TestServer, two_tenants};
 use elsa_workflows::{TenantId, WorkflowDefinition};
 use reqwest::{Method, StatusCode};
-use rmcp::ServiceExt;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ClientConfig};
+use rmcp::model::{CallToolResult, ClientConfig};
 use rmcp::service::{RoleClient, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
-use weaver_testkit::mcp::npm_bin;
+use weaver_testkit::mcp::{call_tool, npm_bin, weaver_client};
 
 /// Two tenants; acme also sees server-everything's `echo` (agents and permissions as
 /// configured).
@@ -49,38 +46,7 @@ async fn client(
         Some(agent) => server.url(&format!("/mcp?agent={agent}")),
         None => server.url("/mcp"),
     };
-    client_at(url, key).await
-}
-
-async fn client_at(url: String, key: &str) -> RunningService<RoleClient, ClientConfig> {
-    let headers = [(
-        reqwest::header::AUTHORIZATION,
-        reqwest::header::HeaderValue::from_str(&format!("ApiKey {key}")).unwrap(),
-    )]
-    .into_iter()
-    .collect();
-    let transport = StreamableHttpClientTransport::with_client(
-        reqwest::Client::new(),
-        StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers),
-    );
-    ClientConfig::default()
-        .serve(transport)
-        .await
-        .expect("the MCP handshake succeeds")
-}
-
-async fn call(
-    client: &RunningService<RoleClient, ClientConfig>,
-    tool: &str,
-    arguments: Value,
-) -> CallToolResult {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments are an object");
-    };
-    client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments))
-        .await
-        .expect("the call is answered")
+    weaver_client(&url, key).await
 }
 
 fn text(result: &CallToolResult) -> &str {
@@ -139,7 +105,7 @@ async fn external_mcp_tools_are_offered_per_tenant_only_once_enabled() {
 
     // Through weaver's own MCP endpoint, the external tool runs governed.
     let alice = client(&server, ALICE_KEY, None).await;
-    let echoed = call(
+    let echoed = call_tool(
         &alice,
         "mcp.everything.echo",
         json!({"message": "via weaver"}),
@@ -204,7 +170,7 @@ async fn the_mcp_endpoint_lists_and_calls_exactly_what_the_caller_may() {
     diagnostics.cancel().await.unwrap();
 
     // Another tenant's definition reads as not found; the caller's own is there.
-    let foreign = call(
+    let foreign = call_tool(
         &alice,
         "workflow.getDefinition",
         json!({"definitionId": "globex-only-plan"}),
@@ -212,7 +178,7 @@ async fn the_mcp_endpoint_lists_and_calls_exactly_what_the_caller_may() {
     .await;
     assert_eq!(foreign.is_error, Some(true));
     assert!(text(&foreign).contains("not_found"), "{}", text(&foreign));
-    let own = call(
+    let own = call_tool(
         &alice,
         "workflow.getDefinition",
         json!({"definitionId": "sample-order-approval"}),
@@ -230,7 +196,7 @@ async fn the_mcp_endpoint_lists_and_calls_exactly_what_the_caller_may() {
         "operations": [{"op": "setDescription", "description": "Set over MCP."}],
         "rationale": "An MCP client asked."
     });
-    let off = call(&alice, "workflow.proposeUpdate", proposal.clone()).await;
+    let off = call_tool(&alice, "workflow.proposeUpdate", proposal.clone()).await;
     assert_eq!(off.is_error, Some(true));
     assert!(text(&off).contains("tool_disabled"), "{}", text(&off));
     let bob = client(&server, BOB_KEY, None).await;
@@ -241,7 +207,7 @@ async fn the_mcp_endpoint_lists_and_calls_exactly_what_the_caller_may() {
     server
         .enable_tool(ALICE_KEY, "workflow.proposeUpdate")
         .await;
-    let proposed = call(&alice, "workflow.proposeUpdate", proposal).await;
+    let proposed = call_tool(&alice, "workflow.proposeUpdate", proposal).await;
     assert_eq!(proposed.is_error, Some(false), "{}", text(&proposed));
     let (_, inbox) = server.get("/ai/proposals", ALICE_KEY).await;
     let waiting = &inbox["items"][0];
@@ -343,7 +309,7 @@ async fn under_base_path_the_endpoint_moves_with_the_api() {
         initialize("/mcp").await.unwrap().status(),
         StatusCode::NOT_FOUND
     );
-    let alice = client_at(server.url("/elsa/api/mcp"), ALICE_KEY).await;
+    let alice = weaver_client(&server.url("/elsa/api/mcp"), ALICE_KEY).await;
     assert!(names(&alice).await.contains("workflow.getDefinition"));
     alice.cancel().await.unwrap();
 }
