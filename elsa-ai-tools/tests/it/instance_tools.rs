@@ -3,7 +3,7 @@
 //! the `ToolGovernor` over the fixture instances plus failed runs seeded here (some with
 //! Elsa's activity execution records and execution log).
 
-mod support;
+use crate::support;
 
 use elsa_ai_abstractions::{AiCaller, Permission};
 use elsa_ai_host::REDACTED;

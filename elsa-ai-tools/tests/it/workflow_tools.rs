@@ -1,7 +1,7 @@
 //! `workflow.getDefinition`, `workflow.listDefinitions` and `activities.catalog`, called
 //! through the `ToolGovernor` over the fixture definitions and catalog.
 
-mod support;
+use crate::support;
 
 use elsa_ai_abstractions::Permission;
 use elsa_ai_host::testing::governance::TEST_TENANT;

@@ -3,7 +3,7 @@
 //! outside them. Failures are seeded inside the scope, just outside the time range, outside
 //! the scope and in another tenant, and only the first kind may ever show up.
 
-mod support;
+use crate::support;
 
 use elsa_ai_abstractions::{AiContextAttachment, AttachmentKind, Permission};
 use elsa_ai_host::testing::governance::TEST_TENANT;

@@ -2,7 +2,7 @@
 //! `ToolGovernor`, submitting to the host's real `ProposalService` over the fixture backend.
 //! They are off until an administrator enables them, and none of them writes a workflow.
 
-mod support;
+use crate::support;
 
 use elsa_ai_abstractions::{AiToolOutcome, Permission, ProposalId, ProposalKind};
 use elsa_ai_host::ProposalService;

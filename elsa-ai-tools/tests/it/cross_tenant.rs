@@ -4,7 +4,7 @@
 //! tenant A receives — tool results and errors, resolved context, stream events — ever shows
 //! the mark, and B's own ids are 404s for A.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

@@ -1,0 +1,16 @@
+//! elsa-ai-host's integration tests, one binary: governance step by step, the registries and
+//! enablement, context, the orchestrator and reconnects, proposals, retention, telemetry and the
+//! store conformance suite on the in-memory stores.
+
+mod context;
+mod enablement;
+mod fixtures;
+mod governance;
+mod host_core;
+mod orchestrator;
+mod proposals;
+mod reconnect;
+mod registry;
+mod retention;
+mod store_conformance;
+mod telemetry;

@@ -1,0 +1,14 @@
+//! elsa-ai-server's integration tests, one binary: everything over HTTP on a real socket (the API,
+//! streams, Studio's panel, the console in Chromium, MCP with the Inspector CLI, providers, durable
+//! stores, an Elsa Server stand-in) and the real `weaver` binary.
+
+mod chat_stream;
+mod console_browser;
+mod durable_store;
+mod elsa_server;
+mod http_api;
+mod mcp;
+mod provider_turns;
+mod review_flow;
+mod server_binary;
+mod studio_panel;

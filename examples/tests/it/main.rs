@@ -1,0 +1,3 @@
+//! The examples' integration tests: each example runs as a user would run it.
+
+mod quickstart;
