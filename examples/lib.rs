@@ -4,7 +4,7 @@
 //!   proposal tool; the proposal tool stays unavailable until an administrator enables it.
 //! - `quickstart`: the whole flow in one process over the real HTTP API (chat about a sample
 //!   workflow, a proposal, review, approve, apply, the audit trail). Its flow lives in
-//!   [`quickstart`], so that `tests/quickstart.rs` checks it.
+//!   [`quickstart`], so that `tests/it/quickstart.rs` checks it.
 
 #[path = "src/quickstart.rs"]
 pub mod quickstart;
