@@ -17,12 +17,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::{AiError, AiMessage, ConversationId};
-use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior, params};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 
 use crate::conflicts;
 use crate::error::{failed, store_closed};
 use crate::group_commit::{BatchInsert, audit_closed, audit_record_failed};
-use crate::rows::{AuditRow, StreamRow, role_name, to_nanos};
+use crate::rows::{AuditRow, ClaimRow, StreamRow, is_terminal, role_name, to_nanos};
 
 /// Why a write on the writer connection did not happen.
 #[derive(Debug)]
@@ -162,6 +164,8 @@ pub(super) enum SqliteWrite {
     /// conversation (the batch's earlier appends included).
     Journal(StreamRow),
     Conversation(ConversationWrite),
+    /// A turn claim, inserted only when no claim holds the conversation.
+    Claim(ClaimRow),
 }
 
 /// A message as it is appended to its conversation.
@@ -258,6 +262,23 @@ impl BatchInsert for Writes {
                 }
             }
             SqliteWrite::Journal(_) => failed("appending to the stream journal", error),
+            SqliteWrite::Claim(row) if matches!(error, WriteError::Refused) => {
+                match self.writer.with_connection(|connection| {
+                    Ok(claim_lease(
+                        connection,
+                        &row.tenant_id,
+                        &row.conversation_id,
+                    )?)
+                }) {
+                    // Released in the meantime: the caller may try again.
+                    Ok(None) => conflicts::turn_claimed(&row.conversation_id, i64::MAX, 0),
+                    Ok(Some(lease)) => {
+                        conflicts::turn_claimed(&row.conversation_id, lease, row.now_ns)
+                    }
+                    Err(error) => error.into_ai("reading a turn claim"),
+                }
+            }
+            SqliteWrite::Claim(_) => failed("claiming a conversation for a turn", error),
             SqliteWrite::Conversation(write) => {
                 let id = ConversationId::new(write.conversation_id());
                 match write {
@@ -286,8 +307,8 @@ impl BatchInsert for Writes {
     }
 }
 
-/// Writes one batch inside `tx`: conversation writes and audit records in order, then the
-/// journal appends (which may belong to a conversation the batch creates).
+/// Writes one batch inside `tx`: conversation writes, claims and audit records in order,
+/// then the journal appends (which may belong to a conversation the batch creates).
 fn write_batch(tx: &Transaction<'_>, rows: &[SqliteWrite]) -> Result<(), WriteError> {
     let mut journal = Vec::new();
     for row in rows {
@@ -295,9 +316,45 @@ fn write_batch(tx: &Transaction<'_>, rows: &[SqliteWrite]) -> Result<(), WriteEr
             SqliteWrite::Audit(row) => insert_audit(tx, row)?,
             SqliteWrite::Journal(row) => journal.push(row),
             SqliteWrite::Conversation(write) => write_conversation(tx, write)?,
+            SqliteWrite::Claim(row) => insert_claim(tx, row)?,
         }
     }
     append_stream_events(tx, &journal)
+}
+
+/// Inserts a turn claim unless the conversation is claimed already (refused on its own).
+fn insert_claim(tx: &Transaction<'_>, row: &ClaimRow) -> Result<(), WriteError> {
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
+             lease_until_ns) VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
+        )?
+        .execute(params![
+            row.tenant_id,
+            row.conversation_id,
+            row.turn_id,
+            row.replica_id,
+            row.lease_until_ns,
+        ])?;
+    if inserted == 0 {
+        return Err(WriteError::Refused);
+    }
+    Ok(())
+}
+
+/// When the claim on a tenant's conversation lapses, if it is claimed.
+fn claim_lease(
+    connection: &Connection,
+    tenant_id: &str,
+    conversation_id: &str,
+) -> rusqlite::Result<Option<i64>> {
+    connection
+        .prepare_cached(
+            "SELECT lease_until_ns FROM turn_claims WHERE tenant_id = ?1 AND conversation_id = ?2",
+        )?
+        .query_row([tenant_id, conversation_id], |row| row.get(0))
+        .optional()
 }
 
 fn insert_audit(tx: &Transaction<'_>, row: &AuditRow) -> Result<(), WriteError> {
@@ -356,6 +413,13 @@ fn append_stream_events(tx: &Transaction<'_>, rows: &[&StreamRow]) -> Result<(),
             return Err(WriteError::Refused);
         }
         *known = row.sequence;
+        if is_terminal(row.event_type) {
+            // The turn's end: its claim ends in the same commit.
+            tx.prepare_cached(
+                "DELETE FROM turn_claims WHERE tenant_id = ?1 AND conversation_id = ?2",
+            )?
+            .execute([&row.tenant_id, &row.conversation_id])?;
+        }
         tx.prepare_cached(
             "INSERT INTO stream_events (tenant_id, conversation_id, sequence, event_type, \
              occurred_at_ns, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
