@@ -49,7 +49,7 @@ pub use context::{
     AttachmentKind,
 };
 pub use conversation::{
-    AiConversation, AiConversationStore, AiMessage, AiStreamJournal, MessageRole,
+    AiConversation, AiConversationStore, AiMessage, AiStreamJournal, AiToolMessage, MessageRole,
 };
 pub use enablement::{AiToolEnablementStore, ToolEnablement};
 pub use error::{AiError, AiErrorBody};

@@ -26,7 +26,7 @@ fn config(store: &str, model: &ScriptedModelServer) -> String {
          [provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
          api_key_env = \"OPENAI_API_KEY\"\napi = \"chat\"\n\
          [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
-         permissions = [\"read:workflows\", \"read:activities\"]\n\
+         permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n\
          [limits]\ngrace_window_secs = {LEASE_SECS}\nturn_lease_secs = {LEASE_SECS}\n",
         model.base_url()
     )
@@ -70,6 +70,18 @@ impl Replica {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         replica
+    }
+
+    async fn get_json(&self, path: &str) -> Value {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
     }
 
     async fn get_status(&self, path: &str) -> Option<StatusCode> {
@@ -232,7 +244,8 @@ async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_
     );
     assert_eq!(live, journal[resumed_at as usize..].to_vec());
 
-    // The conversation goes on on B.
+    // The conversation goes on on B: the model gets the first turn's tool call and result
+    // (stored as messages), and the provider session A opened continues (no new one).
     model.push([ModelReply::Text("Second answer.".into())]);
     let (status, stream, body) = b
         .chat(json!({"conversationId": conversation, "message": "Thanks; and then?"}))
@@ -244,6 +257,28 @@ async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_
         "conversation.completed",
         "{second:#?}"
     );
+    let asked = model.model_requests().pop().unwrap();
+    let results = asked.tool_messages();
+    assert!(
+        results.len() == 1 && results[0].contains("sample-order-approval"),
+        "the first turn's tool result reaches the model on B: {results:?}"
+    );
+    assert_eq!(
+        asked.messages_with_role("user").first().map(String::as_str),
+        Some("What does it do?")
+    );
+    let audit = b
+        .get_json(&format!(
+            "/ai/audit?conversationId={conversation}&limit=500"
+        ))
+        .await;
+    let sessions: Vec<&Value> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|record| record["action"] == "session.created")
+        .collect();
+    assert_eq!(sessions.len(), 1, "one provider session: {sessions:#?}");
 
     // A third turn on A, killed with SIGKILL mid-turn: B closes it with replica_lost within
     // the lease plus the grace window, and the journal stays gap-free.

@@ -8,16 +8,16 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
-    AiProposal, AiProposalStore, AiStreamEvent, AiStreamJournal, AiToolEnablementStore,
-    AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId, ProposalQuery,
-    ToolEnablement,
+    AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent, AiStreamJournal,
+    AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId,
+    ProposalQuery, ToolEnablement,
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::mpsc;
 
-use crate::error::{StoreError, failed, is_unique_violation, store_closed};
+use crate::error::{StoreError, corrupt, failed, is_unique_violation, store_closed};
 use crate::group_commit::{
     BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
 };
@@ -746,6 +746,49 @@ impl AiConversationStore for PostgresStore {
             .rows_affected();
         tx.commit().await.map_err(|e| failed(doing, e))?;
         Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+    }
+
+    async fn provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiSessionHandle>, AiError> {
+        let stored: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT provider_session FROM conversations WHERE id = $1 AND tenant_id = $2",
+        )
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| failed("reading a provider session", e))?;
+        stored
+            .flatten()
+            .map(|json| serde_json::from_str(&json).map_err(|e| corrupt("provider session", e)))
+            .transpose()
+    }
+
+    async fn set_provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        session: &AiSessionHandle,
+    ) -> Result<(), AiError> {
+        let json = serde_json::to_string(session)
+            .map_err(|e| failed("recording a provider session", e))?;
+        let touched = sqlx::query(
+            "UPDATE conversations SET provider_session = $1 WHERE id = $2 AND tenant_id = $3",
+        )
+        .bind(json)
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed("recording a provider session", e))?
+        .rows_affected();
+        if touched == 0 {
+            return Err(conflicts::conversation_not_found(id));
+        }
+        Ok(())
     }
 }
 

@@ -73,6 +73,7 @@ pub(crate) fn role_name(role: MessageRole) -> &'static str {
     match role {
         MessageRole::User => "User",
         MessageRole::Assistant => "Assistant",
+        MessageRole::Tool => "Tool",
     }
 }
 
@@ -81,6 +82,7 @@ pub(crate) fn parse_role(name: &str) -> Result<MessageRole, AiError> {
     match name {
         "User" => Ok(MessageRole::User),
         "Assistant" => Ok(MessageRole::Assistant),
+        "Tool" => Ok(MessageRole::Tool),
         other => Err(corrupt("message", format!("unknown role '{other}'"))),
     }
 }

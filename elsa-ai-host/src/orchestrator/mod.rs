@@ -143,7 +143,11 @@ impl ChatOrchestratorBuilder {
         );
         ChatOrchestrator {
             core: Arc::new(Core {
-                sessions: ProviderSessions::new(self.provider.clone(), self.clock.clone()),
+                sessions: ProviderSessions::new(
+                    self.provider.clone(),
+                    self.clock.clone(),
+                    conversations.clone(),
+                ),
                 provider: self.provider,
                 governor: self.governor,
                 context: self.context,
@@ -499,7 +503,7 @@ impl AiOrchestrator for ChatOrchestrator {
 
             let (session, created) = core
                 .sessions
-                .session_for(&conversation_id, &agent, &caller)
+                .session_for(&conversation_id, &agent, &caller, existing.is_some())
                 .await
                 .map_err(|error| core.redactor.redact_error(error))?;
             let opened = OpenedSession {
@@ -623,6 +627,7 @@ impl AiOrchestrator for ChatOrchestrator {
                 stop,
                 lost,
                 claim,
+                session_created: created,
                 slot,
                 conversation_id: conversation_id.clone(),
                 caller,

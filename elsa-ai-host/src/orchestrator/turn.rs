@@ -18,7 +18,7 @@ use tracing::{Instrument, Span};
 
 use super::Core;
 use super::claims::ClaimGuard;
-use super::events::TurnEvents;
+use super::events::{TurnEvents, TurnOutput};
 use crate::ToolCallScope;
 use crate::stream::TurnSlot;
 
@@ -36,6 +36,9 @@ pub(super) struct Turn {
     pub caller: AiCaller,
     pub agent: AiAgentDefinition,
     pub session: AiSessionHandle,
+    /// Whether the session was opened for this turn (and is to be recorded with the
+    /// conversation).
+    pub session_created: bool,
     pub message: String,
     pub history: Vec<AiMessage>,
     pub context: Vec<AiResolvedContext>,
@@ -216,7 +219,7 @@ async fn finish(
         End::Completed => {
             let output = events.close(true, &unfinished).await;
             let reply = core.redactor.redact_str(&output.reply).into_owned();
-            let completed = complete(core, &turn, reply, output.tool_calls, duration_ms).await;
+            let completed = complete(core, &turn, reply, &output, duration_ms).await;
             match completed {
                 Ok(()) => (Ok(()), output),
                 Err(error) => (Err(error), output),
@@ -253,6 +256,11 @@ async fn finish(
         span.record("gen_ai.usage.output_tokens", usage.output_tokens);
     }
     let conversation_id = turn.conversation_id.clone();
+    if turn.session_created {
+        core.sessions
+            .record(&turn.caller.tenant_id, &turn.session)
+            .await;
+    }
     if let Some(claim) = &turn.claim
         && !core
             .still_holds(&turn.caller.tenant_id, &conversation_id, claim.turn_id())
@@ -352,14 +360,28 @@ fn forget_claim(
     }
 }
 
-/// Stores the reply and audits `turn.completed`; either failing fails the turn.
+/// Stores the turn's tool calls and its reply as messages and audits `turn.completed`; any of
+/// them failing fails the turn.
 async fn complete(
     core: &Core,
     turn: &Turn,
     reply: String,
-    tool_calls: usize,
+    output: &TurnOutput,
     duration_ms: u64,
 ) -> Result<(), AiError> {
+    let tool_calls = output.tool_calls;
+    // Group-committed together; the conversation keeps them in this order.
+    let stored = core.clock.now();
+    futures::future::try_join_all(output.tool_messages.iter().map(|call| {
+        let mut message = call.to_message(stored);
+        message.content = core.redactor.redact_str(&message.content).into_owned();
+        async move {
+            core.conversations
+                .append_message(&turn.conversation_id, &turn.caller.tenant_id, &message)
+                .await
+        }
+    }))
+    .await?;
     if !reply.is_empty() {
         let message = AiMessage {
             role: MessageRole::Assistant,

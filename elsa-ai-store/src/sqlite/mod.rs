@@ -10,9 +10,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
-    AiProposal, AiProposalStore, AiStreamEvent, AiStreamJournal, AiToolEnablementStore,
-    AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId, ProposalQuery,
-    ToolEnablement,
+    AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent, AiStreamJournal,
+    AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId,
+    ProposalQuery, ToolEnablement,
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use rusqlite::{OptionalExtension, params};
@@ -23,7 +23,7 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use crate::error::{StoreError, failed};
+use crate::error::{StoreError, corrupt, failed};
 use crate::group_commit::{Batching, GroupCommitWriter};
 use crate::rows::{
     AuditRow, ClaimRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, TurnClaimRow,
@@ -494,6 +494,42 @@ impl AiConversationStore for SqliteStore {
             })
             .await
             .map_err(|e| e.into_ai("purging conversations"))
+    }
+
+    async fn provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiSessionHandle>, AiError> {
+        let stored: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT provider_session FROM conversations WHERE id = ? AND tenant_id = ?",
+        )
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| failed("reading a provider session", e))?;
+        stored
+            .flatten()
+            .map(|json| serde_json::from_str(&json).map_err(|e| corrupt("provider session", e)))
+            .transpose()
+    }
+
+    async fn set_provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        session: &AiSessionHandle,
+    ) -> Result<(), AiError> {
+        let json = serde_json::to_string(session)
+            .map_err(|e| failed("recording a provider session", e))?;
+        // Group-committed with the turn's other writes.
+        let write = ConversationWrite::Session {
+            conversation_id: id.as_str().to_owned(),
+            tenant_id: tenant_id.as_str().to_owned(),
+            session: json,
+        };
+        self.writes.write(SqliteWrite::Conversation(write)).await
     }
 }
 

@@ -204,6 +204,12 @@ pub(super) enum ConversationWrite {
         tenant_id: String,
         message: MessageRow,
     },
+    /// The provider session of an existing conversation of the tenant (JSON).
+    Session {
+        conversation_id: String,
+        tenant_id: String,
+        session: String,
+    },
 }
 
 impl ConversationWrite {
@@ -211,6 +217,9 @@ impl ConversationWrite {
         match self {
             Self::Create { id, .. } => id,
             Self::Append {
+                conversation_id, ..
+            }
+            | Self::Session {
                 conversation_id, ..
             } => conversation_id,
         }
@@ -290,6 +299,12 @@ impl BatchInsert for Writes {
                         conflicts::conversation_not_found(&id)
                     }
                     ConversationWrite::Append { .. } => failed("appending a message", error),
+                    ConversationWrite::Session { .. } if matches!(error, WriteError::Refused) => {
+                        conflicts::conversation_not_found(&id)
+                    }
+                    ConversationWrite::Session { .. } => {
+                        failed("recording a provider session", error)
+                    }
                 }
             }
         }
@@ -481,6 +496,21 @@ fn write_conversation(tx: &Transaction<'_>, write: &ConversationWrite) -> Result
                 return Err(WriteError::Refused);
             }
             insert_message(tx, conversation_id, message)?;
+        }
+        ConversationWrite::Session {
+            conversation_id,
+            tenant_id,
+            session,
+        } => {
+            let touched = tx
+                .prepare_cached(
+                    "UPDATE conversations SET provider_session = ?1 \
+                     WHERE id = ?2 AND tenant_id = ?3",
+                )?
+                .execute(params![session, conversation_id, tenant_id])?;
+            if touched == 0 {
+                return Err(WriteError::Refused);
+            }
         }
     }
     Ok(())

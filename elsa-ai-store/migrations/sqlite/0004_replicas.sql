@@ -17,3 +17,7 @@ CREATE TABLE turn_claims (
 );
 CREATE INDEX turn_claims_by_replica ON turn_claims (replica_id);
 CREATE INDEX turn_claims_by_lease ON turn_claims (lease_until_ns);
+
+-- The provider session a conversation's turns continue (the session handle as JSON), so
+-- that its next turn, on any replica or after a restart, continues the same session.
+ALTER TABLE conversations ADD COLUMN provider_session TEXT;
