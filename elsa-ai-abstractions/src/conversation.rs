@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use elsa_workflows::{Page, PageRequest, TenantId};
 use serde::{Deserialize, Serialize};
 
-use crate::{AiError, AiStreamEvent, ConversationId};
+use crate::{AiError, AiSessionHandle, AiStreamEvent, ConversationId};
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -14,6 +14,42 @@ pub enum MessageRole {
     User,
     /// The assistant.
     Assistant,
+    /// A tool call of the assistant and its result, as the model read it (the content is an
+    /// [`AiToolMessage`] as JSON), so that a later turn, on any replica, hands the model the
+    /// whole conversation.
+    Tool,
+}
+
+/// What a [`MessageRole::Tool`] message holds: one tool call and its result, redacted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AiToolMessage {
+    /// The provider's call id.
+    pub call_id: String,
+    /// The Weaver tool name.
+    pub tool_name: String,
+    /// The arguments, redacted.
+    pub arguments: serde_json::Value,
+    /// The result the model read (content or error), redacted.
+    pub result: serde_json::Value,
+}
+
+impl AiToolMessage {
+    /// The call as a message of the conversation.
+    pub fn to_message(&self, timestamp: DateTime<Utc>) -> AiMessage {
+        AiMessage {
+            role: MessageRole::Tool,
+            content: serde_json::to_string(self).unwrap_or_default(),
+            timestamp,
+        }
+    }
+
+    /// The call a `Tool` message holds (`None` for other messages or unreadable content).
+    pub fn from_message(message: &AiMessage) -> Option<Self> {
+        (message.role == MessageRole::Tool)
+            .then(|| serde_json::from_str(&message.content).ok())
+            .flatten()
+    }
 }
 
 /// One message of a conversation (redacted).
@@ -81,6 +117,23 @@ pub trait AiConversationStore: Send + Sync {
 
     /// Deletes conversations (and their journals) last updated before `cutoff`; returns how many.
     async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError>;
+
+    /// The provider session the conversation's turns continue, as last recorded (`None` when
+    /// none was, or the conversation is not in this tenant).
+    async fn provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiSessionHandle>, AiError>;
+
+    /// Records the provider session of the conversation, so that its next turn continues it
+    /// on any replica, or after a restart (404 `conversation_not_found` outside the tenant).
+    async fn set_provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        session: &AiSessionHandle,
+    ) -> Result<(), AiError>;
 }
 
 /// The durable, ordered log of every stream event, per conversation of a tenant.

@@ -39,6 +39,7 @@ mod provider;
 mod redaction;
 mod stream;
 mod tool;
+mod turn_claims;
 
 pub use agent::AiAgentDefinition;
 pub use audit::{AiAuditEvent, AiAuditLog, AiAuditSink, AuditAction, AuditOutcome, AuditQuery};
@@ -48,7 +49,7 @@ pub use context::{
     AttachmentKind,
 };
 pub use conversation::{
-    AiConversation, AiConversationStore, AiMessage, AiStreamJournal, MessageRole,
+    AiConversation, AiConversationStore, AiMessage, AiStreamJournal, AiToolMessage, MessageRole,
 };
 pub use enablement::{AiToolEnablementStore, ToolEnablement};
 pub use error::{AiError, AiErrorBody};
@@ -72,5 +73,6 @@ pub use tool::{
     ToolSource, linked_tools,
 };
 
-/// Re-exported so that tool modules register with the same `inventory` this crate collects.
 pub use inventory;
+/// Re-exported so that tool modules register with the same `inventory` this crate collects.
+pub use turn_claims::{AiTurnClaim, AiTurnClaims, TURN_CLAIM_LAPSED, TURN_IN_PROGRESS};

@@ -151,6 +151,20 @@ pub trait AiProvider: Send + Sync {
         request: CreateAiSessionRequest,
     ) -> Result<AiSessionHandle, AiError>;
 
+    /// The session for a conversation whose session `recorded` was opened earlier, possibly
+    /// by another replica or before a restart. The default opens a new one (a provider whose
+    /// sessions live in its own process cannot continue another process's; the new session's
+    /// first turn gets the conversation's history); a provider whose sessions hold no state
+    /// of their own returns `recorded`.
+    async fn continue_session(
+        &self,
+        recorded: &AiSessionHandle,
+        request: CreateAiSessionRequest,
+    ) -> Result<AiSessionHandle, AiError> {
+        let _ = recorded;
+        self.create_session(request).await
+    }
+
     /// Runs one turn, calling tools only through `invoker`. The stream ends after
     /// [`AiProviderEvent::Completed`] or [`AiProviderEvent::Failed`].
     fn execute_turn(

@@ -151,6 +151,7 @@ pub(crate) fn turn_prompt(
             let role = match earlier.role {
                 MessageRole::User => "user",
                 MessageRole::Assistant => "assistant",
+                MessageRole::Tool => "tool",
             };
             let _ = writeln!(prompt, "{role}: {}", earlier.content);
         }

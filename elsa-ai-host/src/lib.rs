@@ -265,7 +265,8 @@ pub use governor::{
 };
 pub use host_core::{HostCore, HostCoreBuilder};
 pub use orchestrator::{
-    ChatOrchestrator, ChatOrchestratorBuilder, OrchestratorSettings, ProviderSessions, chat_span,
+    ChatOrchestrator, ChatOrchestratorBuilder, DEFAULT_TURN_LEASE, OrchestratorSettings,
+    ProviderSessions, chat_span,
 };
 pub use proposals::{
     EXPIRY_ACTOR, InMemoryProposalStore, ProposalAction, ProposalService, ProposalServiceBuilder,

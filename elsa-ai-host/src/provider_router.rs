@@ -185,6 +185,17 @@ impl AiProvider for ProviderRouter {
         Ok(session)
     }
 
+    async fn continue_session(
+        &self,
+        recorded: &AiSessionHandle,
+        request: CreateAiSessionRequest,
+    ) -> Result<AiSessionHandle, AiError> {
+        let (provider, inner) = self.inner_session(recorded)?;
+        let mut session = provider.continue_session(&inner, request).await?;
+        session.provider.clone_from(&recorded.provider);
+        Ok(session)
+    }
+
     fn execute_turn(
         &self,
         mut request: AiTurnRequest,

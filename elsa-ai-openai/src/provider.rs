@@ -137,6 +137,20 @@ impl AiProvider for OpenAiProvider {
         })
     }
 
+    /// The conversation travels with each turn, so a recorded session continues anywhere
+    /// (after the same reachability check as a new one).
+    async fn continue_session(
+        &self,
+        recorded: &AiSessionHandle,
+        request: CreateAiSessionRequest,
+    ) -> Result<AiSessionHandle, AiError> {
+        let fresh = self.create_session(request).await?;
+        Ok(AiSessionHandle {
+            session_id: recorded.session_id.clone(),
+            ..fresh
+        })
+    }
+
     fn execute_turn(
         &self,
         request: AiTurnRequest,

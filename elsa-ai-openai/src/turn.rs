@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use elsa_ai_abstractions::function_names::ToolNames;
+use elsa_ai_abstractions::function_names::{self, ToolNames};
 use elsa_ai_abstractions::{
-    AiError, AiProviderEvent, AiProviderToolInvocation, AiProviderToolInvoker, AiTurnRequest,
-    MessageRole,
+    AiError, AiProviderEvent, AiProviderToolInvocation, AiProviderToolInvoker, AiToolMessage,
+    AiTurnRequest, MessageRole,
 };
 use serde_json::{Value, json};
 
@@ -84,10 +84,27 @@ fn opening_items(request: &AiTurnRequest) -> Vec<Item> {
         items.push(Item::System(request.agent.instructions.clone()));
     }
     for earlier in &request.history {
-        items.push(match earlier.role {
-            MessageRole::User => Item::User(earlier.content.clone()),
-            MessageRole::Assistant => Item::Assistant(earlier.content.clone()),
-        });
+        match earlier.role {
+            MessageRole::User => items.push(Item::User(earlier.content.clone())),
+            MessageRole::Assistant => items.push(Item::Assistant(earlier.content.clone())),
+            // An earlier turn's tool call, as the model made it and read its result.
+            MessageRole::Tool => {
+                if let Some(call) = AiToolMessage::from_message(earlier) {
+                    items.push(Item::Calls {
+                        text: String::new(),
+                        calls: vec![ModelCall {
+                            id: call.call_id.clone(),
+                            name: function_names::wire_name(&call.tool_name),
+                            arguments: call.arguments.to_string(),
+                        }],
+                    });
+                    items.push(Item::Result {
+                        call_id: call.call_id,
+                        output: call.result.to_string(),
+                    });
+                }
+            }
+        }
     }
     let mut message = String::new();
     for attachment in &request.context {

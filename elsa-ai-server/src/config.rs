@@ -189,7 +189,14 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     clamped (flag --result-budget-bytes,
                                     env WEAVER_RESULT_BUDGET_BYTES).
   retention_days = 30               Conversations idle this long are purged.
-  proposal_ttl_days = 7             Proposals nobody acted on expire after this long."#;
+  proposal_ttl_days = 7             Proposals nobody acted on expire after this long.
+  turn_lease_secs = 30              With a SQLite or PostgreSQL store: how long a running
+                                    turn's claim on its conversation lasts without a heartbeat
+                                    (renewed every third of it). Replicas sharing the store
+                                    refuse a second turn (409 turn_in_progress) while it runs;
+                                    a turn whose server died (killed, crashed) is closed with
+                                    conversation.failed, code replica_lost, by another replica
+                                    or by the restarted one, within this plus a third of it."#;
 
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -617,6 +624,8 @@ pub struct LimitsConfig {
     pub retention_days: Option<u32>,
     /// Proposal time-to-live in days.
     pub proposal_ttl_days: Option<u32>,
+    /// The lease of a running turn's claim in a shared store, in seconds.
+    pub turn_lease_secs: Option<u64>,
 }
 
 /// Why a configuration cannot be used.
@@ -972,6 +981,7 @@ mod tests {
             "result_budget_bytes",
             "retention_days",
             "proposal_ttl_days",
+            "turn_lease_secs",
             "WEAVER_DEV_KEY",
             "[[mcp.servers]]",
             "command",

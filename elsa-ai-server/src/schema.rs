@@ -14,7 +14,7 @@ pub(crate) mod names {
     pub const TOOL_SOURCE: &[&str] = &["BuiltIn", "Module", "Mcp"];
     pub const PROPOSAL_KIND: &[&str] = &["Create", "Update"];
     pub const AUDIT_OUTCOME: &[&str] = &["Success", "Failure", "Denied"];
-    pub const MESSAGE_ROLE: &[&str] = &["User", "Assistant"];
+    pub const MESSAGE_ROLE: &[&str] = &["User", "Assistant", "Tool"];
     pub const STREAM_EVENT_TYPE: &[&str] = &[
         "conversation.started",
         "assistant.delta",

@@ -15,16 +15,16 @@ use chrono::TimeDelta;
 use elsa_ai_abstractions::{
     AiAgentDefinition, AiAuditLog, AiAuditSink, AiCaller, AiContextProvider, AiConversationStore,
     AiProposalStore, AiProvider, AiStreamJournal, AiTool, AiToolEnablementStore, AiToolServices,
-    Permission,
+    AiTurnClaims, Permission,
 };
 use elsa_ai_host::{
-    AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
-    InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
+    AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, DEFAULT_TURN_LEASE, HostCore,
+    InMemoryAuditLog, InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
     InMemoryToolEnablementStore, Metrics, OrchestratorSettings, ProposalService, Redactor,
     RedactorBuilder, RetentionSweeper, ToolRegistry, builtin_context_providers,
 };
 use elsa_ai_mcp::{McpClients, McpEndpoint};
-use elsa_ai_store::{PostgresStore, SqliteStore};
+use elsa_ai_store::{JournalFeed, PostgresStore, SqliteStore};
 use elsa_workflows::{
     ElsaServerBackend, ElsaServerConfig, FolderDefinitionWriter, InMemoryWorkflowBackend, TenantId,
     TenantRouter, WorkflowServices, samples,
@@ -162,6 +162,8 @@ struct Stores {
     conversations: Arc<dyn AiConversationStore>,
     journal: Arc<dyn AiStreamJournal>,
     enablement: Arc<dyn AiToolEnablementStore>,
+    /// Turn claims shared with other replicas and restarts (the durable stores).
+    claims: Option<Arc<dyn AiTurnClaims>>,
     backend: StoreBackend,
     view: PersistenceView,
 }
@@ -260,6 +262,7 @@ impl Stores {
             + AiConversationStore
             + AiStreamJournal
             + AiToolEnablementStore
+            + AiTurnClaims
             + 'static,
     {
         Self {
@@ -268,6 +271,7 @@ impl Stores {
             audit_log: store.clone(),
             conversations: store.clone(),
             journal: store.clone(),
+            claims: Some(store.clone()),
             enablement: store,
             backend,
             view: PersistenceView {
@@ -288,6 +292,7 @@ impl Stores {
             conversations: Arc::new(InMemoryConversationStore::with_journal(journal.clone())),
             journal,
             enablement: Arc::new(InMemoryToolEnablementStore::new()),
+            claims: None,
             backend: StoreBackend::Memory,
             view: PersistenceView {
                 store: "memory".into(),
@@ -319,6 +324,7 @@ pub struct Weaver {
     metrics: Arc<Metrics>,
     metrics_listen: Option<SocketAddr>,
     telemetry: Option<Telemetry>,
+    journal_feed: Option<tokio::sync::mpsc::Receiver<JournalFeed>>,
 }
 
 impl std::fmt::Debug for Weaver {
@@ -576,7 +582,7 @@ impl Weaver {
         let governor = governor.build();
         let background = CancellationToken::new();
         let mcp_endpoint = McpEndpoint::new(governor.clone(), background.clone());
-        let orchestrator = core
+        let mut orchestrator = core
             .orchestrator(provider.clone(), governor, context)
             .settings(OrchestratorSettings {
                 grace_window,
@@ -584,8 +590,24 @@ impl Weaver {
                     .max_message_bytes
                     .unwrap_or(defaults.max_message_bytes),
                 ..defaults
-            })
-            .build();
+            });
+        if let Some(claims) = &stores.claims {
+            let lease = limits
+                .turn_lease_secs
+                .map_or(DEFAULT_TURN_LEASE, |secs| Duration::from_secs(secs.max(1)));
+            orchestrator = orchestrator.turn_claims(claims.clone(), lease);
+        }
+        let orchestrator = orchestrator.build();
+        // Other replicas' journal commits, announced by PostgreSQL, reach this one's clients.
+        let journal_feed = match &stores.backend {
+            StoreBackend::Postgres(store) => Some(
+                store
+                    .journal_feed()
+                    .await
+                    .map_err(|e| StartupError::Store(e.to_string()))?,
+            ),
+            _ => None,
+        };
         proposals.publish_events_to(orchestrator.events());
 
         let provider_view = ProviderView::new(provider.info());
@@ -641,6 +663,7 @@ impl Weaver {
             metrics,
             metrics_listen,
             telemetry,
+            journal_feed,
         })
     }
 
@@ -695,8 +718,34 @@ impl Weaver {
         &self.report
     }
 
-    /// Starts the background work: the retention sweep and the proposal expiry, hourly.
-    fn start_background(&self) {
+    /// Starts the background work: the retention sweep and the proposal expiry, hourly; the
+    /// turn claims' heartbeat and sweep; other replicas' journal commits to this one's
+    /// clients.
+    fn start_background(&mut self) {
+        let orchestrator = self.orchestrator.clone();
+        let stop = self.background.clone();
+        tokio::spawn(async move { orchestrator.keep_claims(stop).await });
+        if let Some(mut feed) = self.journal_feed.take() {
+            let orchestrator = self.orchestrator.clone();
+            let stop = self.background.clone();
+            tokio::spawn(async move {
+                loop {
+                    let heard = tokio::select! {
+                        () = stop.cancelled() => return,
+                        heard = feed.recv() => heard,
+                    };
+                    match heard {
+                        Some(JournalFeed::Appended(notice)) => orchestrator.journal_advanced(
+                            &notice.tenant_id,
+                            &notice.conversation_id,
+                            notice.sequence,
+                        ),
+                        Some(JournalFeed::Missed) => orchestrator.journal_missed(),
+                        None => return,
+                    }
+                }
+            });
+        }
         RetentionSweeper::new(
             self.conversations.clone(),
             self.retention,
@@ -729,7 +778,7 @@ impl Weaver {
     /// clients receive every event); then what still runs is cancelled, open streams end,
     /// and the stores are flushed.
     pub async fn serve(
-        self,
+        mut self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {

@@ -61,3 +61,24 @@ pub(crate) fn sequence_of(conversation_id: &str, sequence: u64, last: u64) -> Ai
         ),
     )
 }
+
+/// A claim refused because `current` (a claim whose lease ends at `lease_until_ns`) is in the
+/// way at `now_ns`: 409 `turn_in_progress` while it runs, 409 `turn_claim_lapsed` after.
+pub(crate) fn turn_claimed(conversation_id: &str, lease_until_ns: i64, now_ns: i64) -> AiError {
+    if lease_until_ns < now_ns {
+        AiError::conflict(
+            elsa_ai_abstractions::TURN_CLAIM_LAPSED,
+            format!(
+                "conversation '{conversation_id}' is claimed by a turn whose replica stopped \
+                 renewing it"
+            ),
+        )
+    } else {
+        AiError::conflict(
+            elsa_ai_abstractions::TURN_IN_PROGRESS,
+            format!(
+                "conversation '{conversation_id}' has a turn in progress; wait for it to finish"
+            ),
+        )
+    }
+}

@@ -67,6 +67,6 @@ pub mod testing;
 pub use error::StoreError;
 pub use group_commit::Batching;
 #[cfg(feature = "postgres")]
-pub use postgres::{PostgresStore, PostgresStoreOptions};
+pub use postgres::{JournalFeed, JournalNotice, PostgresStore, PostgresStoreOptions};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{SqliteStore, SqliteStoreOptions};

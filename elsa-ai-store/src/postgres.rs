@@ -8,21 +8,24 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
-    AiProposal, AiProposalStore, AiStreamEvent, AiStreamJournal, AiToolEnablementStore, AuditQuery,
-    ConversationId, ProposalId, ProposalQuery, ToolEnablement,
+    AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent, AiStreamJournal,
+    AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId,
+    ProposalQuery, ToolEnablement,
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use tokio::sync::mpsc;
 
-use crate::error::{StoreError, failed, is_unique_violation, store_closed};
+use crate::error::{StoreError, corrupt, failed, is_unique_violation, store_closed};
 use crate::group_commit::{
     BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
 };
 use crate::rows::{
-    AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
-    conversation_from_row, decode_proposal, decode_stream_event, enablement_from_row, from_nanos,
-    from_sql_count, parse_role, role_name, to_nanos, to_sql_count, to_sql_counter,
+    AuditRow, ClaimRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, TurnClaimRow,
+    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal,
+    decode_stream_event, enablement_from_row, from_nanos, from_sql_count, is_terminal, parse_role,
+    role_name, to_nanos, to_sql_count, to_sql_counter,
 };
 use crate::{conflicts, filters};
 
@@ -159,6 +162,87 @@ impl PostgresStore {
     }
 }
 
+/// The channel on which every journal commit announces how far its conversations reach.
+const JOURNAL_CHANNEL: &str = "weaver_journal";
+
+/// How far one conversation's journal reaches, as a commit announced it to every replica.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JournalNotice {
+    /// The conversation's tenant.
+    pub tenant_id: TenantId,
+    /// The conversation.
+    pub conversation_id: ConversationId,
+    /// The last sequence the commit wrote.
+    pub sequence: u64,
+}
+
+impl JournalNotice {
+    fn encode(tenant_id: &str, conversation_id: &str, sequence: i64) -> String {
+        serde_json::json!([tenant_id, conversation_id, sequence]).to_string()
+    }
+
+    fn decode(payload: &str) -> Option<Self> {
+        let (tenant_id, conversation_id, sequence): (String, String, u64) =
+            serde_json::from_str(payload).ok()?;
+        Some(Self {
+            tenant_id: TenantId::new(tenant_id),
+            conversation_id: ConversationId::new(conversation_id),
+            sequence,
+        })
+    }
+}
+
+/// What a replica hears about the shared journal (see [`PostgresStore::journal_feed`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JournalFeed {
+    /// A commit appended to a conversation's journal.
+    Appended(JournalNotice),
+    /// The listening connection was lost (and is being restored): announcements made
+    /// meanwhile are gone, so whoever follows a journal reads it again.
+    Missed,
+}
+
+impl PostgresStore {
+    /// Listens for the journal commits of every replica (PostgreSQL `LISTEN`): each commit
+    /// announces, per conversation it appended to, the last sequence it wrote. The feed ends
+    /// when the store closes or the receiver is dropped.
+    ///
+    /// # Errors
+    ///
+    /// When the listening connection cannot be opened.
+    pub async fn journal_feed(&self) -> Result<mpsc::Receiver<JournalFeed>, AiError> {
+        let mut listener = PgListener::connect_with(&self.pool)
+            .await
+            .map_err(|e| failed("listening for journal appends", e))?;
+        listener
+            .listen(JOURNAL_CHANNEL)
+            .await
+            .map_err(|e| failed("listening for journal appends", e))?;
+        let (feed, heard) = mpsc::channel(4096);
+        tokio::spawn(async move {
+            loop {
+                let next = match listener.try_recv().await {
+                    Ok(Some(notification)) => match JournalNotice::decode(notification.payload()) {
+                        Some(notice) => JournalFeed::Appended(notice),
+                        None => continue,
+                    },
+                    Ok(None) => JournalFeed::Missed,
+                    Err(sqlx::Error::PoolClosed) => return,
+                    Err(error) => {
+                        tracing::warn!(%error, "journal listener failed; listening again");
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        JournalFeed::Missed
+                    }
+                };
+                if feed.send(next).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(heard)
+    }
+}
+
 /// Audit batches, one `INSERT` each.
 struct AuditInserts {
     pool: PgPool,
@@ -281,6 +365,35 @@ impl BatchInsert for JournalInserts {
         .bind(rows.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
         .execute(&mut *tx)
         .await?;
+        // A turn's terminal event ends its claim in the same commit.
+        let ended: Vec<(&str, &str)> = rows
+            .iter()
+            .filter(|r| is_terminal(r.event_type))
+            .map(|r| (r.tenant_id.as_str(), r.conversation_id.as_str()))
+            .collect();
+        if !ended.is_empty() {
+            sqlx::query(
+                "DELETE FROM turn_claims WHERE (tenant_id, conversation_id) IN \
+                 (SELECT * FROM UNNEST($1::text[], $2::text[]))",
+            )
+            .bind(ended.iter().map(|(t, _)| *t).collect::<Vec<_>>())
+            .bind(ended.iter().map(|(_, c)| *c).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await?;
+        }
+        // Every replica hears, at commit, how far each conversation's journal now reaches.
+        let notices: Vec<String> = last
+            .iter()
+            .filter(|(_, sequence)| **sequence > 0)
+            .map(|((tenant, conversation), sequence)| {
+                JournalNotice::encode(tenant, conversation, *sequence)
+            })
+            .collect();
+        sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
+            .bind(JOURNAL_CHANNEL)
+            .bind(&notices)
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await
     }
 
@@ -634,6 +747,49 @@ impl AiConversationStore for PostgresStore {
         tx.commit().await.map_err(|e| failed(doing, e))?;
         Ok(usize::try_from(purged).unwrap_or(usize::MAX))
     }
+
+    async fn provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiSessionHandle>, AiError> {
+        let stored: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT provider_session FROM conversations WHERE id = $1 AND tenant_id = $2",
+        )
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| failed("reading a provider session", e))?;
+        stored
+            .flatten()
+            .map(|json| serde_json::from_str(&json).map_err(|e| corrupt("provider session", e)))
+            .transpose()
+    }
+
+    async fn set_provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        session: &AiSessionHandle,
+    ) -> Result<(), AiError> {
+        let json = serde_json::to_string(session)
+            .map_err(|e| failed("recording a provider session", e))?;
+        let touched = sqlx::query(
+            "UPDATE conversations SET provider_session = $1 WHERE id = $2 AND tenant_id = $3",
+        )
+        .bind(json)
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed("recording a provider session", e))?
+        .rows_affected();
+        if touched == 0 {
+            return Err(conflicts::conversation_not_found(id));
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -722,5 +878,152 @@ impl AiToolEnablementStore for PostgresStore {
         .await
         .map_err(|e| failed("recording tool enablement", e))?;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl AiTurnClaims for PostgresStore {
+    async fn claim(&self, claim: &AiTurnClaim, now: DateTime<Utc>) -> Result<(), AiError> {
+        let row = ClaimRow::new(claim, now)?;
+        let doing = "claiming a conversation for a turn";
+        let inserted = sqlx::query(
+            "INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
+             lease_until_ns) VALUES ($1, $2, $3, $4, $5) \
+             ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
+        )
+        .bind(&row.tenant_id)
+        .bind(&row.conversation_id)
+        .bind(&row.turn_id)
+        .bind(&row.replica_id)
+        .bind(row.lease_until_ns)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed(doing, e))?
+        .rows_affected();
+        if inserted == 1 {
+            return Ok(());
+        }
+        let lease: Option<i64> = sqlx::query_scalar(
+            "SELECT lease_until_ns FROM turn_claims WHERE tenant_id = $1 AND conversation_id = $2",
+        )
+        .bind(&row.tenant_id)
+        .bind(&row.conversation_id)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| failed(doing, e))?;
+        // Released in the meantime: reported as in progress; the caller may try again.
+        Err(conflicts::turn_claimed(
+            &row.conversation_id,
+            lease.unwrap_or(i64::MAX),
+            row.now_ns,
+        ))
+    }
+
+    async fn current(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+    ) -> Result<Option<AiTurnClaim>, AiError> {
+        let row: Option<TurnClaimRow> = sqlx::query_as(
+            "SELECT tenant_id, conversation_id, turn_id, replica_id, lease_until_ns, \
+             attached_until_ns FROM turn_claims WHERE tenant_id = $1 AND conversation_id = $2",
+        )
+        .bind(tenant_id.as_str())
+        .bind(conversation_id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| failed("reading a turn claim", e))?;
+        Ok(row.map(claim_from_row))
+    }
+
+    async fn renew(
+        &self,
+        replica_id: &str,
+        lease_until: DateTime<Utc>,
+        watching: &[(TenantId, ConversationId)],
+    ) -> Result<Vec<String>, AiError> {
+        let until = to_nanos(lease_until, "turn lease")?;
+        let doing = "renewing turn claims";
+        if !watching.is_empty() {
+            sqlx::query(
+                "UPDATE turn_claims SET attached_until_ns = $1 WHERE (tenant_id, \
+                 conversation_id) IN (SELECT * FROM UNNEST($2::text[], $3::text[]))",
+            )
+            .bind(until)
+            .bind(watching.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>())
+            .bind(watching.iter().map(|(_, c)| c.as_str()).collect::<Vec<_>>())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| failed(doing, e))?;
+        }
+        sqlx::query_scalar(
+            "UPDATE turn_claims SET lease_until_ns = GREATEST(lease_until_ns, $1) \
+             WHERE replica_id = $2 RETURNING turn_id",
+        )
+        .bind(until)
+        .bind(replica_id)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed(doing, e))
+    }
+
+    async fn release(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        turn_id: &str,
+    ) -> Result<(), AiError> {
+        sqlx::query(
+            "DELETE FROM turn_claims WHERE tenant_id = $1 AND conversation_id = $2 \
+             AND turn_id = $3",
+        )
+        .bind(tenant_id.as_str())
+        .bind(conversation_id.as_str())
+        .bind(turn_id)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed("releasing a turn claim", e))?;
+        Ok(())
+    }
+
+    async fn lapsed(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<AiTurnClaim>, AiError> {
+        let rows: Vec<TurnClaimRow> = sqlx::query_as(
+            "SELECT tenant_id, conversation_id, turn_id, replica_id, lease_until_ns, \
+             attached_until_ns FROM turn_claims WHERE lease_until_ns < $1 \
+             ORDER BY lease_until_ns LIMIT $2",
+        )
+        .bind(clamp_nanos(now))
+        .bind(to_sql_count(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed("reading lapsed turn claims", e))?;
+        Ok(rows.into_iter().map(claim_from_row).collect())
+    }
+
+    async fn take_over(
+        &self,
+        lapsed: &AiTurnClaim,
+        by: &AiTurnClaim,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AiError> {
+        let row = ClaimRow::new(by, now)?;
+        // One conditional statement: of replicas racing for the claim, one matches.
+        let taken = sqlx::query(
+            "UPDATE turn_claims SET turn_id = $1, replica_id = $2, lease_until_ns = $3, \
+             attached_until_ns = NULL WHERE tenant_id = $4 AND conversation_id = $5 \
+             AND turn_id = $6 AND lease_until_ns < $7",
+        )
+        .bind(&row.turn_id)
+        .bind(&row.replica_id)
+        .bind(row.lease_until_ns)
+        .bind(&row.tenant_id)
+        .bind(&row.conversation_id)
+        .bind(&lapsed.turn_id)
+        .bind(row.now_ns)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed("taking over a turn claim", e))?
+        .rows_affected();
+        Ok(taken == 1)
     }
 }

@@ -6,8 +6,8 @@
 
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiConversation, AiError, AiMessage, AiProposal, AiStreamEvent, AuditOutcome,
-    ConversationId, MessageRole, ToolEnablement,
+    AiAuditEvent, AiConversation, AiError, AiMessage, AiProposal, AiStreamEvent, AiStreamEventType,
+    AiTurnClaim, AuditOutcome, ConversationId, MessageRole, ToolEnablement,
 };
 use elsa_workflows::TenantId;
 
@@ -73,6 +73,7 @@ pub(crate) fn role_name(role: MessageRole) -> &'static str {
     match role {
         MessageRole::User => "User",
         MessageRole::Assistant => "Assistant",
+        MessageRole::Tool => "Tool",
     }
 }
 
@@ -81,6 +82,7 @@ pub(crate) fn parse_role(name: &str) -> Result<MessageRole, AiError> {
     match name {
         "User" => Ok(MessageRole::User),
         "Assistant" => Ok(MessageRole::Assistant),
+        "Tool" => Ok(MessageRole::Tool),
         other => Err(corrupt("message", format!("unknown role '{other}'"))),
     }
 }
@@ -312,4 +314,52 @@ mod tests {
             "counter_out_of_range"
         );
     }
+}
+
+/// A turn claim as it is inserted: the claim's columns and the instant it is made (what
+/// decides whether a claim in the way has lapsed).
+#[derive(Debug)]
+pub(crate) struct ClaimRow {
+    pub tenant_id: String,
+    pub conversation_id: String,
+    pub turn_id: String,
+    pub replica_id: String,
+    pub lease_until_ns: i64,
+    pub now_ns: i64,
+}
+
+impl ClaimRow {
+    pub fn new(claim: &AiTurnClaim, now: DateTime<Utc>) -> Result<Self, AiError> {
+        Ok(Self {
+            tenant_id: claim.tenant_id.as_str().to_owned(),
+            conversation_id: claim.conversation_id.as_str().to_owned(),
+            turn_id: claim.turn_id.clone(),
+            replica_id: claim.replica_id.clone(),
+            lease_until_ns: to_nanos(claim.lease_until, "turn lease")?,
+            now_ns: to_nanos(now, "turn claim")?,
+        })
+    }
+}
+
+/// A `turn_claims` row: tenant, conversation, turn, replica, lease end and attached-until
+/// (ns).
+pub(crate) type TurnClaimRow = (String, String, String, String, i64, Option<i64>);
+
+/// The claim a `turn_claims` row holds.
+pub(crate) fn claim_from_row(row: TurnClaimRow) -> AiTurnClaim {
+    let (tenant_id, conversation_id, turn_id, replica_id, lease_until, attached_until) = row;
+    AiTurnClaim {
+        tenant_id: TenantId::new(tenant_id),
+        conversation_id: ConversationId::new(conversation_id),
+        turn_id,
+        replica_id,
+        lease_until: from_nanos(lease_until),
+        attached_until: attached_until.map(from_nanos),
+    }
+}
+
+/// Whether a journal row of `event_type` ends a turn (and so its claim).
+pub(crate) fn is_terminal(event_type: &str) -> bool {
+    event_type == AiStreamEventType::ConversationCompleted.as_str()
+        || event_type == AiStreamEventType::ConversationFailed.as_str()
 }

@@ -63,6 +63,14 @@ pub enum ModelReply {
     /// Stream this text, then keep the response open, sending nothing, until the client
     /// goes away or the server stops (see [`ScriptedModelServer::open_streams`]).
     Stall(String),
+    /// Answer with this text word by word, pausing `pause` before each word, like a model
+    /// that takes its time (a turn that stays live long enough to be watched).
+    Paced {
+        /// The whole answer.
+        text: String,
+        /// The pause before each word.
+        pause: std::time::Duration,
+    },
 }
 
 /// How the server bends the stream format, as some real servers do. The default is none.
@@ -367,14 +375,15 @@ async fn handle(
     }
     let reply = state.script.lock().pop_front();
     let answer = match reply {
-        Some(ModelReply::Text(text)) => Answer::Text(text),
+        Some(ModelReply::Text(text)) => Answer::Text(text, None),
+        Some(ModelReply::Paced { text, pause }) => Answer::Text(text, Some(pause)),
         Some(ModelReply::ToolCall { name, arguments }) => {
             Answer::ToolCalls(vec![(name, arguments)])
         }
         Some(ModelReply::ToolCalls(calls)) => Answer::ToolCalls(calls),
         Some(ModelReply::QuoteToolResult { prefix }) => {
             let quoted = request.tool_messages().pop().unwrap_or_default();
-            Answer::Text(format!("{prefix}{quoted}"))
+            Answer::Text(format!("{prefix}{quoted}"), None)
         }
         Some(ModelReply::Error { status, message }) => {
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -402,7 +411,7 @@ async fn handle(
         Some(ModelReply::Garbage) => Answer::Garbage,
         Some(ModelReply::CutOff) => Answer::CutOff,
         Some(ModelReply::Stall(text)) => Answer::Stall(text),
-        None => Answer::Text("(the scripted model has no more replies)".into()),
+        None => Answer::Text("(the scripted model has no more replies)".into(), None),
     };
     let model = request.body["model"]
         .as_str()
@@ -421,7 +430,8 @@ async fn handle(
 
 /// A reply with its tool result already quoted.
 enum Answer {
-    Text(String),
+    /// Text, with a pause before each word when paced.
+    Text(String, Option<std::time::Duration>),
     ToolCalls(Vec<(String, Value)>),
     Garbage,
     CutOff,
@@ -438,6 +448,8 @@ enum Frame {
     Break,
     /// Send nothing more, keeping the body open until the server stops.
     Stall,
+    /// Wait this long before the next frame.
+    Pause(std::time::Duration),
 }
 
 fn error(status: StatusCode, kind: &str, message: &str) -> Response {
@@ -464,7 +476,7 @@ fn whole(model: &str, answer: Answer) -> Response {
             }),
             "tool_calls",
         ),
-        Answer::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
+        Answer::Text(text, _) => (json!({"role": "assistant", "content": text}), "stop"),
         Answer::Garbage | Answer::CutOff | Answer::Stall(_) => {
             return (StatusCode::OK, "{\"choices\": [").into_response();
         }
@@ -546,9 +558,10 @@ fn chat_chunks(quirks: &Quirks, model: &str, answer: Answer) -> Vec<Frame> {
             let finish = quirks.tool_finish_reason.as_deref().unwrap_or("tool_calls");
             frames.push(chunk(json!({}), json!(finish)));
         }
-        Answer::Text(text) => {
+        Answer::Text(text, pause) => {
             output_words.push_str(&text);
             for piece in split_words(&text) {
+                frames.extend(pause.map(Frame::Pause));
                 frames.push(chunk(json!({"content": piece}), Value::Null));
             }
             frames.push(chunk(json!({}), json!("stop")));
@@ -598,13 +611,14 @@ fn responses_events(quirks: &Quirks, model: &str, answer: Answer) -> Vec<Frame> 
     let mut output = Vec::new();
     let mut output_words = String::new();
     match answer {
-        Answer::Text(text) => {
+        Answer::Text(text, pause) => {
             let item_id = next_id("msg_");
             frames.push(event(
                 "response.output_item.added",
                 json!({"output_index": 0, "item": {"type": "message", "id": item_id, "role": "assistant", "status": "in_progress", "content": []}}),
             ));
             for piece in split_words(&text) {
+                frames.extend(pause.map(Frame::Pause));
                 frames.push(event(
                     "response.output_text.delta",
                     json!({"item_id": item_id, "output_index": 0, "content_index": 0, "delta": piece}),
@@ -728,7 +742,15 @@ fn async_stream(
             if stopped.is_cancelled() {
                 return None;
             }
-            let bytes = match frames.next()? {
+            let mut frame = frames.next()?;
+            while let Frame::Pause(pause) = frame {
+                tokio::select! {
+                    () = stopped.cancelled() => return None,
+                    () = tokio::time::sleep(pause) => {}
+                }
+                frame = frames.next()?;
+            }
+            let bytes = match frame {
                 Frame::Data(name, data) => {
                     let mut text = String::new();
                     if keep_alive {
@@ -746,6 +768,8 @@ fn async_stream(
                     stopped.cancelled().await;
                     return None;
                 }
+                // Waited out above; nothing to send.
+                Frame::Pause(_) => Ok(Bytes::new()),
             };
             Some((bytes, (frames, open, stopped)))
         },

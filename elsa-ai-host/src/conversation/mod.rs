@@ -7,7 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiCaller, AiConversation, AiConversationStore, AiError, AiMessage, ConversationId,
+    AiCaller, AiConversation, AiConversationStore, AiError, AiMessage, AiSessionHandle,
+    ConversationId,
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use parking_lot::RwLock;
@@ -50,6 +51,7 @@ pub(crate) fn conversation_not_found(id: &ConversationId) -> AiError {
 #[derive(Debug, Default)]
 pub struct InMemoryConversationStore {
     conversations: RwLock<HashMap<ConversationId, AiConversation>>,
+    sessions: RwLock<HashMap<ConversationId, AiSessionHandle>>,
     journal: Option<Arc<InMemoryStreamJournal>>,
 }
 
@@ -63,6 +65,7 @@ impl InMemoryConversationStore {
     pub fn with_journal(journal: Arc<InMemoryStreamJournal>) -> Self {
         Self {
             conversations: RwLock::default(),
+            sessions: RwLock::default(),
             journal: Some(journal),
         }
     }
@@ -153,8 +156,10 @@ impl AiConversationStore for InMemoryConversationStore {
                 .filter(|c| c.updated_at < cutoff)
                 .map(|c| (c.tenant_id.clone(), c.id.clone()))
                 .collect();
+            let mut sessions = self.sessions.write();
             for (_, id) in &expired {
                 conversations.remove(id);
+                sessions.remove(id);
             }
             expired
         };
@@ -162,6 +167,30 @@ impl AiConversationStore for InMemoryConversationStore {
             journal.remove(expired.iter().map(|(tenant, id)| (tenant, id)));
         }
         Ok(expired.len())
+    }
+
+    async fn provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiSessionHandle>, AiError> {
+        if self.find(id, tenant_id).await?.is_none() {
+            return Ok(None);
+        }
+        Ok(self.sessions.read().get(id).cloned())
+    }
+
+    async fn set_provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        session: &AiSessionHandle,
+    ) -> Result<(), AiError> {
+        if self.find(id, tenant_id).await?.is_none() {
+            return Err(conversation_not_found(id));
+        }
+        self.sessions.write().insert(id.clone(), session.clone());
+        Ok(())
     }
 }
 

@@ -15,7 +15,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
-    AiError, AiProviderEvent, AiStreamEventType, AiToolError, AiToolOutcome, AiToolResult,
+    AiError, AiProviderEvent, AiStreamEventType, AiToolError, AiToolMessage, AiToolOutcome,
+    AiToolResult,
 };
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
@@ -47,12 +48,16 @@ struct Ledger {
     closed: bool,
     /// The tokens the provider reported, summed; `None` when it reported none.
     usage: Option<TokenUsage>,
+    /// Every finished call with the result the model read, in the order they finished.
+    tool_messages: Vec<AiToolMessage>,
 }
 
 struct Call {
     call_id: String,
     tool_name: String,
     state: CallState,
+    /// The arguments as `tool.started` shows them (the governor's redacted ones).
+    arguments: Value,
 }
 
 enum CallState {
@@ -72,6 +77,8 @@ pub(crate) struct TurnOutput {
     pub tool_calls: usize,
     /// The tokens the provider reported for the turn, if it reported any.
     pub usage: Option<TokenUsage>,
+    /// The turn's tool calls and their results, to be stored as messages.
+    pub tool_messages: Vec<AiToolMessage>,
 }
 
 impl TurnEvents {
@@ -217,6 +224,7 @@ impl TurnEvents {
         else {
             return;
         };
+        call.arguments = arguments.clone();
         let started = ToolEvent::Started {
             call_id: call.call_id.clone(),
             tool_name: call.tool_name.clone(),
@@ -254,6 +262,20 @@ impl TurnEvents {
         }
         self.ensure_started(ledger, index).await;
         ledger.calls[index].state = CallState::Finished;
+        if let ToolEvent::Completed { result, .. } | ToolEvent::Failed { result, .. } = &event {
+            let call = &ledger.calls[index];
+            let message = AiToolMessage {
+                call_id: call.call_id.clone(),
+                tool_name: call.tool_name.clone(),
+                arguments: call.arguments.clone(),
+                result: json!({
+                    "outcome": result.outcome,
+                    "content": result.content,
+                    "error": result.error,
+                }),
+            };
+            ledger.tool_messages.push(message);
+        }
         self.append(ledger, event.event_type(), event.data()).await;
     }
 
@@ -291,6 +313,7 @@ impl TurnEvents {
             reply: ledger.messages.join("\n\n"),
             tool_calls: ledger.calls.len(),
             usage: ledger.usage,
+            tool_messages: std::mem::take(&mut ledger.tool_messages),
         }
     }
 }
@@ -305,10 +328,15 @@ impl Ledger {
     fn insert(&mut self, call_id: String, tool_name: String, state: CallState) -> usize {
         let index = self.calls.len();
         self.by_id.insert(call_id.clone(), index);
+        let arguments = match &state {
+            CallState::Announced { arguments } => arguments.clone(),
+            CallState::Started | CallState::Finished => Value::Null,
+        };
         self.calls.push(Call {
             call_id,
             tool_name,
             state,
+            arguments,
         });
         index
     }
@@ -342,7 +370,9 @@ impl ToolEventSink for TurnEvents {
             } => {
                 let fresh = match ledger.by_id.get(&call_id).copied() {
                     None => {
-                        ledger.insert(call_id.clone(), tool_name.clone(), CallState::Started);
+                        let index =
+                            ledger.insert(call_id.clone(), tool_name.clone(), CallState::Started);
+                        ledger.calls[index].arguments = arguments.clone();
                         true
                     }
                     Some(index) => {
@@ -351,6 +381,7 @@ impl ToolEventSink for TurnEvents {
                         if announced {
                             call.state = CallState::Started;
                             call.tool_name = tool_name.clone();
+                            call.arguments = arguments.clone();
                         }
                         announced
                     }

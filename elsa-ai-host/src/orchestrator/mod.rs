@@ -8,6 +8,7 @@
 //! the model/tool loop; the orchestrator only maps what it reports onto the conversation's
 //! stream. A turn nobody listens to for longer than the grace window is cancelled.
 
+mod claims;
 mod events;
 mod sessions;
 mod span;
@@ -21,8 +22,8 @@ use async_trait::async_trait;
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiChatRequest, AiChatStream, AiConversation,
     AiConversationStore, AiError, AiMessage, AiOrchestrator, AiProvider, AiResolvedContext,
-    AiStreamEventType, AiStreamJournal, AiToolQuery, AiToolRegistry, AuditAction, AuditOutcome,
-    Clock, ConversationId, MessageRole,
+    AiStreamEventType, AiStreamJournal, AiToolQuery, AiToolRegistry, AiTurnClaims, AuditAction,
+    AuditOutcome, Clock, ConversationId, MessageRole,
 };
 use elsa_workflows::TenantId;
 use futures::future;
@@ -35,6 +36,8 @@ use crate::context::{ContextRequest, ContextResolver, ResolvedContext};
 use crate::conversation::find_owned_conversation;
 use crate::stream::{HubLimits, StreamEnd, StreamHub};
 use crate::{AgentRegistry, ConversationEvents, Redactor, ToolGovernor, TraceIdSource};
+pub use claims::DEFAULT_TURN_LEASE;
+use claims::{ReplicaClaims, RunningClaim};
 pub use sessions::ProviderSessions;
 pub use span::chat_span;
 use turn::Turn;
@@ -85,6 +88,7 @@ pub struct ChatOrchestratorBuilder {
     clock: Arc<dyn Clock>,
     traces: Arc<dyn TraceIdSource>,
     settings: OrchestratorSettings,
+    claims: Option<(Arc<dyn AiTurnClaims>, Duration)>,
 }
 
 impl std::fmt::Debug for ChatOrchestratorBuilder {
@@ -109,9 +113,24 @@ impl ChatOrchestratorBuilder {
         self
     }
 
+    /// Claims every turn in `claims`, the store shared by every replica (and by this
+    /// process after a restart), renewing each claim's `lease` while the turn runs: a
+    /// conversation then has one running turn across replicas, a client of any replica
+    /// follows it live, and a turn whose process died is closed with `conversation.failed`
+    /// (code `replica_lost`) once its lease has passed. Call
+    /// [`ChatOrchestrator::keep_claims`] to run the heartbeat and that sweep. Without it
+    /// (the default), turns are claimed in this process only.
+    pub fn turn_claims(mut self, claims: Arc<dyn AiTurnClaims>, lease: Duration) -> Self {
+        self.claims = Some((claims, lease));
+        self
+    }
+
     /// The orchestrator.
     pub fn build(self) -> ChatOrchestrator {
         let conversations = self.conversations;
+        let claims = self
+            .claims
+            .map(|(store, lease)| ReplicaClaims::new(store, lease));
         let hub = StreamHub::new(
             self.journal,
             self.redactor.clone(),
@@ -120,10 +139,15 @@ impl ChatOrchestratorBuilder {
                 live_buffer: self.settings.live_buffer,
                 replay_batch: self.settings.replay_batch,
             },
+            claims.as_ref().map(|c| (c.store.clone(), c.heartbeat())),
         );
         ChatOrchestrator {
             core: Arc::new(Core {
-                sessions: ProviderSessions::new(self.provider.clone(), self.clock.clone()),
+                sessions: ProviderSessions::new(
+                    self.provider.clone(),
+                    self.clock.clone(),
+                    conversations.clone(),
+                ),
                 provider: self.provider,
                 governor: self.governor,
                 context: self.context,
@@ -138,6 +162,7 @@ impl ChatOrchestratorBuilder {
                 stops: parking_lot::Mutex::default(),
                 tasks: TaskTracker::new(),
                 traces: self.traces,
+                claims,
             }),
         }
     }
@@ -170,6 +195,8 @@ pub(crate) struct Core {
     tasks: TaskTracker,
     /// Which trace a turn's span belongs to (named in `conversation.started`).
     traces: Arc<dyn TraceIdSource>,
+    /// The claims shared with other replicas, when configured.
+    claims: Option<ReplicaClaims>,
 }
 
 impl std::fmt::Debug for ChatOrchestrator {
@@ -203,6 +230,7 @@ impl ChatOrchestrator {
             clock: core.clock().clone(),
             traces: core.traces().clone(),
             settings: OrchestratorSettings::default(),
+            claims: None,
         }
     }
 
@@ -224,6 +252,32 @@ impl ChatOrchestrator {
     /// The settings in force.
     pub fn settings(&self) -> &OrchestratorSettings {
         &self.core.settings
+    }
+
+    /// Runs, until `stop` fires, the heartbeat that renews this replica's turn claims and
+    /// the sweep that closes turns whose replica died (see
+    /// [`ChatOrchestratorBuilder::turn_claims`]; without claims it returns at once).
+    pub async fn keep_claims(&self, stop: CancellationToken) {
+        claims::keep(self.core.clone(), stop).await;
+    }
+
+    /// Another replica appended to the tenant's conversation's journal up to `sequence`:
+    /// clients of this replica that follow the conversation receive the new events live.
+    pub fn journal_advanced(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        sequence: u64,
+    ) {
+        self.core
+            .hub
+            .journal_advanced(tenant_id, conversation_id, Some(sequence));
+    }
+
+    /// Announcements of other replicas' appends may have been missed (the listening
+    /// connection was lost): every followed conversation catches up from its journal.
+    pub fn journal_missed(&self) {
+        self.core.hub.journal_missed();
     }
 
     /// Refuses new turns (503 `shutting_down`), cancels the running ones (each ends with
@@ -422,6 +476,8 @@ impl AiOrchestrator for ChatOrchestrator {
                 None => core.hub.new_channel(&caller.tenant_id, &conversation_id),
             };
             let slot = channel.begin_turn()?;
+            // Across replicas too: the shared claim, taken after the local one.
+            let claim = core.claim_turn(&caller.tenant_id, &conversation_id).await?;
 
             // The context and the authorized tool set do not depend on each other: both are
             // read at once.
@@ -447,7 +503,7 @@ impl AiOrchestrator for ChatOrchestrator {
 
             let (session, created) = core
                 .sessions
-                .session_for(&conversation_id, &agent, &caller)
+                .session_for(&conversation_id, &agent, &caller, existing.is_some())
                 .await
                 .map_err(|error| core.redactor.redact_error(error))?;
             let opened = OpenedSession {
@@ -556,9 +612,22 @@ impl AiOrchestrator for ChatOrchestrator {
                 (caller.tenant_id.clone(), conversation_id.clone()),
                 stop.clone(),
             );
+            let lost = CancellationToken::new();
+            if let (Some(claims), Some(claim)) = (&core.claims, &claim) {
+                claims.running.lock().insert(
+                    (caller.tenant_id.clone(), conversation_id.clone()),
+                    RunningClaim {
+                        turn_id: claim.turn_id().to_owned(),
+                        lost: lost.clone(),
+                    },
+                );
+            }
             let turn = Turn {
                 cancellation: core.shutdown.child_token(),
                 stop,
+                lost,
+                claim,
+                session_created: created,
                 slot,
                 conversation_id: conversation_id.clone(),
                 caller,

@@ -5,9 +5,10 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiAgentDefinition, AiCaller, AiError, AiProvider, AiSessionHandle, Clock, ConversationId,
-    CreateAiSessionRequest,
+    AiAgentDefinition, AiCaller, AiConversationStore, AiError, AiProvider, AiSessionHandle, Clock,
+    ConversationId, CreateAiSessionRequest,
 };
+use elsa_workflows::TenantId;
 use parking_lot::Mutex;
 
 /// The provider sessions of an orchestrator's conversations. Cheap to clone (shared).
@@ -22,6 +23,8 @@ pub struct ProviderSessions {
 struct Inner {
     provider: Arc<dyn AiProvider>,
     clock: Arc<dyn Clock>,
+    /// Where each conversation's session is recorded, for other replicas and restarts.
+    conversations: Arc<dyn AiConversationStore>,
     open: Mutex<HashMap<ConversationId, OpenSession>>,
 }
 
@@ -40,11 +43,16 @@ impl std::fmt::Debug for ProviderSessions {
 }
 
 impl ProviderSessions {
-    pub(crate) fn new(provider: Arc<dyn AiProvider>, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(
+        provider: Arc<dyn AiProvider>,
+        clock: Arc<dyn Clock>,
+        conversations: Arc<dyn AiConversationStore>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 provider,
                 clock,
+                conversations,
                 open: Mutex::new(HashMap::new()),
             }),
         }
@@ -60,28 +68,46 @@ impl ProviderSessions {
         self.len() == 0
     }
 
-    /// The conversation's session, and whether it was opened just now. Turns of one
-    /// conversation never run at once, so two callers never race to open the same one.
+    /// The conversation's session, and whether it was opened just now: the one open here,
+    /// else (for a conversation that existed) the one recorded with it by whichever replica
+    /// opened it, else a new one. Turns of one conversation never run at once, so two
+    /// callers never race to open the same one.
     pub(crate) async fn session_for(
         &self,
         conversation_id: &ConversationId,
         agent: &AiAgentDefinition,
         caller: &AiCaller,
+        existed: bool,
     ) -> Result<(AiSessionHandle, bool), AiError> {
         let now = self.inner.clock.now();
         if let Some(open) = self.inner.open.lock().get_mut(conversation_id) {
             open.last_used = now;
             return Ok((open.handle.clone(), false));
         }
-        let handle = self
-            .inner
-            .provider
-            .create_session(CreateAiSessionRequest {
-                conversation_id: conversation_id.clone(),
-                agent: agent.clone(),
-                caller: caller.clone(),
-            })
-            .await?;
+        let recorded = match existed {
+            true => {
+                self.inner
+                    .conversations
+                    .provider_session(conversation_id, &caller.tenant_id)
+                    .await?
+            }
+            false => None,
+        };
+        let request = CreateAiSessionRequest {
+            conversation_id: conversation_id.clone(),
+            agent: agent.clone(),
+            caller: caller.clone(),
+        };
+        let handle = match &recorded {
+            Some(recorded) => {
+                self.inner
+                    .provider
+                    .continue_session(recorded, request)
+                    .await?
+            }
+            None => self.inner.provider.create_session(request).await?,
+        };
+        let created = recorded.as_ref() != Some(&handle);
         self.inner.open.lock().insert(
             conversation_id.clone(),
             OpenSession {
@@ -89,7 +115,21 @@ impl ProviderSessions {
                 last_used: now,
             },
         );
-        Ok((handle, true))
+        Ok((handle, created))
+    }
+
+    /// Records a session opened for the conversation with it, so that later turns on any
+    /// replica continue it (best effort: a failure is logged, and a later turn elsewhere
+    /// opens a new session).
+    pub(crate) async fn record(&self, tenant_id: &TenantId, handle: &AiSessionHandle) {
+        if let Err(error) = self
+            .inner
+            .conversations
+            .set_provider_session(&handle.conversation_id, tenant_id, handle)
+            .await
+        {
+            tracing::warn!(code = error.code(), conversation = %handle.conversation_id, "the provider session could not be recorded");
+        }
     }
 
     /// Closes the conversation's session (best effort: a provider that fails to close is

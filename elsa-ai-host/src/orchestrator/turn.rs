@@ -9,6 +9,7 @@ use elsa_ai_abstractions::{
     AiResolvedContext, AiSessionHandle, AiStreamEventType, AiToolDefinition, AiTurnRequest,
     AuditAction, AuditOutcome, ConversationId, MessageRole,
 };
+use elsa_workflows::TenantId;
 use futures::{FutureExt, StreamExt};
 use serde_json::json;
 use tokio::sync::watch;
@@ -16,7 +17,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
 use super::Core;
-use super::events::TurnEvents;
+use super::claims::ClaimGuard;
+use super::events::{TurnEvents, TurnOutput};
 use crate::ToolCallScope;
 use crate::stream::TurnSlot;
 
@@ -26,10 +28,17 @@ pub(super) struct Turn {
     pub cancellation: CancellationToken,
     /// Fired when a person cancels the turn.
     pub stop: CancellationToken,
+    /// Fired when another replica took the turn's claim over (this replica was thought dead).
+    pub lost: CancellationToken,
+    /// The turn's claim in the store shared with other replicas, if there is one.
+    pub claim: Option<ClaimGuard>,
     pub conversation_id: ConversationId,
     pub caller: AiCaller,
     pub agent: AiAgentDefinition,
     pub session: AiSessionHandle,
+    /// Whether the session was opened for this turn (and is to be recorded with the
+    /// conversation).
+    pub session_created: bool,
     pub message: String,
     pub history: Vec<AiMessage>,
     pub context: Vec<AiResolvedContext>,
@@ -47,6 +56,8 @@ enum End {
     Failed(AiError),
     /// The host gave up on it: the grace window expired or the host shuts down.
     Cancelled(AiError),
+    /// Another replica took its claim over and ended it already.
+    Lost,
 }
 
 /// Runs the turn to its terminal event, whatever happens inside (a panicking provider
@@ -97,7 +108,7 @@ async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
         cancellation: turn.cancellation.clone(),
     };
     let mut provider_events = core.provider.execute_turn(request, invoker);
-    let absent = clients_absent(turn.slot.channel().attached(), core.settings.grace_window);
+    let absent = clients_absent(core, turn);
     tokio::pin!(absent);
     let end = loop {
         tokio::select! {
@@ -117,6 +128,7 @@ async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
                 "cancelled",
                 "the turn was cancelled at the user's request",
             )),
+            () = turn.lost.cancelled() => break End::Lost,
             next = provider_events.next() => match next {
                 None => break End::Failed(AiError::internal(
                     "provider_stream_ended",
@@ -133,7 +145,7 @@ async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
             },
         }
     };
-    if matches!(end, End::Cancelled(_)) {
+    if matches!(end, End::Cancelled(_) | End::Lost) {
         // Let the provider wind down: running tools see the cancellation and report how
         // they ended, so their events reach the stream before the turn's end.
         turn.cancellation.cancel();
@@ -158,8 +170,23 @@ async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
     end
 }
 
-/// Resolves once no client has been attached for `grace` in a row.
-async fn clients_absent(mut attached: watch::Receiver<usize>, grace: Duration) {
+/// Resolves once no client has been attached for the grace window in a row, on this replica
+/// or (with shared claims) on another one.
+async fn clients_absent(core: &Core, turn: &Turn) {
+    let grace = core.settings.grace_window;
+    loop {
+        absent_here(turn.slot.channel().attached(), grace).await;
+        if !core
+            .watched_elsewhere(&turn.caller.tenant_id, &turn.conversation_id)
+            .await
+        {
+            return;
+        }
+    }
+}
+
+/// Resolves once no client of this replica has been attached for `grace` in a row.
+async fn absent_here(mut attached: watch::Receiver<usize>, grace: Duration) {
     loop {
         if attached.wait_for(|n| *n == 0).await.is_err() {
             return std::future::pending().await;
@@ -192,7 +219,7 @@ async fn finish(
         End::Completed => {
             let output = events.close(true, &unfinished).await;
             let reply = core.redactor.redact_str(&output.reply).into_owned();
-            let completed = complete(core, &turn, reply, output.tool_calls, duration_ms).await;
+            let completed = complete(core, &turn, reply, &output, duration_ms).await;
             match completed {
                 Ok(()) => (Ok(()), output),
                 Err(error) => (Err(error), output),
@@ -206,6 +233,19 @@ async fn finish(
             let output = events.close(false, &error).await;
             (Err(error), output)
         }
+        End::Lost => {
+            // The replica that took the claim over journaled the turn's end; this one
+            // writes nothing more to the conversation.
+            core.governor.metrics().turns.ended("failed");
+            span.record("weaver.turn.outcome", "lost");
+            forget_claim(
+                core,
+                &turn.caller.tenant_id,
+                &turn.conversation_id,
+                turn.claim.as_ref(),
+            );
+            return;
+        }
     };
     span.record("weaver.turn.tool_calls", output.tool_calls);
     if let Some(usage) = output.usage {
@@ -216,6 +256,25 @@ async fn finish(
         span.record("gen_ai.usage.output_tokens", usage.output_tokens);
     }
     let conversation_id = turn.conversation_id.clone();
+    if turn.session_created {
+        core.sessions
+            .record(&turn.caller.tenant_id, &turn.session)
+            .await;
+    }
+    if let Some(claim) = &turn.claim
+        && !core
+            .still_holds(&turn.caller.tenant_id, &conversation_id, claim.turn_id())
+            .await
+    {
+        tracing::warn!(conversation = %conversation_id, "the turn's claim was taken over; its end is not journaled twice");
+        forget_claim(
+            core,
+            &turn.caller.tenant_id,
+            &turn.conversation_id,
+            turn.claim.as_ref(),
+        );
+        return;
+    }
     let terminal = match end {
         Ok(()) => {
             span.record("weaver.turn.outcome", "completed");
@@ -271,16 +330,58 @@ async fn finish(
             "the turn's terminal event could not be journaled"
         );
     }
+    forget_claim(
+        core,
+        &turn.caller.tenant_id,
+        &turn.conversation_id,
+        turn.claim.as_ref(),
+    );
+    if let Some(claim) = turn.claim {
+        claim.ended().await;
+    }
 }
 
-/// Stores the reply and audits `turn.completed`; either failing fails the turn.
+/// This replica no longer runs the turn: its heartbeat stops renewing the claim.
+fn forget_claim(
+    core: &Core,
+    tenant_id: &TenantId,
+    conversation_id: &ConversationId,
+    claim: Option<&ClaimGuard>,
+) {
+    if let (Some(claims), Some(claim)) = (&core.claims, claim) {
+        let key = (tenant_id.clone(), conversation_id.clone());
+        let mut running = claims.running.lock();
+        if running
+            .get(&key)
+            .is_some_and(|running| running.turn_id == claim.turn_id())
+        {
+            running.remove(&key);
+        }
+    }
+}
+
+/// Stores the turn's tool calls and its reply as messages and audits `turn.completed`; any of
+/// them failing fails the turn.
 async fn complete(
     core: &Core,
     turn: &Turn,
     reply: String,
-    tool_calls: usize,
+    output: &TurnOutput,
     duration_ms: u64,
 ) -> Result<(), AiError> {
+    let tool_calls = output.tool_calls;
+    // Group-committed together; the conversation keeps them in this order.
+    let stored = core.clock.now();
+    futures::future::try_join_all(output.tool_messages.iter().map(|call| {
+        let mut message = call.to_message(stored);
+        message.content = core.redactor.redact_str(&message.content).into_owned();
+        async move {
+            core.conversations
+                .append_message(&turn.conversation_id, &turn.caller.tenant_id, &message)
+                .await
+        }
+    }))
+    .await?;
     if !reply.is_empty() {
         let message = AiMessage {
             role: MessageRole::Assistant,
@@ -310,7 +411,7 @@ async fn complete(
 
 /// `conversation.failed` data: the error body, and beside its code a sentence for a person
 /// (`content`, what Elsa Studio's panel shows).
-fn failed_data(conversation_id: &ConversationId, error: &AiError) -> serde_json::Value {
+pub(super) fn failed_data(conversation_id: &ConversationId, error: &AiError) -> serde_json::Value {
     json!({
         "conversationId": conversation_id,
         "code": error.code(),

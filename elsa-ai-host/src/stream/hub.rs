@@ -5,8 +5,10 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 
+use std::time::Duration;
+
 use elsa_ai_abstractions::{
-    AiError, AiStreamEvent, AiStreamEventType, AiStreamJournal, Clock, ConversationId,
+    AiError, AiStreamEvent, AiStreamEventType, AiStreamJournal, AiTurnClaims, Clock, ConversationId,
 };
 use elsa_workflows::TenantId;
 use futures::stream::BoxStream;
@@ -35,6 +37,21 @@ pub(crate) struct StreamHub {
     clock: Arc<dyn Clock>,
     limits: HubLimits,
     channels: Mutex<Channels>,
+    /// The turn claims shared with other replicas, and how often a client following a turn
+    /// of another replica looks at the journal even without an announcement.
+    remote: Option<(Arc<dyn AiTurnClaims>, Duration)>,
+}
+
+/// Whether more events are coming for a conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Activity {
+    /// A turn of this replica runs.
+    Running,
+    /// A turn of another replica runs: its events arrive as that replica's commits are
+    /// announced.
+    RunningElsewhere,
+    /// No turn runs; the journal ends at this sequence.
+    IdleAt(u64),
 }
 
 struct Channels {
@@ -51,11 +68,13 @@ impl StreamHub {
         redactor: Arc<Redactor>,
         clock: Arc<dyn Clock>,
         limits: HubLimits,
+        remote: Option<(Arc<dyn AiTurnClaims>, Duration)>,
     ) -> Arc<Self> {
         Arc::new(Self {
             journal,
             redactor,
             clock,
+            remote,
             limits: HubLimits {
                 live_buffer: limits.live_buffer.max(1),
                 replay_batch: limits.replay_batch.max(1),
@@ -114,6 +133,61 @@ impl StreamHub {
         });
         channels.live.insert(key, Arc::downgrade(&channel));
         channel
+    }
+
+    /// The channel of the tenant's conversation if someone holds it.
+    fn existing(&self, tenant_id: &TenantId, id: &ConversationId) -> Option<Arc<Channel>> {
+        self.channels
+            .lock()
+            .live
+            .get(&(tenant_id.clone(), id.clone()))
+            .and_then(Weak::upgrade)
+    }
+
+    /// The conversations this replica's clients follow while no turn of this replica runs
+    /// in them (a turn of another replica may: the heartbeat reports them as watched).
+    pub fn watched(&self) -> Vec<(TenantId, ConversationId)> {
+        self.channels
+            .lock()
+            .live
+            .values()
+            .filter_map(Weak::upgrade)
+            .filter(|c| *c.attached.borrow() > 0 && c.turn.borrow().is_none())
+            .map(|c| (c.tenant_id.clone(), c.id.clone()))
+            .collect()
+    }
+
+    /// Another replica's commit took the conversation's journal to `sequence` (`None`:
+    /// unknown): if clients of this replica follow it, the new events are read and sent to
+    /// them, in order, each once.
+    pub fn journal_advanced(
+        &self,
+        tenant_id: &TenantId,
+        id: &ConversationId,
+        sequence: Option<u64>,
+    ) {
+        let Some(channel) = self.existing(tenant_id, id) else {
+            return;
+        };
+        if channel.sender.receiver_count() == 0 {
+            return;
+        }
+        tokio::spawn(async move { channel.catch_up(sequence).await });
+    }
+
+    /// Announcements may have been missed: every followed conversation catches up.
+    pub fn journal_missed(&self) {
+        let followed: Vec<Arc<Channel>> = self
+            .channels
+            .lock()
+            .live
+            .values()
+            .filter_map(Weak::upgrade)
+            .filter(|c| c.sender.receiver_count() > 0)
+            .collect();
+        for channel in followed {
+            tokio::spawn(async move { channel.catch_up(None).await });
+        }
     }
 }
 
@@ -191,14 +265,96 @@ impl Channel {
             self.end_turn(turn);
         }
         if let Err(error) = self.hub.journal.append(&self.tenant_id, &event).await {
-            // Another writer may have moved the journal on: read it again next time.
-            *last = None;
-            return Err(error);
+            if error.code() != "sequence_conflict" {
+                *last = None;
+                return Err(error);
+            }
+            // Another process appended meanwhile (a proposal event published by another
+            // replica): the event goes after what the journal holds now.
+            let now_last = match self
+                .hub
+                .journal
+                .last_sequence(&self.id, &self.tenant_id)
+                .await
+            {
+                Ok(now_last) => now_last,
+                Err(error) => {
+                    *last = None;
+                    return Err(error);
+                }
+            };
+            event.sequence = now_last + 1;
+            if let Err(error) = self.hub.journal.append(&self.tenant_id, &event).await {
+                *last = None;
+                return Err(error);
+            }
         }
         *last = Some(event.sequence);
         // Nobody listening is fine: the journal has it.
         let _ = self.sender.send(event.clone());
         Ok(event)
+    }
+
+    /// Like [`append`](Self::append), after reading where the journal stands (another
+    /// replica may have written to it since this channel last did).
+    pub async fn append_reloaded(
+        &self,
+        event_type: AiStreamEventType,
+        data: Value,
+    ) -> Result<AiStreamEvent, AiError> {
+        *self.last.lock().await = None;
+        self.append_ending(event_type, data, None).await
+    }
+
+    /// Sends this replica's subscribers the journal's events after the last one sent (up to
+    /// `sequence` and beyond), holding the sequencer so they interleave with nothing.
+    async fn catch_up(&self, sequence: Option<u64>) {
+        let mut last = self.last.lock().await;
+        if let (Some(last), Some(sequence)) = (*last, sequence)
+            && last >= sequence
+        {
+            return;
+        }
+        // Not knowing what was sent, send from just before the announced event: a
+        // subscriber that is further behind sees a gap and reads the journal itself.
+        let mut after = match (*last, sequence) {
+            (Some(last), _) => last,
+            (None, Some(sequence)) => sequence.saturating_sub(1),
+            (None, None) => match self
+                .hub
+                .journal
+                .last_sequence(&self.id, &self.tenant_id)
+                .await
+            {
+                Ok(at) => at.saturating_sub(1),
+                Err(_) => return,
+            },
+        };
+        loop {
+            let read = self
+                .hub
+                .journal
+                .read_after(
+                    &self.id,
+                    &self.tenant_id,
+                    after,
+                    self.hub.limits.replay_batch,
+                )
+                .await;
+            let events = match read {
+                Ok(events) if !events.is_empty() => events,
+                Ok(_) => break,
+                Err(error) => {
+                    tracing::warn!(code = error.code(), conversation = %self.id, "cannot read the journal another replica appended to");
+                    break;
+                }
+            };
+            for event in events {
+                after = event.sequence;
+                let _ = self.sender.send(event);
+            }
+        }
+        *last = Some(after);
     }
 
     /// Claims the conversation for a new turn: 409 `turn_in_progress` while one runs.
@@ -236,15 +392,25 @@ impl Channel {
         });
     }
 
-    /// `Some(last sequence)` when no turn runs: nothing more is coming for now.
-    pub(super) async fn idle_at(&self) -> Result<Option<u64>, AiError> {
+    /// Whether a turn runs (here or on another replica), or where the journal ends.
+    pub(super) async fn activity(&self) -> Result<Activity, AiError> {
         let mut last = self.last.lock().await;
         if self.turn.borrow().is_some() {
-            return Ok(None);
+            return Ok(Activity::Running);
         }
-        let sequence = match *last {
-            Some(sequence) => sequence,
-            None => {
+        let sequence = match (&self.hub.remote, *last) {
+            (Some((claims, _)), _) => {
+                if claims.current(&self.tenant_id, &self.id).await?.is_some() {
+                    return Ok(Activity::RunningElsewhere);
+                }
+                // Read after the claim: the commit that ended it journaled the turn's end.
+                self.hub
+                    .journal
+                    .last_sequence(&self.id, &self.tenant_id)
+                    .await?
+            }
+            (None, Some(sequence)) => sequence,
+            (None, None) => {
                 self.hub
                     .journal
                     .last_sequence(&self.id, &self.tenant_id)
@@ -252,7 +418,15 @@ impl Channel {
             }
         };
         *last = Some(sequence);
-        Ok(Some(sequence))
+        Ok(Activity::IdleAt(sequence))
+    }
+
+    /// How often a client following another replica's turn reads the journal unprompted.
+    pub(super) fn remote_poll(&self) -> Duration {
+        self.hub
+            .remote
+            .as_ref()
+            .map_or(Duration::from_secs(1), |(_, poll)| *poll)
     }
 
     pub(super) fn live(&self) -> broadcast::Receiver<AiStreamEvent> {
@@ -388,6 +562,7 @@ mod tests {
                 live_buffer: 16,
                 replay_batch: 16,
             },
+            None,
         )
     }
 

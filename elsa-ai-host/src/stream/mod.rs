@@ -15,6 +15,7 @@ mod journal;
 mod publisher;
 mod subscription;
 
+use hub::Activity;
 pub(crate) use hub::{Channel, HubLimits, StreamHub, TurnSlot};
 pub use journal::InMemoryStreamJournal;
 pub use publisher::ConversationEvents;

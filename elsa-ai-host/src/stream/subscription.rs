@@ -16,6 +16,7 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::{broadcast, watch};
 
+use super::Activity;
 use super::hub::{Attachment, Channel};
 
 /// When a subscription ends.
@@ -46,6 +47,9 @@ enum Mode {
     Replay,
     /// Following the live channel.
     Live,
+    /// Following the live channel while another replica runs the turn: its events come as
+    /// its commits are announced, and the journal is read now and then regardless.
+    LiveElsewhere,
     /// Nothing more will be delivered.
     Done,
 }
@@ -93,7 +97,7 @@ impl Subscription {
             match self.mode {
                 Mode::Done => return None,
                 Mode::Replay => self.read_journal().await,
-                Mode::Live => {
+                Mode::Live | Mode::LiveElsewhere => {
                     let Some(event) = self.follow().await else {
                         continue;
                     };
@@ -153,10 +157,11 @@ impl Subscription {
 
     /// The journal has nothing after `delivered`: end if nothing more is coming, else go live.
     async fn after_journal(&self) -> Mode {
-        match self.channel.idle_at().await {
-            Ok(Some(last)) if last <= self.delivered => Mode::Done,
-            Ok(Some(_)) => Mode::Replay,
-            Ok(None) => Mode::Live,
+        match self.channel.activity().await {
+            Ok(Activity::IdleAt(last)) if last <= self.delivered => Mode::Done,
+            Ok(Activity::IdleAt(_)) => Mode::Replay,
+            Ok(Activity::Running) => Mode::Live,
+            Ok(Activity::RunningElsewhere) => Mode::LiveElsewhere,
             Err(error) => {
                 tracing::warn!(
                     code = error.code(),
@@ -170,6 +175,24 @@ impl Subscription {
 
     /// The next live event, or `None` after switching back to the journal.
     async fn follow(&mut self) -> Option<AiStreamEvent> {
+        if self.mode == Mode::LiveElsewhere {
+            let poll = self.channel.remote_poll();
+            return tokio::select! {
+                received = self.live.recv() => match received {
+                    Ok(event) => Some(event),
+                    Err(broadcast::error::RecvError::Lagged(_) | broadcast::error::RecvError::Closed) => {
+                        self.mode = Mode::Replay;
+                        None
+                    }
+                },
+                // A turn started here meanwhile, or an announcement was lost: the journal
+                // and the claims tell.
+                () = tokio::time::sleep(poll) => {
+                    self.mode = Mode::Replay;
+                    None
+                }
+            };
+        }
         tokio::select! {
             received = self.live.recv() => match received {
                 Ok(event) => Some(event),

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAgentDefinition, AiAuditEvent, AiAuditSink, AiCaller, AiContextAttachment, AiConversation,
     AiConversationStore, AiError, AiMessage, AiProposal, AiProposalIntake,
-    AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition,
+    AiProviderToolInvocation, AiProviderToolInvoker, AiSessionHandle, AiTool, AiToolDefinition,
     AiToolEnablementStore, AiToolExecutionContext, AiToolResult, AiToolServices, AttachmentKind,
     AuditBehavior, ConversationId, DangerLevel, Permission, ProposalDraft, TenantBehavior,
     ToolEnablement, ToolMutability, ToolSource,
@@ -391,6 +391,7 @@ impl StepObserver for StepLog {
 #[derive(Debug, Default)]
 pub struct RecordingConversations {
     conversations: Mutex<Vec<AiConversation>>,
+    sessions: Mutex<Vec<AiSessionHandle>>,
     finds: AtomicUsize,
 }
 
@@ -408,6 +409,13 @@ impl RecordingConversations {
             updated_at: now,
             messages: Vec::new(),
         });
+    }
+
+    fn holds(&self, id: &ConversationId, tenant_id: &TenantId) -> bool {
+        self.conversations
+            .lock()
+            .iter()
+            .any(|c| &c.id == id && &c.tenant_id == tenant_id)
     }
 
     /// How many times `find` was called.
@@ -478,6 +486,36 @@ impl AiConversationStore for RecordingConversations {
         let before = conversations.len();
         conversations.retain(|c| c.updated_at >= cutoff);
         Ok(before - conversations.len())
+    }
+
+    async fn provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiSessionHandle>, AiError> {
+        if !self.holds(id, tenant_id) {
+            return Ok(None);
+        }
+        Ok(self
+            .sessions
+            .lock()
+            .iter()
+            .rev()
+            .find(|s| &s.conversation_id == id)
+            .cloned())
+    }
+
+    async fn set_provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        session: &AiSessionHandle,
+    ) -> Result<(), AiError> {
+        if !self.holds(id, tenant_id) {
+            return Err(AiError::not_found(format!("conversation '{id}'")));
+        }
+        self.sessions.lock().push(session.clone());
+        Ok(())
     }
 }
 

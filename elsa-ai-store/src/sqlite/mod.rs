@@ -10,8 +10,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
-    AiProposal, AiProposalStore, AiStreamEvent, AiStreamJournal, AiToolEnablementStore, AuditQuery,
-    ConversationId, ProposalId, ProposalQuery, ToolEnablement,
+    AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent, AiStreamJournal,
+    AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId,
+    ProposalQuery, ToolEnablement,
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use rusqlite::{OptionalExtension, params};
@@ -22,12 +23,13 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use crate::error::{StoreError, failed};
+use crate::error::{StoreError, corrupt, failed};
 use crate::group_commit::{Batching, GroupCommitWriter};
 use crate::rows::{
-    AuditRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, agent_key, clamp_nanos,
-    conversation_from_row, decode_proposal, decode_stream_event, enablement_from_row, from_nanos,
-    from_sql_count, parse_role, to_nanos, to_sql_count, to_sql_counter,
+    AuditRow, ClaimRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, TurnClaimRow,
+    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal,
+    decode_stream_event, enablement_from_row, from_nanos, from_sql_count, parse_role, to_nanos,
+    to_sql_count, to_sql_counter,
 };
 use crate::{conflicts, filters};
 use writer::{ConversationWrite, MessageRow, SqliteWrite, WriterConnection, Writes};
@@ -493,6 +495,42 @@ impl AiConversationStore for SqliteStore {
             .await
             .map_err(|e| e.into_ai("purging conversations"))
     }
+
+    async fn provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+    ) -> Result<Option<AiSessionHandle>, AiError> {
+        let stored: Option<Option<String>> = sqlx::query_scalar(
+            "SELECT provider_session FROM conversations WHERE id = ? AND tenant_id = ?",
+        )
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| failed("reading a provider session", e))?;
+        stored
+            .flatten()
+            .map(|json| serde_json::from_str(&json).map_err(|e| corrupt("provider session", e)))
+            .transpose()
+    }
+
+    async fn set_provider_session(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        session: &AiSessionHandle,
+    ) -> Result<(), AiError> {
+        let json = serde_json::to_string(session)
+            .map_err(|e| failed("recording a provider session", e))?;
+        // Group-committed with the turn's other writes.
+        let write = ConversationWrite::Session {
+            conversation_id: id.as_str().to_owned(),
+            tenant_id: tenant_id.as_str().to_owned(),
+            session: json,
+        };
+        self.writes.write(SqliteWrite::Conversation(write)).await
+    }
 }
 
 #[async_trait]
@@ -586,5 +624,138 @@ impl AiToolEnablementStore for SqliteStore {
             })
             .await
             .map_err(|e| e.into_ai("recording tool enablement"))
+    }
+}
+
+#[async_trait]
+impl AiTurnClaims for SqliteStore {
+    async fn claim(&self, claim: &AiTurnClaim, now: DateTime<Utc>) -> Result<(), AiError> {
+        // Group-committed with the turn's other opening writes.
+        self.writes
+            .write(SqliteWrite::Claim(ClaimRow::new(claim, now)?))
+            .await
+    }
+
+    async fn current(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+    ) -> Result<Option<AiTurnClaim>, AiError> {
+        let row: Option<TurnClaimRow> = sqlx::query_as(
+            "SELECT tenant_id, conversation_id, turn_id, replica_id, lease_until_ns, \
+             attached_until_ns FROM turn_claims WHERE tenant_id = ? AND conversation_id = ?",
+        )
+        .bind(tenant_id.as_str())
+        .bind(conversation_id.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| failed("reading a turn claim", e))?;
+        Ok(row.map(claim_from_row))
+    }
+
+    async fn renew(
+        &self,
+        replica_id: &str,
+        lease_until: DateTime<Utc>,
+        watching: &[(TenantId, ConversationId)],
+    ) -> Result<Vec<String>, AiError> {
+        let until = to_nanos(lease_until, "turn lease")?;
+        let replica_id = replica_id.to_owned();
+        let watching: Vec<(String, String)> = watching
+            .iter()
+            .map(|(t, c)| (t.as_str().to_owned(), c.as_str().to_owned()))
+            .collect();
+        self.writer
+            .run(move |tx| {
+                tx.prepare_cached(
+                    "UPDATE turn_claims SET lease_until_ns = MAX(lease_until_ns, ?1) \
+                     WHERE replica_id = ?2",
+                )?
+                .execute(params![until, replica_id])?;
+                for (tenant_id, conversation_id) in &watching {
+                    tx.prepare_cached(
+                        "UPDATE turn_claims SET attached_until_ns = ?1 \
+                         WHERE tenant_id = ?2 AND conversation_id = ?3",
+                    )?
+                    .execute(params![until, tenant_id, conversation_id])?;
+                }
+                let held = tx
+                    .prepare_cached("SELECT turn_id FROM turn_claims WHERE replica_id = ?1")?
+                    .query_map([&replica_id], |row| row.get(0))?
+                    .collect::<Result<Vec<String>, _>>()?;
+                Ok(held)
+            })
+            .await
+            .map_err(|e| e.into_ai("renewing turn claims"))
+    }
+
+    async fn release(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        turn_id: &str,
+    ) -> Result<(), AiError> {
+        let key = (
+            tenant_id.as_str().to_owned(),
+            conversation_id.as_str().to_owned(),
+            turn_id.to_owned(),
+        );
+        self.writer
+            .run(move |tx| {
+                tx.prepare_cached(
+                    "DELETE FROM turn_claims WHERE tenant_id = ?1 AND conversation_id = ?2 \
+                     AND turn_id = ?3",
+                )?
+                .execute(params![key.0, key.1, key.2])?;
+                Ok(())
+            })
+            .await
+            .map_err(|e| e.into_ai("releasing a turn claim"))
+    }
+
+    async fn lapsed(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<AiTurnClaim>, AiError> {
+        let rows: Vec<TurnClaimRow> = sqlx::query_as(
+            "SELECT tenant_id, conversation_id, turn_id, replica_id, lease_until_ns, \
+             attached_until_ns FROM turn_claims WHERE lease_until_ns < ? \
+             ORDER BY lease_until_ns LIMIT ?",
+        )
+        .bind(clamp_nanos(now))
+        .bind(to_sql_count(limit))
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed("reading lapsed turn claims", e))?;
+        Ok(rows.into_iter().map(claim_from_row).collect())
+    }
+
+    async fn take_over(
+        &self,
+        lapsed: &AiTurnClaim,
+        by: &AiTurnClaim,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AiError> {
+        let row = ClaimRow::new(by, now)?;
+        let old_turn = lapsed.turn_id.clone();
+        self.writer
+            .run(move |tx| {
+                let taken = tx
+                    .prepare_cached(
+                        "UPDATE turn_claims SET turn_id = ?1, replica_id = ?2, \
+                         lease_until_ns = ?3, attached_until_ns = NULL \
+                         WHERE tenant_id = ?4 AND conversation_id = ?5 AND turn_id = ?6 \
+                         AND lease_until_ns < ?7",
+                    )?
+                    .execute(params![
+                        row.turn_id,
+                        row.replica_id,
+                        row.lease_until_ns,
+                        row.tenant_id,
+                        row.conversation_id,
+                        old_turn,
+                        row.now_ns,
+                    ])?;
+                Ok(taken == 1)
+            })
+            .await
+            .map_err(|e| e.into_ai("taking over a turn claim"))
     }
 }

@@ -17,12 +17,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::{AiError, AiMessage, ConversationId};
-use rusqlite::{Connection, ErrorCode, OpenFlags, Transaction, TransactionBehavior, params};
+use rusqlite::{
+    Connection, ErrorCode, OpenFlags, OptionalExtension, Transaction, TransactionBehavior, params,
+};
 
 use crate::conflicts;
 use crate::error::{failed, store_closed};
 use crate::group_commit::{BatchInsert, audit_closed, audit_record_failed};
-use crate::rows::{AuditRow, StreamRow, role_name, to_nanos};
+use crate::rows::{AuditRow, ClaimRow, StreamRow, is_terminal, role_name, to_nanos};
 
 /// Why a write on the writer connection did not happen.
 #[derive(Debug)]
@@ -162,6 +164,8 @@ pub(super) enum SqliteWrite {
     /// conversation (the batch's earlier appends included).
     Journal(StreamRow),
     Conversation(ConversationWrite),
+    /// A turn claim, inserted only when no claim holds the conversation.
+    Claim(ClaimRow),
 }
 
 /// A message as it is appended to its conversation.
@@ -200,6 +204,12 @@ pub(super) enum ConversationWrite {
         tenant_id: String,
         message: MessageRow,
     },
+    /// The provider session of an existing conversation of the tenant (JSON).
+    Session {
+        conversation_id: String,
+        tenant_id: String,
+        session: String,
+    },
 }
 
 impl ConversationWrite {
@@ -207,6 +217,9 @@ impl ConversationWrite {
         match self {
             Self::Create { id, .. } => id,
             Self::Append {
+                conversation_id, ..
+            }
+            | Self::Session {
                 conversation_id, ..
             } => conversation_id,
         }
@@ -258,6 +271,23 @@ impl BatchInsert for Writes {
                 }
             }
             SqliteWrite::Journal(_) => failed("appending to the stream journal", error),
+            SqliteWrite::Claim(row) if matches!(error, WriteError::Refused) => {
+                match self.writer.with_connection(|connection| {
+                    Ok(claim_lease(
+                        connection,
+                        &row.tenant_id,
+                        &row.conversation_id,
+                    )?)
+                }) {
+                    // Released in the meantime: the caller may try again.
+                    Ok(None) => conflicts::turn_claimed(&row.conversation_id, i64::MAX, 0),
+                    Ok(Some(lease)) => {
+                        conflicts::turn_claimed(&row.conversation_id, lease, row.now_ns)
+                    }
+                    Err(error) => error.into_ai("reading a turn claim"),
+                }
+            }
+            SqliteWrite::Claim(_) => failed("claiming a conversation for a turn", error),
             SqliteWrite::Conversation(write) => {
                 let id = ConversationId::new(write.conversation_id());
                 match write {
@@ -269,6 +299,12 @@ impl BatchInsert for Writes {
                         conflicts::conversation_not_found(&id)
                     }
                     ConversationWrite::Append { .. } => failed("appending a message", error),
+                    ConversationWrite::Session { .. } if matches!(error, WriteError::Refused) => {
+                        conflicts::conversation_not_found(&id)
+                    }
+                    ConversationWrite::Session { .. } => {
+                        failed("recording a provider session", error)
+                    }
                 }
             }
         }
@@ -286,8 +322,8 @@ impl BatchInsert for Writes {
     }
 }
 
-/// Writes one batch inside `tx`: conversation writes and audit records in order, then the
-/// journal appends (which may belong to a conversation the batch creates).
+/// Writes one batch inside `tx`: conversation writes, claims and audit records in order,
+/// then the journal appends (which may belong to a conversation the batch creates).
 fn write_batch(tx: &Transaction<'_>, rows: &[SqliteWrite]) -> Result<(), WriteError> {
     let mut journal = Vec::new();
     for row in rows {
@@ -295,9 +331,45 @@ fn write_batch(tx: &Transaction<'_>, rows: &[SqliteWrite]) -> Result<(), WriteEr
             SqliteWrite::Audit(row) => insert_audit(tx, row)?,
             SqliteWrite::Journal(row) => journal.push(row),
             SqliteWrite::Conversation(write) => write_conversation(tx, write)?,
+            SqliteWrite::Claim(row) => insert_claim(tx, row)?,
         }
     }
     append_stream_events(tx, &journal)
+}
+
+/// Inserts a turn claim unless the conversation is claimed already (refused on its own).
+fn insert_claim(tx: &Transaction<'_>, row: &ClaimRow) -> Result<(), WriteError> {
+    let inserted = tx
+        .prepare_cached(
+            "INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
+             lease_until_ns) VALUES (?1, ?2, ?3, ?4, ?5) \
+             ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
+        )?
+        .execute(params![
+            row.tenant_id,
+            row.conversation_id,
+            row.turn_id,
+            row.replica_id,
+            row.lease_until_ns,
+        ])?;
+    if inserted == 0 {
+        return Err(WriteError::Refused);
+    }
+    Ok(())
+}
+
+/// When the claim on a tenant's conversation lapses, if it is claimed.
+fn claim_lease(
+    connection: &Connection,
+    tenant_id: &str,
+    conversation_id: &str,
+) -> rusqlite::Result<Option<i64>> {
+    connection
+        .prepare_cached(
+            "SELECT lease_until_ns FROM turn_claims WHERE tenant_id = ?1 AND conversation_id = ?2",
+        )?
+        .query_row([tenant_id, conversation_id], |row| row.get(0))
+        .optional()
 }
 
 fn insert_audit(tx: &Transaction<'_>, row: &AuditRow) -> Result<(), WriteError> {
@@ -356,6 +428,13 @@ fn append_stream_events(tx: &Transaction<'_>, rows: &[&StreamRow]) -> Result<(),
             return Err(WriteError::Refused);
         }
         *known = row.sequence;
+        if is_terminal(row.event_type) {
+            // The turn's end: its claim ends in the same commit.
+            tx.prepare_cached(
+                "DELETE FROM turn_claims WHERE tenant_id = ?1 AND conversation_id = ?2",
+            )?
+            .execute([&row.tenant_id, &row.conversation_id])?;
+        }
         tx.prepare_cached(
             "INSERT INTO stream_events (tenant_id, conversation_id, sequence, event_type, \
              occurred_at_ns, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -417,6 +496,21 @@ fn write_conversation(tx: &Transaction<'_>, write: &ConversationWrite) -> Result
                 return Err(WriteError::Refused);
             }
             insert_message(tx, conversation_id, message)?;
+        }
+        ConversationWrite::Session {
+            conversation_id,
+            tenant_id,
+            session,
+        } => {
+            let touched = tx
+                .prepare_cached(
+                    "UPDATE conversations SET provider_session = ?1 \
+                     WHERE id = ?2 AND tenant_id = ?3",
+                )?
+                .execute(params![session, conversation_id, tenant_id])?;
+            if touched == 0 {
+                return Err(WriteError::Refused);
+            }
         }
     }
     Ok(())

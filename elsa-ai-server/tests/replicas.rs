@@ -1,0 +1,381 @@
+//! Several real `weaver` processes on one store: two replicas on one PostgreSQL (a client
+//! follows on B a turn running on A, live and exactly once; B refuses a parallel turn; A is
+//! killed with SIGKILL mid-turn and B closes the turn with `replica_lost`; the conversation
+//! goes on on B), and one process on SQLite killed mid-turn and started again.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use elsa_ai_server::testing::{SseEvent, SseStream};
+use elsa_ai_store::testing::postgres::TestDatabase;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
+
+const KEY: &str = "replica-test-key-alice-0001";
+const MODEL_KEY: &str = "sk-replica-model-key-0001";
+/// The lease of a turn claim (and the grace window): short, so the test runs in seconds.
+const LEASE_SECS: u64 = 2;
+
+/// The configuration every process shares: the store `store` names (a `[store]` line), the
+/// scripted model, alice's key, a short lease and grace window.
+fn config(store: &str, model: &ScriptedModelServer) -> String {
+    format!(
+        "[store]\n{store}\n\
+         [provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
+         api_key_env = \"OPENAI_API_KEY\"\napi = \"chat\"\n\
+         [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n\
+         [limits]\ngrace_window_secs = {LEASE_SECS}\nturn_lease_secs = {LEASE_SECS}\n",
+        model.base_url()
+    )
+}
+
+/// One `weaver` process serving `config` from `dir` on a free port.
+struct Replica {
+    child: Child,
+    base: String,
+}
+
+impl Replica {
+    async fn start(dir: &Path, config: &str) -> Self {
+        let path = dir.join("weaver.toml");
+        std::fs::write(&path, config).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(env!("CARGO_BIN_EXE_weaver"))
+            .current_dir(dir)
+            .arg("--config")
+            .arg(&path)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .env_remove("WEAVER_CONFIG")
+            .env_remove("WEAVER_DEV_KEY")
+            .env("OPENAI_API_KEY", MODEL_KEY)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let replica = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while replica.get_status("/ai/capabilities").await != Some(StatusCode::OK) {
+            assert!(Instant::now() < deadline, "the replica did not start");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        replica
+    }
+
+    async fn get_json(&self, path: &str) -> Value {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    async fn get_status(&self, path: &str) -> Option<StatusCode> {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .ok()
+            .map(|r| r.status())
+    }
+
+    /// `POST /ai/chat`: the status and, when it streams, the stream.
+    async fn chat(&self, body: Value) -> (StatusCode, Option<SseStream>, Value) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/ai/chat", self.base))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        if status == StatusCode::OK {
+            (status, Some(SseStream::new(response)), Value::Null)
+        } else {
+            (status, None, response.json().await.unwrap_or(Value::Null))
+        }
+    }
+
+    /// The conversation's stream from after `after`.
+    async fn resume(&self, conversation: &str, after: u64) -> SseStream {
+        let response = reqwest::Client::new()
+            .get(format!(
+                "{}/ai/chat/{conversation}/events?after={after}",
+                self.base
+            ))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        SseStream::new(response)
+    }
+
+    /// SIGKILL: the process ends at once, nothing is flushed or released.
+    fn kill_9(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A turn whose answer streams for a while: a governed tool call, then `words` words, each
+/// `pause` after the last.
+fn paced_turn(words: usize, pause: Duration) -> [ModelReply; 2] {
+    [
+        ModelReply::ToolCall {
+            name: "workflow_getDefinition".into(),
+            arguments: json!({"definitionId": "sample-order-approval"}),
+        },
+        ModelReply::Paced {
+            text: (0..words)
+                .map(|n| format!("word{n}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            pause,
+        },
+    ]
+}
+
+fn sequences(events: &[SseEvent]) -> Vec<u64> {
+    events.iter().map(SseEvent::sequence).collect()
+}
+
+/// Reads the whole journal through `replica` and checks it is gap-free from 1, with each
+/// turn (from `conversation.started`) ended by exactly one terminal event before the next.
+async fn gap_free_journal(replica: &Replica, conversation: &str) -> Vec<SseEvent> {
+    let journal = replica.resume(conversation, 0).await.collect().await;
+    let expected: Vec<u64> = (1..=journal.len() as u64).collect();
+    assert_eq!(sequences(&journal), expected, "{journal:#?}");
+    let mut open = false;
+    for event in &journal {
+        match event.event.as_str() {
+            "conversation.started" => {
+                assert!(
+                    !open,
+                    "a turn started before the last one ended: {journal:#?}"
+                );
+                open = true;
+            }
+            "conversation.completed" | "conversation.failed" => {
+                assert!(open, "a terminal event without its turn: {journal:#?}");
+                open = false;
+            }
+            _ => {}
+        }
+    }
+    assert!(!open, "the last turn never ended: {journal:#?}");
+    journal
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_a_kill_9() {
+    let database = TestDatabase::create().await;
+    let model = ScriptedModelServer::start(paced_turn(16, Duration::from_millis(250)))
+        .await
+        .unwrap();
+    let config = config(&format!("postgres = \"{}\"", database.url()), &model);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Replica::start(dir_a.path(), &config).await;
+    let b = Replica::start(dir_b.path(), &config).await;
+
+    // A turn on A; its client leaves once the turn streams, and a client follows it on B.
+    let (status, stream, _) = a.chat(json!({"message": "What does it do?"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut on_a = stream.unwrap();
+    let seen_on_a = on_a.until(&["tool.completed"]).await;
+    let conversation = seen_on_a[0].json()["data"]["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    drop(on_a);
+    let resumed_at = seen_on_a.last().unwrap().sequence();
+    let mut on_b = b.resume(&conversation, resumed_at).await;
+
+    // While it runs, B refuses a second turn in the conversation.
+    let first_live = on_b.next_event().await.unwrap();
+    let (status, _, body) = b
+        .chat(json!({"conversationId": conversation, "message": "And now?"}))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert_eq!(body["code"], "turn_in_progress");
+
+    // B's client gets every later event live, once each, in order, up to the turn's end:
+    // the turn outlives A's grace window because B's client counts as attached.
+    let mut live = vec![first_live];
+    let mut arrivals = vec![Instant::now()];
+    while let Some(event) = on_b.next_event().await {
+        live.push(event);
+        arrivals.push(Instant::now());
+    }
+    let names: Vec<&str> = live.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(names.last(), Some(&"conversation.completed"), "{live:#?}");
+    let deltas = names.iter().filter(|n| **n == "assistant.delta").count();
+    assert!(deltas >= 16, "{names:?}");
+    // Live, not replayed at the end: the deltas arrived spread over the turn (paced 250 ms).
+    let spread = arrivals.last().unwrap().duration_since(arrivals[0]);
+    assert!(spread >= Duration::from_secs(2), "{spread:?}");
+    let journal = gap_free_journal(&a, &conversation).await;
+    assert_eq!(
+        sequences(&live),
+        sequences(&journal[resumed_at as usize..]),
+        "exactly the journal after the resume point"
+    );
+    assert_eq!(live, journal[resumed_at as usize..].to_vec());
+
+    // The conversation goes on on B: the model gets the first turn's tool call and result
+    // (stored as messages), and the provider session A opened continues (no new one).
+    model.push([ModelReply::Text("Second answer.".into())]);
+    let (status, stream, body) = b
+        .chat(json!({"conversationId": conversation, "message": "Thanks; and then?"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let second = stream.unwrap().collect().await;
+    assert_eq!(
+        second.last().unwrap().event,
+        "conversation.completed",
+        "{second:#?}"
+    );
+    let asked = model.model_requests().pop().unwrap();
+    let results = asked.tool_messages();
+    assert!(
+        results.len() == 1 && results[0].contains("sample-order-approval"),
+        "the first turn's tool result reaches the model on B: {results:?}"
+    );
+    assert_eq!(
+        asked.messages_with_role("user").first().map(String::as_str),
+        Some("What does it do?")
+    );
+    let audit = b
+        .get_json(&format!(
+            "/ai/audit?conversationId={conversation}&limit=500"
+        ))
+        .await;
+    let sessions: Vec<&Value> = audit["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|record| record["action"] == "session.created")
+        .collect();
+    assert_eq!(sessions.len(), 1, "one provider session: {sessions:#?}");
+
+    // A third turn on A, killed with SIGKILL mid-turn: B closes it with replica_lost within
+    // the lease plus the grace window, and the journal stays gap-free.
+    model.push(paced_turn(40, Duration::from_millis(250)));
+    let (status, stream, body) = a
+        .chat(json!({"conversationId": conversation, "message": "Once more"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut on_a = stream.unwrap();
+    let before_kill = on_a.until(&["assistant.delta"]).await;
+    let mut on_b = b
+        .resume(&conversation, before_kill.last().unwrap().sequence())
+        .await;
+    a.kill_9();
+    let killed = Instant::now();
+    let rest = tokio::time::timeout(Duration::from_secs(30), async {
+        let mut rest = Vec::new();
+        while let Some(event) = on_b.next_event().await {
+            rest.push(event);
+        }
+        rest
+    })
+    .await
+    .expect("B ends the lost turn");
+    let closed_after = killed.elapsed();
+    let failed = rest.last().unwrap();
+    assert_eq!(failed.event, "conversation.failed", "{rest:#?}");
+    assert_eq!(failed.json()["data"]["code"], "replica_lost", "{failed:?}");
+    let bound = Duration::from_secs(2 * LEASE_SECS) + Duration::from_secs(2);
+    assert!(
+        closed_after <= bound,
+        "closed {closed_after:?} after the kill; lease plus grace (plus 2 s) is {bound:?}"
+    );
+    gap_free_journal(&b, &conversation).await;
+
+    // The next turn works, on B.
+    model.push([ModelReply::Text("Back again.".into())]);
+    let (status, stream, body) = b
+        .chat(json!({"conversationId": conversation, "message": "Are you there?"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let after = stream.unwrap().collect().await;
+    assert_eq!(
+        after.last().unwrap().event,
+        "conversation.completed",
+        "{after:#?}"
+    );
+    gap_free_journal(&b, &conversation).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sqlite_server_killed_mid_turn_closes_the_turn_after_a_restart() {
+    let model = ScriptedModelServer::start(paced_turn(40, Duration::from_millis(250)))
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let database: PathBuf = dir.path().join("weaver.db");
+    let config = config(
+        &format!("sqlite = {:?}", database.display().to_string()),
+        &model,
+    );
+    let server = Replica::start(dir.path(), &config).await;
+    let (status, stream, body) = server.chat(json!({"message": "What does it do?"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut stream = stream.unwrap();
+    let before_kill = stream.until(&["assistant.delta"]).await;
+    let conversation = before_kill[0].json()["data"]["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    server.kill_9();
+
+    let restarted = Replica::start(dir.path(), &config).await;
+    let rest = tokio::time::timeout(Duration::from_secs(30), async {
+        restarted
+            .resume(&conversation, before_kill.last().unwrap().sequence())
+            .await
+            .collect()
+            .await
+    })
+    .await
+    .expect("the restarted server ends the interrupted turn");
+    let failed = rest.last().unwrap();
+    assert_eq!(failed.event, "conversation.failed", "{rest:#?}");
+    assert_eq!(failed.json()["data"]["code"], "replica_lost");
+    gap_free_journal(&restarted, &conversation).await;
+
+    model.push([ModelReply::Text("Back again.".into())]);
+    let (status, stream, body) = restarted
+        .chat(json!({"conversationId": conversation, "message": "Are you there?"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let after = stream.unwrap().collect().await;
+    assert_eq!(
+        after.last().unwrap().event,
+        "conversation.completed",
+        "{after:#?}"
+    );
+    gap_free_journal(&restarted, &conversation).await;
+}
