@@ -9,6 +9,7 @@ mod elsa_server;
 mod http_api;
 mod mcp;
 mod provider_turns;
+mod replicas;
 mod review_flow;
 mod server_binary;
 mod studio_panel;
