@@ -8,6 +8,7 @@
 //! the model/tool loop; the orchestrator only maps what it reports onto the conversation's
 //! stream. A turn nobody listens to for longer than the grace window is cancelled.
 
+mod admission;
 mod claims;
 mod events;
 mod sessions;
@@ -16,31 +17,30 @@ mod turn;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiAuditSink, AiCaller, AiChatRequest, AiChatStream, AiConversation,
-    AiConversationStore, AiError, AiMessage, AiOrchestrator, AiProvider, AiResolvedContext,
-    AiStreamEventType, AiStreamJournal, AiToolQuery, AiToolRegistry, AiTurnClaims, AuditAction,
-    AuditOutcome, Clock, ConversationId, MessageRole,
+    AiAuditEvent, AiAuditSink, AiCaller, AiChatRequest, AiChatStream, AiConversationStore, AiError,
+    AiOrchestrator, AiProvider, AiStreamJournal, AiTurnClaims, AuditAction, AuditOutcome, Clock,
+    ConversationId,
 };
 use elsa_workflows::TenantId;
 use futures::future;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::Instrument;
 
-use crate::context::{ContextRequest, ContextResolver, ResolvedContext};
+use crate::context::ContextResolver;
 use crate::conversation::find_owned_conversation;
 use crate::stream::{HubLimits, StreamEnd, StreamHub};
-use crate::{AgentRegistry, ConversationEvents, Redactor, ToolGovernor, TraceIdSource};
+use crate::{ConversationEvents, Redactor, ToolGovernor, TraceIdSource};
+use admission::TurnParts;
 pub use claims::DEFAULT_TURN_LEASE;
-use claims::{ReplicaClaims, RunningClaim};
+use claims::ReplicaClaims;
 pub use sessions::ProviderSessions;
 pub use span::chat_span;
-use turn::Turn;
 
 /// How an orchestrator is tuned; every value has a default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -355,38 +355,14 @@ impl Core {
     }
 }
 
-/// A conversation title: the message's first line, at most 80 characters.
-fn title_of(message: &str) -> String {
-    let line = message
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-        .trim();
-    match line.char_indices().nth(80) {
-        Some((end, _)) => format!("{}…", &line[..end]),
-        None => line.to_owned(),
-    }
-}
-
-fn context_summary(context: &[AiResolvedContext]) -> Vec<Value> {
-    context
-        .iter()
-        .map(|c| {
-            json!({
-                "kind": c.kind,
-                "referenceId": c.reference_id,
-                "title": c.title,
-                "truncated": c.truncated,
-            })
-        })
-        .collect()
-}
-
 #[async_trait]
 impl AiOrchestrator for ChatOrchestrator {
+    /// The stages of ARCHITECTURE.md's flow of a chat turn, each in `admission`: any of
+    /// them may refuse the request before anything streams.
     async fn execute_chat(&self, request: AiChatRequest) -> Result<AiChatStream, AiError> {
-        let received = std::time::Instant::now();
+        let received = Instant::now();
         let core = &self.core;
+        core.check_request(&request)?;
         let AiChatRequest {
             caller,
             conversation_id,
@@ -394,253 +370,56 @@ impl AiOrchestrator for ChatOrchestrator {
             message,
             attachments,
         } = request;
-        if caller.actor_id.trim().is_empty() || caller.tenant_id.as_str().trim().is_empty() {
-            return Err(AiError::unauthenticated(
-                "a chat needs an actor and a tenant",
-            ));
-        }
-        if core.draining.is_cancelled() {
-            return Err(AiError::unavailable(
-                "shutting_down",
-                "the host is shutting down and accepts no new turns",
-            ));
-        }
-        if message.trim().is_empty() {
-            return Err(AiError::bad_request(
-                "empty_message",
-                "the message is empty",
-            ));
-        }
-        if message.len() > core.settings.max_message_bytes {
-            return Err(AiError::payload_too_large(format!(
-                "the message has {} bytes; at most {} are accepted",
-                message.len(),
-                core.settings.max_message_bytes
-            )));
-        }
-        if attachments.len() > core.settings.max_attachments {
-            return Err(AiError::bad_request(
-                "too_many_attachments",
-                format!(
-                    "a message may carry at most {} attachments",
-                    core.settings.max_attachments
-                ),
-            ));
-        }
-
-        // The agent named in the request, then the conversation it continues.
-        let agents = core.governor.registry().agents();
-        if let Some(name) = &agent {
-            agents.resolve(name)?;
-        }
-        let existing = match &conversation_id {
-            Some(id) => {
-                Some(find_owned_conversation(core.conversations.as_ref(), &caller, id).await?)
-            }
-            None => None,
-        };
-        let agent_name = match (agent, &existing) {
-            (Some(named), Some(conversation)) if named != conversation.agent => {
-                return Err(AiError::bad_request(
-                    "agent_mismatch",
-                    format!(
-                        "conversation '{}' runs under agent '{}', not '{named}'",
-                        conversation.id, conversation.agent
-                    ),
-                ));
-            }
-            (Some(named), _) => named,
-            (None, Some(conversation)) => conversation.agent.clone(),
-            (None, None) => AgentRegistry::DEFAULT_AGENT.to_owned(),
-        };
-        let agent = agents.resolve(&agent_name)?.clone();
-        let conversation_id = existing
-            .as_ref()
-            .map_or_else(ConversationId::generate, |c| c.id.clone());
-
-        // The turn's span opens here, so that what the turn records before it streams (its
-        // opening audit records, `conversation.started`) is in the turn's trace too.
-        let info = core.provider.info();
-        let span = chat_span(
-            &info.name,
-            info.model.as_deref(),
-            conversation_id.as_str(),
-            &agent.name,
-        );
+        let target = core
+            .pick_target(&caller, conversation_id.as_ref(), agent)
+            .await?;
+        let span = core.turn_span(&target);
         let trace_id = core.traces.trace_id(&span);
         let turn_span = span.clone();
         let accepted: Result<AiChatStream, AiError> = async move {
-            // One turn at a time per conversation.
-            let channel = match &existing {
-                Some(_) => core.hub.channel(&caller.tenant_id, &conversation_id),
-                None => core.hub.new_channel(&caller.tenant_id, &conversation_id),
-            };
-            let slot = channel.begin_turn()?;
-            // Across replicas too: the shared claim, taken after the local one.
-            let claim = core.claim_turn(&caller.tenant_id, &conversation_id).await?;
-
-            // The context and the authorized tool set do not depend on each other: both are
-            // read at once.
-            let tool_query = AiToolQuery {
-                agent: Some(agent.name.clone()),
-                ..AiToolQuery::for_caller(caller.clone())
-            };
-            let (
-                ResolvedContext {
-                    attachments: context,
-                    audit: mut opening,
-                },
-                tools,
-            ) = tokio::try_join!(
-                core.context.resolve(ContextRequest {
-                    caller: &caller,
-                    agent: &agent,
-                    conversation_id: Some(&conversation_id),
-                    attachments: &attachments,
-                }),
-                core.governor.registry().list(&tool_query),
-            )?;
-
-            let (session, created) = core
-                .sessions
-                .session_for(&conversation_id, &agent, &caller, existing.is_some())
-                .await
-                .map_err(|error| core.redactor.redact_error(error))?;
-            let opened = OpenedSession {
-                core,
-                conversation_id: &conversation_id,
-                created,
-            };
-            if created {
-                opening.push(core.audit_event(
-                    &caller,
-                    &conversation_id,
-                    AuditAction::SESSION_CREATED,
-                    AuditOutcome::Success,
-                    format!("provider session opened with '{}'", session.provider),
-                    json!({"provider": session.provider, "sessionId": session.session_id, "agent": agent.name}),
-                ));
-            }
-
-            let message = core.redactor.redact_str(&message).into_owned();
-            let tool_names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-            let attachment_refs: Vec<Value> = attachments
-                .iter()
-                .map(|a| json!({"kind": a.kind, "referenceId": a.reference_id, "activityId": a.activity_id}))
-                .collect();
-            opening.push(core.audit_event(
-                &caller,
-                &conversation_id,
-                AuditAction::PROMPT_SUBMITTED,
-                AuditOutcome::Success,
-                format!("prompt submitted to agent '{}'", agent.name),
-                json!({
-                    "agent": agent.name,
-                    "provider": session.provider,
-                    "message": message,
-                    "attachments": attachment_refs,
-                    "tools": tool_names,
-                }),
-            ));
-            // The context's, the session's and the prompt's records are written before the
-            // conversation is stored or anything streams.
-            opened.or_close(core.record_all(opening).await).await?;
-
-            let now = core.clock.now();
-            let user_message = AiMessage {
-                role: MessageRole::User,
-                content: message.clone(),
-                timestamp: now,
-            };
-            let history: Vec<AiMessage> = match &existing {
-                Some(conversation) => {
-                    let skip = conversation
-                        .messages
-                        .len()
-                        .saturating_sub(core.settings.history_limit);
-                    conversation.messages[skip..]
-                        .iter()
-                        .map(|m| AiMessage {
-                            content: core.redactor.redact_str(&m.content).into_owned(),
-                            ..m.clone()
-                        })
-                        .collect()
-                }
-                None => Vec::new(),
-            };
-            let stored = match &existing {
-                Some(_) => {
-                    core.conversations
-                        .append_message(&conversation_id, &caller.tenant_id, &user_message)
-                        .await
-                }
-                None => {
-                    core.conversations
-                        .create(&AiConversation {
-                            id: conversation_id.clone(),
-                            tenant_id: caller.tenant_id.clone(),
-                            owner_id: caller.actor_id.clone(),
-                            agent: agent.name.clone(),
-                            title: title_of(&message),
-                            created_at: now,
-                            updated_at: now,
-                            messages: vec![user_message],
-                        })
-                        .await
-                }
-            };
-            opened.or_close(stored).await?;
-
-            let mut started = json!({
-                "conversationId": conversation_id,
-                "agent": agent.name,
-                "provider": session.provider,
-                "message": message,
-                "attachments": context_summary(&context),
-            });
-            if let Some(trace_id) = trace_id {
-                started["traceId"] = json!(trace_id);
-            }
-            let started = channel
-                .append(AiStreamEventType::ConversationStarted, started)
+            let claimed = core.claim(&caller, &target).await?;
+            let mut resolved = core.resolve(&caller, &target, &attachments).await?;
+            let session = core
+                .open_session(&caller, &target, &mut resolved.opening)
                 .await?;
-            core.governor.metrics().first_event(received.elapsed());
-            let events = channel.subscribe(started.sequence - 1, StreamEnd::AtTerminal);
-
-            let stop = CancellationToken::new();
-            core.stops.lock().insert(
-                (caller.tenant_id.clone(), conversation_id.clone()),
-                stop.clone(),
-            );
-            let lost = CancellationToken::new();
-            if let (Some(claims), Some(claim)) = (&core.claims, &claim) {
-                claims.running.lock().insert(
-                    (caller.tenant_id.clone(), conversation_id.clone()),
-                    RunningClaim {
-                        turn_id: claim.turn_id().to_owned(),
-                        lost: lost.clone(),
-                    },
-                );
-            }
-            let turn = Turn {
-                cancellation: core.shutdown.child_token(),
-                stop,
-                lost,
-                claim,
-                session_created: created,
-                slot,
-                conversation_id: conversation_id.clone(),
+            let message = core.redactor.redact_str(&message).into_owned();
+            let written = core
+                .write_opening_records(
+                    &caller,
+                    &target,
+                    &session,
+                    &message,
+                    &attachments,
+                    &mut resolved,
+                )
+                .await;
+            core.or_close(&session, &target, written).await?;
+            let history = core.history(&target);
+            let stored = core.store_user_message(&caller, &target, &message).await;
+            core.or_close(&session, &target, stored).await?;
+            let events = core
+                .start_stream(
+                    &claimed,
+                    &target,
+                    &session,
+                    &message,
+                    &resolved.context,
+                    trace_id,
+                    received,
+                )
+                .await?;
+            let conversation_id = target.conversation_id.clone();
+            self.core.spawn_turn(TurnParts {
+                claimed,
+                target,
                 caller,
-                agent,
                 session,
                 message,
                 history,
-                context,
-                tools,
+                resolved,
                 attachments,
                 span: turn_span,
-            };
-            core.tasks.spawn(turn::run(self.core.clone(), turn));
+            });
             Ok(AiChatStream {
                 conversation_id,
                 events,
@@ -696,22 +475,5 @@ impl AiOrchestrator for ChatOrchestrator {
                 current_state: None,
             }),
         }
-    }
-}
-
-/// A session opened for a turn that has not started yet: if the turn is refused after all,
-/// a session opened for it is closed again.
-struct OpenedSession<'a> {
-    core: &'a Core,
-    conversation_id: &'a ConversationId,
-    created: bool,
-}
-
-impl OpenedSession<'_> {
-    async fn or_close<T>(&self, result: Result<T, AiError>) -> Result<T, AiError> {
-        if result.is_err() && self.created {
-            self.core.sessions.close(self.conversation_id).await;
-        }
-        result
     }
 }

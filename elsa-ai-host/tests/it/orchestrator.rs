@@ -93,9 +93,16 @@ async fn a_turn_runs_its_tool_through_the_governor_and_streams_every_event_in_or
     assert_eq!(stored.owner_id, "alice");
     assert_eq!(stored.agent, TEST_AGENT);
     let roles: Vec<MessageRole> = stored.messages.iter().map(|m| m.role).collect();
-    assert_eq!(roles, [MessageRole::User, MessageRole::Assistant]);
     assert_eq!(
-        stored.messages[1].content,
+        roles,
+        [MessageRole::User, MessageRole::Tool, MessageRole::Assistant],
+        "the tool call and its result are stored as a message between prompt and reply"
+    );
+    let call: serde_json::Value = serde_json::from_str(&stored.messages[1].content).unwrap();
+    assert_eq!(call["toolName"], "demo.lookup");
+    assert_eq!(call["result"]["outcome"], "Success");
+    assert_eq!(
+        stored.messages[2].content,
         "The workflow is called Order fulfilment."
     );
 
@@ -151,14 +158,20 @@ async fn a_continued_conversation_reuses_its_session_and_numbers_on() {
     );
     let turns = harness.provider.turns();
     assert_eq!(turns[0].session, turns[1].session);
-    let history: Vec<&str> = turns[1]
+    let history: Vec<(MessageRole, &str)> = turns[1]
         .history
         .iter()
-        .map(|m| m.content.as_str())
+        .map(|m| (m.role, m.content.as_str()))
         .collect();
+    assert_eq!(history.len(), 3, "prompt, tool call with result, reply");
+    assert_eq!(history[0], (MessageRole::User, "First question"));
+    assert_eq!(history[1].0, MessageRole::Tool);
     assert_eq!(
-        history,
-        ["First question", "The workflow is called Order fulfilment."]
+        history[2],
+        (
+            MessageRole::Assistant,
+            "The workflow is called Order fulfilment."
+        )
     );
     let stored = harness
         .orchestrator
@@ -167,7 +180,7 @@ async fn a_continued_conversation_reuses_its_session_and_numbers_on() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(stored.messages.len(), 4);
+    assert_eq!(stored.messages.len(), 6);
     assert_eq!(stored.title, "First question");
 }
 
