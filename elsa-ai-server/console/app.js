@@ -375,11 +375,28 @@ async function loadConversations() {
   }
 }
 
+// The call a stored Tool message holds, or null when its content is not one.
+function storedCall(content) {
+  try {
+    const call = JSON.parse(content);
+    return call && typeof call.toolName === "string" ? call : null;
+  } catch {
+    return null;
+  }
+}
+
 async function openConversation(id) {
   const conversation = await call("GET", `ai/conversations/${encodeURIComponent(id)}`);
   resetTranscript();
   state.conversationId = id;
   for (const message of conversation.messages) {
+    const call = message.role === "Tool" ? storedCall(message.content) : null;
+    if (call) {
+      // A stored tool call is drawn as the card the live stream drew for it.
+      toolCard(call.result?.outcome === "Success" ? "tool.completed" : "tool.failed",
+        { callId: call.callId, toolName: call.toolName, arguments: call.arguments });
+      continue;
+    }
     transcriptItem(h("div", { class: `msg ${message.role === "User" ? "user" : "assistant"}`, text: message.content }));
   }
   try {

@@ -989,7 +989,17 @@ async fn a_stream_cut_mid_turn_resumes_without_duplicates() {
     assert_eq!(status.as_u16(), 200);
     let id = conversations["items"][0]["id"].as_str().unwrap();
     let (_, conversation) = server.get(&format!("/ai/conversations/{id}"), ADMIN).await;
-    let reply = conversation["messages"][1]["content"].as_str().unwrap();
+    let messages = conversation["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["User", "Tool", "Assistant"],
+        "the tool call is stored too"
+    );
+    let reply = messages[2]["content"].as_str().unwrap();
     assert_eq!(
         text, reply,
         "the streamed answer equals the stored one: no part twice"

@@ -37,7 +37,17 @@ async fn sqlite_keeps_conversations_proposals_journal_and_audit_across_a_restart
         .get(&format!("/ai/conversations/{conversation}"), ALICE_KEY)
         .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(history["messages"].as_array().unwrap().len(), 2);
+    let roles: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["User", "Tool", "Tool", "Assistant"],
+        "the prompt, both tool calls with their results, and the reply"
+    );
     let (status, detail) = server
         .get(&format!("/ai/proposals/{proposal}"), ALICE_KEY)
         .await;

@@ -185,7 +185,17 @@ async fn the_quickstart_flow_chat_propose_review_approve_apply_and_audit() {
     let (_, history) = server
         .get(&format!("/ai/conversations/{conversation}"), ALICE_KEY)
         .await;
-    assert_eq!(history["messages"].as_array().unwrap().len(), 2);
+    let roles: Vec<&str> = history["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["User", "Tool", "Tool", "Assistant"],
+        "the prompt, both tool calls with their results, and the reply"
+    );
 
     // The audit trail: the prompt, both tool calls and every proposal action.
     let (status, trail) = server
