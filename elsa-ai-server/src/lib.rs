@@ -95,4 +95,4 @@ pub use requests::{
     ProposalQueryParams, RejectBody, ResumeQuery, TimeRangeBody, ToolsQuery,
 };
 pub use routes::{AI_FEATURE, CONVERSATION_ID_HEADER, openapi, router};
-pub use weaver::{DevelopmentKey, EnvLookup, StartupError, Weaver, WeaverBuilder};
+pub use weaver::{DevelopmentKey, EnvLookup, StartupError, Weaver, WeaverBuilder, WeaverStores};

@@ -128,7 +128,7 @@ impl Tenants {
             AiContextAttachment::new(AttachmentKind::DiagnosticsScope, self.scoped.clone()),
             time,
         ];
-        let kinds: Vec<AttachmentKind> = attachments.iter().map(|a| a.kind).collect();
+        let kinds: Vec<AttachmentKind> = attachments.iter().map(|a| a.kind.clone()).collect();
         assert_eq!(kinds, AttachmentKind::ALL, "every attachment kind");
         attachments
     }
@@ -422,7 +422,7 @@ async fn no_resolved_context_or_stream_event_of_tenant_a_shows_tenant_b() {
             .refused(harness.request_with(
                 alice.clone(),
                 TEST_AGENT,
-                vec![AiContextAttachment::new(kind, reference)],
+                vec![AiContextAttachment::new(kind.clone(), reference)],
             ))
             .await;
         assert!(matches!(error.status(), 403 | 404), "{kind:?}: {error}");

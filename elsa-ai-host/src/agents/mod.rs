@@ -179,7 +179,7 @@ mod tests {
         let author = registry.resolve(WORKFLOW_AUTHOR).unwrap();
         assert!(author.allows_tool("workflow.proposeUpdate"));
         assert!(!author.allows_tool("instance.get"));
-        assert!(author.allows_context(elsa_ai_abstractions::AttachmentKind::ActivitySelection));
+        assert!(author.allows_context(&elsa_ai_abstractions::AttachmentKind::ActivitySelection));
         let diagnostics = registry.resolve(INSTANCE_DIAGNOSTICS).unwrap();
         assert!(diagnostics.allows_tool("instance.detectTrends"));
         assert!(

@@ -163,7 +163,7 @@ impl ContextResolver {
 
     /// The kinds this resolver has a provider for.
     pub fn kinds(&self) -> impl Iterator<Item = AttachmentKind> + '_ {
-        self.providers.keys().copied()
+        self.providers.keys().cloned()
     }
 
     /// Resolves every attachment in order, stopping at the first refusal.
@@ -208,10 +208,10 @@ impl ContextResolver {
         request: &ContextRequest<'_>,
         attachment: &AiContextAttachment,
     ) -> Result<AiResolvedContext, AiError> {
-        let kind = attachment.kind;
+        let kind = &attachment.kind;
         let provider = self
             .providers
-            .get(&kind)
+            .get(kind)
             .filter(|_| request.agent.allows_context(kind))
             .ok_or_else(|| {
                 AiError::bad_request(
@@ -239,7 +239,7 @@ impl ContextResolver {
         context.content = clamped.value;
         context.truncated |= clamped.truncated;
         // The reference is the caller's own input; it is echoed redacted like everything else.
-        context.kind = kind;
+        context.kind = kind.clone();
         context.reference_id = self
             .redactor
             .redact_str(&attachment.reference_id)

@@ -2,49 +2,46 @@
 //! or from an Elsa Server), stores, tools, governance, the orchestrator, proposals, identity
 //! and the API, plus serving with a graceful shutdown.
 
-use std::collections::BTreeSet;
-use std::future::Future;
+mod builder;
+mod identity;
+mod serve;
+mod stores;
+mod tenants;
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
-use axum::serve::ListenerExt;
 use chrono::TimeDelta;
-use elsa_ai_abstractions::{
-    AiAgentDefinition, AiAuditLog, AiAuditSink, AiCaller, AiContextProvider, AiConversationStore,
-    AiProposalStore, AiProvider, AiStreamJournal, AiTool, AiToolEnablementStore, AiToolServices,
-    Permission,
-};
+use elsa_ai_abstractions::{AiConversationStore, AiToolServices};
 use elsa_ai_host::{
-    AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, HostCore, InMemoryAuditLog,
-    InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
-    InMemoryToolEnablementStore, Metrics, OrchestratorSettings, ProposalService, Redactor,
-    RedactorBuilder, RetentionSweeper, ToolRegistry, builtin_context_providers,
+    AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, HostCore, Metrics,
+    OrchestratorSettings, ProposalService, Redactor, ToolRegistry, builtin_context_providers,
 };
 use elsa_ai_mcp::{McpClients, McpEndpoint};
-use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::{
-    ElsaServerBackend, ElsaServerConfig, FolderDefinitionWriter, InMemoryWorkflowBackend, TenantId,
-    TenantRouter, WorkflowServices, samples,
+    FolderDefinitionWriter, InMemoryWorkflowBackend, TenantId, TenantRouter, WorkflowServices,
+    samples,
 };
 use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{WeaverApi, WeaverApiParts};
-use crate::config::{
-    ApiKeyConfig, ConfigError, DEFAULT_SQLITE_FILE, DEFAULT_TENANT, JwtAlgorithmConfig, JwtConfig,
-    StoreConfig, TenantConfig, WeaverConfig,
-};
+use crate::config::{ConfigError, WeaverConfig};
 use crate::http_surface::HttpSurface;
-use crate::identity::{
-    ApiKey, ApiKeyIdentity, IdentityChain, IdentityConfigError, JwtClaimNames, JwtIdentity, JwtKey,
-    JwtSettings,
-};
+use crate::identity::IdentityConfigError;
 use crate::providers::ServedProviders;
 use crate::telemetry::{OpenTelemetryTraceIds, Telemetry, TelemetryError};
-use crate::views::{PersistenceView, ProviderView};
+use crate::views::ProviderView;
+
+pub use builder::WeaverBuilder;
+pub use identity::DevelopmentKey;
+use identity::identity;
+pub use stores::WeaverStores;
+use stores::{StoreBackend, Stores};
+use tenants::{WorkflowSource, elsa_server, served_tenants};
 
 // Linking the built-in tools registers them (`inventory`).
 use elsa_ai_tools as _;
@@ -85,217 +82,8 @@ pub enum StartupError {
     Telemetry(#[from] TelemetryError),
 }
 
-/// Builds a [`Weaver`]: the configuration, plus what a host adds of its own (tools, agents,
-/// context providers, a provider).
-pub struct WeaverBuilder {
-    config: WeaverConfig,
-    env: EnvLookup,
-    provider: Option<Arc<dyn AiProvider>>,
-    tools: Vec<Arc<dyn AiTool>>,
-    agents: Vec<AiAgentDefinition>,
-    context_providers: Vec<Arc<dyn AiContextProvider>>,
-    telemetry: Option<Telemetry>,
-}
-
-impl std::fmt::Debug for WeaverBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("WeaverBuilder")
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
-}
-
-impl WeaverBuilder {
-    /// Reads environment variables (`*_env` settings, `WEAVER_DEV_KEY`) through `lookup`
-    /// instead of the process environment.
-    pub fn env(mut self, lookup: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
-        self.env = Arc::new(lookup);
-        self
-    }
-
-    /// Uses `provider` instead of the one `[provider]` configures (tests, embedding hosts).
-    pub fn provider(mut self, provider: Arc<dyn AiProvider>) -> Self {
-        self.provider = Some(provider);
-        self
-    }
-
-    /// Registers a tool of the host's own beside the linked ones, under the same governance
-    /// (a name already taken is a start-up error).
-    pub fn tool(mut self, tool: Arc<dyn AiTool>) -> Self {
-        self.tools.push(tool);
-        self
-    }
-
-    /// Adds an agent beside the built-in ones (a name already taken is a start-up error).
-    pub fn agent(mut self, agent: AiAgentDefinition) -> Self {
-        self.agents.push(agent);
-        self
-    }
-
-    /// Resolves attachments of the provider's kind with it, instead of the built-in provider
-    /// of that kind.
-    pub fn context_provider(mut self, provider: Arc<dyn AiContextProvider>) -> Self {
-        self.context_providers.push(provider);
-        self
-    }
-
-    /// Exports through `telemetry` (the pipeline whose [`Telemetry::layer`] the process's
-    /// subscriber holds, as the `weaver` binary sets it up from `[telemetry]`): the server's
-    /// metrics, and its spans redacted with the server's redactor; flushed when
-    /// [`Weaver::serve`] ends. Without it, nothing is exported.
-    pub fn telemetry(mut self, telemetry: Telemetry) -> Self {
-        self.telemetry = Some(telemetry);
-        self
-    }
-
-    /// Assembles the server; nothing listens yet.
-    pub async fn build(self) -> Result<Weaver, StartupError> {
-        Weaver::assemble(self).await
-    }
-}
-
-/// The stores of the AI platform, behind their contracts.
-struct Stores {
-    proposals: Arc<dyn AiProposalStore>,
-    audit: Arc<dyn AiAuditSink>,
-    audit_log: Arc<dyn AiAuditLog>,
-    conversations: Arc<dyn AiConversationStore>,
-    journal: Arc<dyn AiStreamJournal>,
-    enablement: Arc<dyn AiToolEnablementStore>,
-    backend: StoreBackend,
-    view: PersistenceView,
-}
-
-/// The database behind the stores, for flushing and closing it.
-#[derive(Clone)]
-enum StoreBackend {
-    Memory,
-    Sqlite(Arc<SqliteStore>),
-    Postgres(Arc<PostgresStore>),
-}
-
-impl StoreBackend {
-    /// Writes every accepted audit record and closes the database.
-    async fn close(&self) {
-        match self {
-            Self::Memory => {}
-            Self::Sqlite(store) => store.close().await,
-            Self::Postgres(store) => store.close().await,
-        }
-    }
-}
-
-impl Stores {
-    /// Opens the store `[store]` configures: SQLite (`weaver.db` in the working directory
-    /// when nothing is configured), PostgreSQL, or memory.
-    async fn open(
-        config: &StoreConfig,
-        env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
-        retention_days: i64,
-        report: &mut Vec<String>,
-    ) -> Result<Self, StartupError> {
-        let chosen = [
-            config.sqlite.is_some(),
-            config.postgres.is_some(),
-            config.postgres_env.is_some(),
-            config.memory,
-        ];
-        if chosen.iter().filter(|c| **c).count() > 1 {
-            return Err(invalid(
-                "[store] takes one of sqlite, postgres, postgres_env or memory".into(),
-            ));
-        }
-        if config.memory {
-            report.push("store: in memory (nothing survives a restart)".into());
-            return Ok(Self::memory(retention_days));
-        }
-        let postgres = match (&config.postgres, &config.postgres_env) {
-            (Some(url), _) => Some(url.clone()),
-            (None, Some(variable)) => {
-                Some(env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
-                    invalid(format!(
-                        "store.postgres_env names {variable}, which is not set"
-                    ))
-                })?)
-            }
-            (None, None) => None,
-        };
-        if let Some(url) = postgres {
-            let store = Arc::new(
-                PostgresStore::connect(&url)
-                    .await
-                    .map_err(|e| StartupError::Store(e.to_string()))?,
-            );
-            report.push("store: PostgreSQL".into());
-            return Ok(Self::durable(
-                store.clone(),
-                StoreBackend::Postgres(store),
-                "postgres",
-                retention_days,
-            ));
-        }
-        let path = config
-            .sqlite
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(DEFAULT_SQLITE_FILE));
-        let store = Arc::new(
-            SqliteStore::open(&path)
-                .await
-                .map_err(|e| StartupError::Store(format!("{} ({})", e, path.display())))?,
-        );
-        report.push(format!("store: SQLite file {}", path.display()));
-        Ok(Self::durable(
-            store.clone(),
-            StoreBackend::Sqlite(store),
-            "sqlite",
-            retention_days,
-        ))
-    }
-
-    fn durable<S>(store: Arc<S>, backend: StoreBackend, name: &str, retention_days: i64) -> Self
-    where
-        S: AiProposalStore
-            + AiAuditSink
-            + AiAuditLog
-            + AiConversationStore
-            + AiStreamJournal
-            + AiToolEnablementStore
-            + 'static,
-    {
-        Self {
-            proposals: store.clone(),
-            audit: store.clone(),
-            audit_log: store.clone(),
-            conversations: store.clone(),
-            journal: store.clone(),
-            enablement: store,
-            backend,
-            view: PersistenceView {
-                store: name.into(),
-                durable: true,
-                retention_days,
-            },
-        }
-    }
-
-    fn memory(retention_days: i64) -> Self {
-        let audit = Arc::new(InMemoryAuditLog::new());
-        let journal = Arc::new(InMemoryStreamJournal::new());
-        Self {
-            proposals: Arc::new(InMemoryProposalStore::new()),
-            audit: audit.clone(),
-            audit_log: audit,
-            conversations: Arc::new(InMemoryConversationStore::with_journal(journal.clone())),
-            journal,
-            enablement: Arc::new(InMemoryToolEnablementStore::new()),
-            backend: StoreBackend::Memory,
-            view: PersistenceView {
-                store: "memory".into(),
-                durable: false,
-                retention_days,
-            },
-        }
-    }
+fn invalid(message: String) -> StartupError {
+    StartupError::Config(ConfigError::Invalid(message))
 }
 
 /// The assembled server. See [`Weaver::builder`].
@@ -365,6 +153,9 @@ impl Weaver {
             tools: Vec::new(),
             agents: Vec::new(),
             context_providers: Vec::new(),
+            workflows: None,
+            stores: None,
+            identity: None,
             telemetry: None,
         }
     }
@@ -377,6 +168,9 @@ impl Weaver {
             tools,
             agents: host_agents,
             context_providers,
+            workflows: host_workflows,
+            stores: host_stores,
+            identity: host_identity,
             telemetry,
         } = builder;
         let limits = config.limits;
@@ -392,9 +186,21 @@ impl Weaver {
         let memory = Arc::new(InMemoryWorkflowBackend::new());
         let mut router = TenantRouter::new();
         let mut backend_secrets = Vec::new();
-        let tenants = served_tenants(&config);
+        let tenants = served_tenants(&config, host_workflows.as_ref())?;
         for (tenant, source) in &tenants {
             let folder = match source {
+                WorkflowSource::Host => {
+                    let services = host_workflows
+                        .as_ref()
+                        .and_then(|host| host.services(tenant))
+                        .cloned()
+                        .ok_or_else(|| {
+                            invalid(format!("tenant '{tenant}' has no workflow services"))
+                        })?;
+                    report.push(format!("tenant '{tenant}': workflows from the host"));
+                    router = router.with(tenant.clone(), services);
+                    continue;
+                }
                 WorkflowSource::ElsaServer(entry) => {
                     let (elsa, secret) = elsa_server(tenant, entry, env.as_ref())?;
                     report.push(format!(
@@ -444,7 +250,7 @@ impl Weaver {
 
         // Identity and the provider, and the secrets the redactor must know (theirs too).
         let (identity, mut secrets, development_keys) =
-            identity(&config, &tenants, env.as_ref(), &mut report)?;
+            identity(&config, &tenants, host_identity, env.as_ref(), &mut report)?;
         secrets.extend(backend_secrets);
         let mcp_servers = config.mcp.registrations(env.as_ref())?;
         secrets.extend(
@@ -467,7 +273,10 @@ impl Weaver {
         );
         providers.redact_logs_with(&redactor);
 
-        let stores = Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?;
+        let stores = match host_stores {
+            Some(stores) => Stores::host(stores, retention_days, &mut report),
+            None => Stores::open(&config.store, env.as_ref(), retention_days, &mut report).await?,
+        };
 
         // Every component gets the one redactor, clock, audit sink and stores from here; what
         // they record names the trace OpenTelemetry gave the span it is made in.
@@ -694,129 +503,6 @@ impl Weaver {
     pub fn startup_report(&self) -> &[String] {
         &self.report
     }
-
-    /// Starts the background work: the retention sweep and the proposal expiry, hourly.
-    fn start_background(&self) {
-        RetentionSweeper::new(
-            self.conversations.clone(),
-            self.retention,
-            Arc::new(elsa_ai_abstractions::SystemClock),
-        )
-        .with_sessions(self.orchestrator.sessions().clone())
-        .spawn(Duration::from_secs(3600), self.background.clone());
-        let proposals = self.proposals.clone();
-        let tenants = self.tenants.clone();
-        let stop = self.background.clone();
-        tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(Duration::from_secs(3600));
-            loop {
-                tokio::select! {
-                    () = stop.cancelled() => return,
-                    _ = ticks.tick() => {
-                        for tenant in &tenants {
-                            if let Err(error) = proposals.expire_due(tenant).await {
-                                tracing::warn!(code = error.code(), %tenant, "proposal expiry failed");
-                            }
-                        }
-                    }
-                }
-            }
-        });
-    }
-
-    /// Serves the API on `listener` until `shutdown` completes, then shuts down gracefully:
-    /// no new connections or turns; running turns get the grace window to finish (their
-    /// clients receive every event); then what still runs is cancelled, open streams end,
-    /// and the stores are flushed.
-    pub async fn serve(
-        self,
-        listener: TcpListener,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let metrics_listener = match self.metrics_listen {
-            Some(address) => Some(Self::listen(address).map_err(|error| {
-                std::io::Error::new(
-                    error.kind(),
-                    format!("cannot listen on {address} ([telemetry] metrics_listen): {error}"),
-                )
-            })?),
-            None => None,
-        };
-        self.start_background();
-        let stopping = CancellationToken::new();
-        if let Some(listener) = metrics_listener {
-            let scrape = crate::routes::unauthenticated_metrics(self.metrics.clone());
-            let stopped = stopping.clone();
-            tokio::spawn(async move {
-                let served = axum::serve(listener, scrape)
-                    .with_graceful_shutdown(async move { stopped.cancelled().await })
-                    .await;
-                if let Err(error) = served {
-                    tracing::warn!(%error, "the metrics listener failed");
-                }
-            });
-        }
-        // A stream is a series of small writes: with Nagle's algorithm on, an event written
-        // just after the response head waits for the client's (delayed, ~40 ms) ACK.
-        let listener = listener.tap_io(|connection| {
-            if let Err(error) = connection.set_nodelay(true) {
-                tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
-            }
-        });
-        let server = axum::serve(listener, self.router()).with_graceful_shutdown({
-            let stopping = stopping.clone();
-            async move {
-                shutdown.await;
-                stopping.cancel();
-            }
-        });
-        let drain = {
-            let stopping = stopping.clone();
-            let orchestrator = self.orchestrator.clone();
-            let grace = self.grace_window;
-            async move {
-                stopping.cancelled().await;
-                tracing::info!(
-                    grace_secs = grace.as_secs(),
-                    "shutting down: running turns get the grace window"
-                );
-                let cancelled = orchestrator.drain(grace).await;
-                if cancelled > 0 {
-                    tracing::warn!(
-                        cancelled,
-                        "turns still running after the grace window were cancelled"
-                    );
-                }
-            }
-        };
-        let (served, ()) = tokio::join!(
-            async {
-                let server = server.into_future();
-                tokio::pin!(server);
-                // Connections normally close once their turns end; a client that never
-                // reads is not waited for beyond the grace window plus a margin.
-                tokio::select! {
-                    served = &mut server => served,
-                    () = async {
-                        stopping.cancelled().await;
-                        tokio::time::sleep(self.grace_window + Duration::from_secs(10)).await;
-                    } => Ok(()),
-                }
-            },
-            drain
-        );
-        self.background.cancel();
-        // No Copilot CLI and no MCP server child outlives the server.
-        self.providers.shutdown().await;
-        self.mcp.shutdown();
-        // Every audit record accepted during the drain is written before the store closes.
-        self.store.close().await;
-        // Every turn's span has ended: the last spans and metrics leave now.
-        if let Some(telemetry) = &self.telemetry {
-            telemetry.shutdown().await;
-        }
-        served
-    }
 }
 
 /// How long start-up waits for the MCP servers' first connections, all together.
@@ -853,291 +539,10 @@ fn mcp_report(mcp: &McpClients) -> Vec<String> {
         .collect()
 }
 
-/// Where one tenant's workflow data comes from.
-enum WorkflowSource {
-    /// The built-in sample workflows, in memory.
-    Samples,
-    /// A folder of Elsa JSON files, read into memory.
-    Folder(PathBuf),
-    /// An Elsa Server, over its REST API (the tenant's `elsa_*` settings).
-    ElsaServer(TenantConfig),
-}
-
-/// The tenants served and where their workflow data comes from.
-fn served_tenants(config: &WeaverConfig) -> Vec<(TenantId, WorkflowSource)> {
-    if !config.tenants.is_empty() {
-        return config
-            .tenants
-            .iter()
-            .map(|t| {
-                let source = match &t.workflows {
-                    _ if t.uses_elsa_server() => WorkflowSource::ElsaServer(t.clone()),
-                    Some(folder) => WorkflowSource::Folder(folder.clone()),
-                    None => WorkflowSource::Samples,
-                };
-                (TenantId::new(t.id.clone()), source)
-            })
-            .collect();
-    }
-    let named: BTreeSet<&str> = config
-        .auth
-        .api_keys
-        .iter()
-        .map(|k| k.tenant.as_str())
-        .collect();
-    if named.is_empty() {
-        return vec![(TenantId::new(DEFAULT_TENANT), WorkflowSource::Samples)];
-    }
-    named
-        .into_iter()
-        .map(|tenant| (TenantId::new(tenant), WorkflowSource::Samples))
-        .collect()
-}
-
-/// The Elsa Server backend a `[[tenants]]` entry names, and its API key (a secret for the
-/// redactor), checked before anything is sent.
-fn elsa_server(
-    tenant: &TenantId,
-    entry: &TenantConfig,
-    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
-) -> Result<(ElsaServerBackend, Option<String>), StartupError> {
-    let problem = |message: String| invalid(format!("tenant '{tenant}': {message}"));
-    if entry.workflows.is_some() {
-        return Err(problem(
-            "workflows and elsa_url are mutually exclusive: the workflow data comes from a \
-             folder or from an Elsa Server, not both"
-                .into(),
-        ));
-    }
-    let url = entry.elsa_url.as_deref().ok_or_else(|| {
-        problem("elsa_api_path, elsa_api_key_env and elsa_tenant need elsa_url".into())
-    })?;
-    let mut config = ElsaServerConfig::new(url).map_err(|e| problem(format!("elsa_url: {e}")))?;
-    if let Some(path) = &entry.elsa_api_path {
-        config = config.api_path(path);
-    }
-    let mut secret = None;
-    if let Some(variable) = &entry.elsa_api_key_env {
-        let key = env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
-            problem(format!(
-                "elsa_api_key_env names {variable}, which is not set"
-            ))
-        })?;
-        if key.len() < RedactorBuilder::MIN_SECRET_LEN {
-            return Err(problem(format!(
-                "the Elsa API key in {variable} is shorter than {} characters",
-                RedactorBuilder::MIN_SECRET_LEN
-            )));
-        }
-        config = config.api_key(key.clone());
-        secret = Some(key);
-    }
-    if let Some(elsa_tenant) = &entry.elsa_tenant {
-        config = config.elsa_tenant_id(elsa_tenant.clone());
-    }
-    let backend = ElsaServerBackend::new(tenant.clone(), config)
-        .map_err(|e| problem(format!("the Elsa Server cannot be used: {e}")))?;
-    Ok((backend, secret))
-}
-
-/// A key with every permission in one tenant, created because no `[auth]` is configured.
-/// `Debug` never shows the key.
-#[derive(Clone, PartialEq, Eq)]
-pub struct DevelopmentKey {
-    /// The tenant it works in.
-    pub tenant: String,
-    /// The key, sent as `Authorization: ApiKey <key>`.
-    pub key: String,
-    /// Whether it was generated for this run (else it came from `WEAVER_DEV_KEY`, and
-    /// whoever set that variable knows it).
-    pub generated: bool,
-}
-
-impl std::fmt::Debug for DevelopmentKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DevelopmentKey")
-            .field("tenant", &self.tenant)
-            .field("key", &"<redacted>")
-            .field("generated", &self.generated)
-            .finish()
-    }
-}
-
-type Identity = (IdentityChain, Vec<String>, Vec<DevelopmentKey>);
-
-/// The identity chain, the secrets to redact, and the development keys (if created).
-fn identity(
-    config: &WeaverConfig,
-    tenants: &[(TenantId, WorkflowSource)],
-    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
-    report: &mut Vec<String>,
-) -> Result<Identity, StartupError> {
-    let auth = &config.auth;
-    let mut chain = IdentityChain::new();
-    let mut secrets = Vec::new();
-    let mut development = Vec::new();
-    let mut keys = Vec::new();
-    if !auth.is_configured() {
-        // A key with every permission is for the developer's own machine only.
-        let address = config.listen_addr()?;
-        if !address.ip().is_loopback() {
-            return Err(invalid(format!(
-                "listening on {address} needs [auth]: without it weaver makes a development key \
-                 with every permission, which is for local use only; configure \
-                 [[auth.api_keys]] or [auth.jwt], or listen on a loopback address such as \
-                 127.0.0.1"
-            )));
-        }
-        for (i, (tenant, _)) in tenants.iter().enumerate() {
-            let (key, generated) = match env("WEAVER_DEV_KEY").filter(|_| i == 0) {
-                Some(key) => (key, false),
-                None => (format!("wv-dev-{}", uuid::Uuid::new_v4().simple()), true),
-            };
-            let caller = AiCaller::new("demo", tenant.clone(), all_permissions());
-            keys.push(ApiKey::new(key.clone(), caller)?);
-            report.push(format!(
-                "no [auth] configured: development key for actor 'demo' in tenant '{tenant}' \
-                 (all permissions, local use only), {}",
-                if generated {
-                    "generated for this run"
-                } else {
-                    "from WEAVER_DEV_KEY"
-                }
-            ));
-            development.push(DevelopmentKey {
-                tenant: tenant.to_string(),
-                key,
-                generated,
-            });
-        }
-    }
-    for entry in &auth.api_keys {
-        keys.push(api_key(entry, config, env)?);
-    }
-    if !keys.is_empty() {
-        secrets.extend(keys.iter().map(|k| k.secret().to_owned()));
-        chain = chain.with(Arc::new(ApiKeyIdentity::new(keys)?));
-    }
-    if let Some(jwt) = &auth.jwt {
-        let (identity, secret) = jwt_identity(jwt, env)?;
-        secrets.extend(secret);
-        chain = chain.with(Arc::new(identity));
-    }
-    Ok((chain, secrets, development))
-}
-
-fn all_permissions() -> Vec<Permission> {
-    Permission::ALL.to_vec()
-}
-
-fn invalid(message: String) -> StartupError {
-    StartupError::Config(ConfigError::Invalid(message))
-}
-
-fn api_key(
-    entry: &ApiKeyConfig,
-    config: &WeaverConfig,
-    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
-) -> Result<ApiKey, StartupError> {
-    let key = match (&entry.key, &entry.key_env) {
-        (Some(key), None) => key.clone(),
-        (None, Some(variable)) => env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
-            invalid(format!(
-                "the API key of actor '{}' is read from {variable}, which is not set",
-                entry.actor
-            ))
-        })?,
-        _ => {
-            return Err(invalid(format!(
-                "the API key of actor '{}' needs exactly one of key or key_env",
-                entry.actor
-            )));
-        }
-    };
-    if !config.tenants.is_empty() && !config.tenants.iter().any(|t| t.id == entry.tenant) {
-        return Err(invalid(format!(
-            "the API key of actor '{}' names tenant '{}', which is not under [[tenants]]",
-            entry.actor, entry.tenant
-        )));
-    }
-    let caller = AiCaller::new(
-        entry.actor.clone(),
-        entry.tenant.clone(),
-        entry.permissions.iter().map(|p| Permission::new(p.clone())),
-    );
-    Ok(ApiKey::new(key, caller)?)
-}
-
-fn jwt_identity(
-    jwt: &JwtConfig,
-    env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
-) -> Result<(JwtIdentity, Option<String>), StartupError> {
-    let read_env = |setting: &str, variable: &str| {
-        env(variable).filter(|v| !v.is_empty()).ok_or_else(|| {
-            invalid(format!(
-                "auth.jwt.{setting} names {variable}, which is not set"
-            ))
-        })
-    };
-    let (key, secret) = match jwt.algorithm {
-        JwtAlgorithmConfig::Hs256 => {
-            let variable = jwt
-                .secret_env
-                .as_deref()
-                .ok_or_else(|| invalid("auth.jwt with HS256 needs secret_env".into()))?;
-            let secret = read_env("secret_env", variable)?;
-            (
-                JwtKey::Hs256 {
-                    secret: secret.clone().into_bytes(),
-                },
-                Some(secret),
-            )
-        }
-        JwtAlgorithmConfig::Rs256 => {
-            let pem = match (&jwt.public_key_path, &jwt.public_key_env) {
-                (Some(path), None) => std::fs::read(path).map_err(|e| {
-                    invalid(format!(
-                        "auth.jwt.public_key_path {} cannot be read: {e}",
-                        path.display()
-                    ))
-                })?,
-                (None, Some(variable)) => read_env("public_key_env", variable)?.into_bytes(),
-                _ => {
-                    return Err(invalid(
-                        "auth.jwt with RS256 needs exactly one of public_key_path or public_key_env"
-                            .into(),
-                    ));
-                }
-            };
-            (
-                JwtKey::Rs256 {
-                    public_key_pem: pem,
-                },
-                None,
-            )
-        }
-    };
-    let defaults = JwtClaimNames::default();
-    let settings = JwtSettings {
-        key,
-        issuer: jwt.issuer.clone(),
-        audience: jwt.audience.clone(),
-        claims: JwtClaimNames {
-            actor: jwt.actor_claim.clone().unwrap_or(defaults.actor),
-            tenant: jwt.tenant_claim.clone().unwrap_or(defaults.tenant),
-            permissions: jwt
-                .permissions_claim
-                .clone()
-                .unwrap_or(defaults.permissions),
-        },
-        leeway_secs: jwt.leeway_secs.unwrap_or(60),
-    };
-    Ok((JwtIdentity::new(settings)?, secret))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::StoreConfig;
 
     #[tokio::test]
     async fn a_database_that_cannot_be_reached_is_reported_without_its_password() {
