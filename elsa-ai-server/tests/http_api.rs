@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use elsa_ai_abstractions::AiError;
-use elsa_ai_host::{Script, ScriptedProvider};
+use elsa_ai_scripted::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig};
 use elsa_ai_server::testing::{ALICE_KEY, BOB_KEY, TestServer, two_tenants};

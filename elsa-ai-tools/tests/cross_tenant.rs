@@ -12,11 +12,11 @@ use chrono::Utc;
 use elsa_ai_abstractions::{
     AiContextAttachment, AiToolResult, AttachmentKind, ToolEnablement, linked_tools,
 };
-use elsa_ai_host::Script;
 use elsa_ai_host::testing::chat::ChatHarness;
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, TEST_AGENT, TEST_TENANT, all_permissions, backend_services,
 };
+use elsa_ai_scripted::Script;
 use elsa_ai_tools::names;
 use elsa_workflows::{
     DefinitionQuery, InMemoryWorkflowBackend, InstanceQuery, PageRequest, TenantId, TimeRange,

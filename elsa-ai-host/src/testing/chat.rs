@@ -21,8 +21,9 @@ use super::governance::{TEST_AGENT, TEST_TENANT, all_permissions, empty_services
 use crate::{
     AgentRegistry, ChatOrchestrator, HostCore, InMemoryAuditLog, InMemoryConversationStore,
     InMemoryStreamJournal, InMemoryToolEnablementStore, OrchestratorSettings, ProposalService,
-    Redactor, Script, ScriptedProvider, ToolGovernor, ToolRegistry, builtin_context_providers,
+    Redactor, ToolGovernor, ToolRegistry, builtin_context_providers,
 };
+use elsa_ai_scripted::{Script, ScriptedProvider};
 
 /// A secret the harness redactor knows, as a host registers its configured API keys.
 pub const REGISTERED_SECRET: &str = "sk-weaver-test-registered-secret";
