@@ -65,6 +65,7 @@ pub enum AuditBehavior {
 
 /// Where a tool comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum ToolSource {
     /// Shipped with Weaver.
     BuiltIn,

@@ -25,7 +25,9 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{ActivityCatalog, WorkflowDefinitionStore, WorkflowInstanceStore};
 use serde_json::json;
 
-use crate::{AgentRegistry, Redactor, ResultClamp};
+use crate::agents::AgentRegistry;
+use crate::clamp::ResultClamp;
+use crate::redaction::Redactor;
 pub use providers::{
     ActivitySelectionContext, DiagnosticsScopeContext, TenantContext, TimeRangeContext,
     WorkflowDefinitionContext, WorkflowInstanceContext,
@@ -346,8 +348,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::audit::InMemoryAuditLog;
+    use crate::redaction::REDACTED;
     use crate::testing::governance::{NoWorkflowData, all_permissions, test_agent};
-    use crate::{InMemoryAuditLog, REDACTED};
 
     /// Returns big content full of secrets, to see the resolver redact and clamp it.
     struct Leaky;

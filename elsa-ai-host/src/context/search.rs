@@ -16,6 +16,7 @@ const INSTANCE_SCAN: usize = 500;
 /// One thing that can be attached.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AttachmentCandidate {
     /// The attachment kind.
     pub kind: AttachmentKind,

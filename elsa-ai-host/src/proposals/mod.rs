@@ -35,7 +35,9 @@ use elsa_workflows::{
 use parking_lot::RwLock;
 use serde_json::json;
 
-use crate::{ConversationEvents, Metrics, Redactor};
+use crate::redaction::Redactor;
+use crate::stream::ConversationEvents;
+use crate::telemetry::Metrics;
 pub use lifecycle::ProposalAction;
 use record::{Actor, Note};
 pub use store::InMemoryProposalStore;

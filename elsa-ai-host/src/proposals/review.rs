@@ -11,7 +11,7 @@ use elsa_workflows::{TenantId, VersionOptions};
 use serde_json::Value;
 
 use super::Inner;
-use crate::REDACTED;
+use crate::redaction::REDACTED;
 
 /// Validation findings for `definition` against `catalog`, and a blocking finding for each
 /// value that carries the redaction marker.

@@ -17,6 +17,7 @@ use crate::identity::{
 /// A key with every permission in one tenant, created because no `[auth]` is configured.
 /// `Debug` never shows the key.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DevelopmentKey {
     /// The tenant it works in.
     pub tenant: String,

@@ -51,6 +51,7 @@ pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
 /// Why the server cannot start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum StartupError {
     /// The configuration is unusable.
     #[error(transparent)]
@@ -70,13 +71,19 @@ pub enum StartupError {
     },
     /// A built-in tool or agent was refused at registration.
     #[error("the tools cannot be registered: {0}")]
-    Tools(String),
+    Tools(#[from] elsa_ai_host::ToolRegistrationError),
     /// The provider cannot be created.
     #[error("the provider cannot be started: {0}")]
     Provider(String),
-    /// The store cannot be opened.
-    #[error("the store cannot be opened: {0}")]
-    Store(String),
+    /// The store cannot be opened (`at`: the SQLite file, for the message).
+    #[error("the store cannot be opened: {source}{}", at.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default())]
+    Store {
+        /// Why.
+        #[source]
+        source: elsa_ai_store::StoreError,
+        /// The SQLite file, when it was one.
+        at: Option<PathBuf>,
+    },
     /// `[telemetry]` cannot be used.
     #[error(transparent)]
     Telemetry(#[from] TelemetryError),
@@ -347,12 +354,10 @@ impl Weaver {
                 unknown.name
             ))));
         }
-        let tool_error =
-            |e: elsa_ai_host::ToolRegistrationError| StartupError::Tools(e.to_string());
         let mcp =
             Arc::new(McpClients::start(mcp_servers, MCP_STARTUP, core.redactor().clone()).await);
         report.extend(mcp_report(&mcp));
-        let linked = ToolRegistry::builder().linked_tools().map_err(tool_error)?;
+        let linked = ToolRegistry::builder().linked_tools()?;
         let registry = Arc::new(
             tools
                 .into_iter()
@@ -361,8 +366,7 @@ impl Weaver {
                     mcp.tools().into_iter().try_fold(registry, |registry, mcp| {
                         registry.tool_for_tenants(mcp.tool, mcp.tenants)
                     })
-                })
-                .map_err(tool_error)?
+                })?
                 .build(Arc::new(agents), stores.enablement.clone()),
         );
         let mut governor = core

@@ -144,7 +144,7 @@ impl Stores {
             let store = Arc::new(
                 PostgresStore::connect(&url)
                     .await
-                    .map_err(|e| StartupError::Store(e.to_string()))?,
+                    .map_err(|source| StartupError::Store { source, at: None })?,
             );
             report.push("store: PostgreSQL".into());
             return Ok(Self::durable(
@@ -158,11 +158,15 @@ impl Stores {
             .sqlite
             .clone()
             .unwrap_or_else(|| PathBuf::from(DEFAULT_SQLITE_FILE));
-        let store = Arc::new(
-            SqliteStore::open(&path)
-                .await
-                .map_err(|e| StartupError::Store(format!("{} ({})", e, path.display())))?,
-        );
+        let store =
+            Arc::new(
+                SqliteStore::open(&path)
+                    .await
+                    .map_err(|source| StartupError::Store {
+                        source,
+                        at: Some(path.clone()),
+                    })?,
+            );
         report.push(format!("store: SQLite file {}", path.display()));
         Ok(Self::durable(
             store.clone(),
