@@ -32,7 +32,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use elsa_ai_host::{Script, ScriptedProvider};
+use elsa_ai_scripted::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{
     ApiKeyConfig, AuthConfig, ProviderConfig, StoreConfig, TenantConfig, WeaverConfig,

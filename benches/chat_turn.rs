@@ -6,9 +6,9 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use elsa_ai_abstractions::AiOrchestrator;
-use elsa_ai_host::Script;
 use elsa_ai_host::testing::chat::{ChatHarness, collect};
 use elsa_ai_host::testing::governance::{TestTool, read_tool};
+use elsa_ai_scripted::Script;
 use serde_json::json;
 
 fn script() -> Script {

@@ -17,9 +17,10 @@ use elsa_ai_abstractions::{
     AiError, AiProviderToolInvocation, AiStreamEventType, AiTool, AiToolDefinition,
     AiToolExecutionContext,
 };
+use elsa_ai_host::ToolCallScope;
 use elsa_ai_host::testing::chat::ChatHarness;
 use elsa_ai_host::testing::governance::{TEST_AGENT, TEST_TENANT, read_tool};
-use elsa_ai_host::{Script, ToolCallScope};
+use elsa_ai_scripted::Script;
 use serde_json::{Value, json};
 
 const SECRET: &str = "sk-live-0123456789abcdefghij";

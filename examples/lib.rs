@@ -1,7 +1,9 @@
 //! Examples live in this folder as cargo examples:
 //!
-//! - `module_author`: a module written outside the Weaver crates adds a read-only tool and a
-//!   proposal tool; the proposal tool stays unavailable until an administrator enables it.
+//! - `module_author`: a module written outside the Weaver crates puts its own tool, agent and
+//!   attachment kind (with the context provider that resolves it) on a running weaver through
+//!   `WeaverBuilder`, in under 40 lines; `tests/it/module_author.rs` serves it and uses all
+//!   three over HTTP.
 //! - `quickstart`: the whole flow in one process over the real HTTP API (chat about a sample
 //!   workflow, a proposal, review, approve, apply, the audit trail). Its flow lives in
 //!   [`quickstart`], so that `tests/it/quickstart.rs` checks it.

@@ -30,13 +30,32 @@ pub struct AiAgentDefinition {
 }
 
 impl AiAgentDefinition {
+    /// An enabled agent named `name` following `instructions` (also its description), with
+    /// no tools, attachment kinds, MCP servers or permissions yet: set those with struct
+    /// update syntax.
+    pub fn new(name: impl Into<String>, instructions: impl Into<String>) -> Self {
+        let name = name.into();
+        let instructions = instructions.into();
+        Self {
+            display_name: name.clone(),
+            name,
+            description: instructions.clone(),
+            instructions,
+            allowed_tools: Vec::new(),
+            allowed_context_providers: Vec::new(),
+            allowed_mcp_servers: Vec::new(),
+            permissions: Vec::new(),
+            enabled: true,
+        }
+    }
+
     /// Whether the agent's scope names the tool.
     pub fn allows_tool(&self, tool_name: &str) -> bool {
         self.allowed_tools.iter().any(|t| t == tool_name)
     }
 
     /// Whether the agent may resolve attachments of `kind`.
-    pub fn allows_context(&self, kind: AttachmentKind) -> bool {
-        self.allowed_context_providers.contains(&kind)
+    pub fn allows_context(&self, kind: &AttachmentKind) -> bool {
+        self.allowed_context_providers.contains(kind)
     }
 }

@@ -252,6 +252,8 @@ impl From<WorkflowError> for AiError {
             WorkflowError::Backend { message } => {
                 Self::internal("workflow_backend_failed", message)
             }
+            // A kind of backend failure this version does not know yet.
+            other => Self::internal("workflow_backend_failed", other.to_string()),
         }
     }
 }

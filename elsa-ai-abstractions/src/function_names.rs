@@ -15,6 +15,7 @@ pub const MAX_WIRE_NAME_LEN: usize = 64;
 
 /// Why a turn's tools cannot be offered under distinct function names.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolNameError {
     /// Two tools map to the same function name.
     #[error("tools '{first}' and '{second}' would both be offered as '{wire}'")]

@@ -45,8 +45,8 @@ pub use agent::AiAgentDefinition;
 pub use audit::{AiAuditEvent, AiAuditLog, AiAuditSink, AuditAction, AuditOutcome, AuditQuery};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{
-    AiContextAttachment, AiContextProvider, AiContextResolutionRequest, AiResolvedContext,
-    AttachmentKind,
+    AiContextAttachment, AiContextProvider, AiContextProviderFn, AiContextResolutionRequest,
+    AiResolvedContext, AttachmentKind, ModuleAttachmentKind, context_provider_fn,
 };
 pub use conversation::{
     AiConversation, AiConversationStore, AiMessage, AiStreamJournal, AiToolMessage, MessageRole,
@@ -68,9 +68,9 @@ pub use redaction::{AiTextRedactor, SecretValue, is_credential_name};
 pub use stream::{AiChatRequest, AiChatStream, AiOrchestrator, AiStreamEvent, AiStreamEventType};
 pub use tool::{
     AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolError,
-    AiToolExecutionContext, AiToolOutcome, AiToolQuery, AiToolRegistration, AiToolRegistry,
-    AiToolResult, AiToolServices, AuditBehavior, DangerLevel, TenantBehavior, ToolMutability,
-    ToolSource, linked_tools,
+    AiToolExecutionContext, AiToolFn, AiToolOutcome, AiToolQuery, AiToolRegistration,
+    AiToolRegistry, AiToolResult, AiToolServices, AuditBehavior, DangerLevel, TenantBehavior,
+    ToolMutability, ToolSource, linked_tools, tool_fn,
 };
 
 pub use inventory;

@@ -10,6 +10,7 @@ use crate::{AiCaller, AiContextAttachment, AiError, ConversationId};
 
 /// The type of a stream event; serialised as the contract's dotted name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AiStreamEventType {
     /// First event of a turn; carries the conversation id.
     #[serde(rename = "conversation.started")]

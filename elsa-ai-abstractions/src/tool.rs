@@ -65,6 +65,7 @@ pub enum AuditBehavior {
 
 /// Where a tool comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum ToolSource {
     /// Shipped with Weaver.
     BuiltIn,
@@ -113,6 +114,34 @@ pub struct AiToolDefinition {
 }
 
 impl AiToolDefinition {
+    /// A module's read-only tool (`source` [`ToolSource::Module`]): low danger, scoped to the
+    /// caller's tenant, invocations audited, on by default, callable by callers holding every
+    /// one of `permissions` (the registry refuses an empty list), any arguments object. Change
+    /// a field with struct update syntax, e.g. `input_schema` from
+    /// [`schema_for`](Self::schema_for).
+    pub fn read_only(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        permissions: impl IntoIterator<Item = Permission>,
+    ) -> Self {
+        let name = name.into();
+        Self {
+            display_name: name.clone(),
+            name,
+            description: description.into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            mutability: ToolMutability::ReadOnly,
+            danger_level: DangerLevel::Low,
+            permissions: permissions.into_iter().collect(),
+            tenant_behavior: TenantBehavior::TenantScoped,
+            audit_behavior: AuditBehavior::RecordInvocation,
+            allowed_agents: None,
+            source: ToolSource::Module,
+            enabled_by_default: true,
+            timeout: None,
+        }
+    }
+
     /// The JSON Schema of `T`, as tools put it into [`AiToolDefinition::input_schema`].
     pub fn schema_for<T: JsonSchema>() -> Value {
         serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)
@@ -289,6 +318,48 @@ pub trait AiTool: Send + Sync {
 
     /// Runs the tool. Only the governance pipeline calls this.
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError>;
+}
+
+/// A tool whose execution is one async function of its context: the shortest way for a host
+/// or a module to write a tool ([`tool_fn`]). Governance treats it like any other tool.
+pub struct AiToolFn<F> {
+    definition: AiToolDefinition,
+    execute: F,
+}
+
+/// A tool defined by `definition` that runs `execute` (see [`AiToolFn`]).
+pub fn tool_fn<F, Fut>(definition: AiToolDefinition, execute: F) -> Arc<dyn AiTool>
+where
+    F: Fn(AiToolExecutionContext) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Value, AiError>> + Send + 'static,
+{
+    Arc::new(AiToolFn {
+        definition,
+        execute,
+    })
+}
+
+impl<F> std::fmt::Debug for AiToolFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AiToolFn")
+            .field("name", &self.definition.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl<F, Fut> AiTool for AiToolFn<F>
+where
+    F: Fn(AiToolExecutionContext) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<Value, AiError>> + Send + 'static,
+{
+    fn definition(&self) -> &AiToolDefinition {
+        &self.definition
+    }
+
+    async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
+        (self.execute)(context).await
+    }
 }
 
 /// A tool that registers itself when its crate is linked:

@@ -16,12 +16,16 @@ use elsa_ai_abstractions::{
 };
 use elsa_workflows::{ActivityCatalog, WorkflowDefinitionStore, WorkflowDefinitionWriter};
 
-use crate::{
-    ChatOrchestrator, ChatOrchestratorBuilder, ContextResolver, ContextResolverBuilder,
-    InMemoryConversationStore, InMemoryStreamJournal, ProposalService, ProposalServiceBuilder,
-    Redactor, ToolEnablementService, ToolGovernor, ToolGovernorBuilder, ToolRegistry,
-    TraceIdSource, TracedAuditSink, Untraced,
-};
+use crate::context::{ContextResolver, ContextResolverBuilder};
+use crate::conversation::InMemoryConversationStore;
+use crate::enablement::ToolEnablementService;
+use crate::governor::{ToolGovernor, ToolGovernorBuilder};
+use crate::orchestrator::{ChatOrchestrator, ChatOrchestratorBuilder};
+use crate::proposals::{ProposalService, ProposalServiceBuilder};
+use crate::redaction::Redactor;
+use crate::registry::ToolRegistry;
+use crate::stream::InMemoryStreamJournal;
+use crate::telemetry::{TraceIdSource, TracedAuditSink, Untraced};
 
 /// What every component of a host shares: the redactor, the clock, the audit sink, the
 /// conversation store and the stream journal. Cheap to clone (shared).

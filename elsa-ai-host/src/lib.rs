@@ -100,7 +100,7 @@
 //! [`resume`](elsa_ai_abstractions::AiOrchestrator::resume) from any sequence; a turn without
 //! clients for longer than the grace window is cancelled. [`ConversationEvents`] lets the
 //! proposal service publish onto a conversation's stream, [`RetentionSweeper`] expires old
-//! conversations, and [`ScriptedProvider`] plays [`Script`]s instead of calling a model.
+//! conversations. (Providers that follow a script instead of a model are in `elsa-ai-scripted`.)
 //!
 //! ```
 //! use std::sync::Arc;
@@ -108,6 +108,7 @@
 //! use elsa_ai_abstractions::*;
 //! use elsa_ai_host::testing::governance::empty_services;
 //! use elsa_ai_host::*;
+//! use elsa_ai_scripted::{Script, ScriptedProvider};
 //! use futures::StreamExt;
 //!
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
@@ -235,7 +236,6 @@ mod provider_router;
 mod redaction;
 mod registry;
 mod retention;
-mod scripted;
 mod stream;
 mod telemetry;
 
@@ -279,10 +279,6 @@ pub use registry::{
     ToolRegistryBuilder, agent_names_tool, requires_tenant, tool_admits_agent,
 };
 pub use retention::{RetentionReport, RetentionSweeper};
-pub use scripted::{
-    CompletedToolCall, ComputedStep, Script, ScriptStep, ScriptedProvider, ScriptedToolCall,
-    TurnSoFar,
-};
 pub use stream::{ConversationEvents, InMemoryStreamJournal};
 pub use telemetry::{
     FIRST_EVENT_BUCKETS, MeasurementObserver, Metrics, ProposalCounters, ProposalCountersSnapshot,

@@ -20,7 +20,8 @@ use futures::stream::BoxStream;
 /// ```
 /// use std::sync::Arc;
 /// use elsa_ai_abstractions::AiProvider;
-/// use elsa_ai_host::{ProviderRouter, ScriptedProvider, Script};
+/// use elsa_ai_host::{ProviderRouter};
+/// use elsa_ai_scripted::{ScriptedProvider, Script};
 ///
 /// let local: Arc<dyn AiProvider> = Arc::new(ScriptedProvider::new(Script::new()));
 /// let hosted: Arc<dyn AiProvider> = Arc::new(ScriptedProvider::new(Script::new()));
@@ -220,8 +221,8 @@ impl AiProvider for ProviderRouter {
 mod tests {
     use super::*;
     use crate::testing::governance::{TEST_AGENT, all_permissions, test_agent};
-    use crate::{Script, ScriptedProvider};
     use elsa_ai_abstractions::{AiCaller, ConversationId};
+    use elsa_ai_scripted::{Script, ScriptedProvider};
 
     fn scripted() -> Arc<dyn AiProvider> {
         Arc::new(ScriptedProvider::new(Script::new()))

@@ -9,7 +9,7 @@ use elsa_ai_abstractions::{AiConversationStore, AiError, Clock};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::ProviderSessions;
+use crate::orchestrator::ProviderSessions;
 
 /// What one sweep removed.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -502,6 +502,7 @@ pub struct JwtConfig {
 /// `[provider]`: which provider, with that provider's own settings. `Debug` shows the
 /// settings with passwords in URLs and any secret-looking value hidden.
 #[derive(Clone, Default, PartialEq)]
+#[non_exhaustive]
 pub enum ProviderConfig {
     /// The scripted demo provider.
     #[default]
@@ -630,6 +631,7 @@ pub struct LimitsConfig {
 
 /// Why a configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The file could not be read.
     #[error("cannot read the configuration file {path}: {source}")]

@@ -14,7 +14,7 @@
 //!
 //! [`Weaver`] assembles everything from a [`WeaverConfig`](config::WeaverConfig) (workflow
 //! data, stores, tools, governance, orchestrator, proposals, identity) and serves it with a
-//! graceful shutdown; [`demo::DemoProvider`] is the scripted provider of the default
+//! graceful shutdown; `elsa_ai_scripted::demo::DemoProvider` is the scripted provider of the default
 //! configuration. A host with its own wiring builds a [`WeaverApi`] and calls [`router`].
 //! [`telemetry::Telemetry`] (`[telemetry]`) gives weaver's spans OpenTelemetry trace ids,
 //! which the host writes into audit records and `conversation.started`, and exports spans
@@ -69,7 +69,6 @@
 mod api;
 pub mod config;
 pub mod console;
-pub mod demo;
 mod error;
 mod extract;
 mod http_surface;
@@ -95,4 +94,4 @@ pub use requests::{
     ProposalQueryParams, RejectBody, ResumeQuery, TimeRangeBody, ToolsQuery,
 };
 pub use routes::{AI_FEATURE, CONVERSATION_ID_HEADER, openapi, router};
-pub use weaver::{DevelopmentKey, EnvLookup, StartupError, Weaver, WeaverBuilder};
+pub use weaver::{DevelopmentKey, EnvLookup, StartupError, Weaver, WeaverBuilder, WeaverStores};

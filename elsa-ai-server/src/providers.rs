@@ -9,8 +9,8 @@ use elsa_ai_host::{ProviderRouter, Redactor};
 use elsa_ai_openai::{OpenAiProvider, OpenAiProviderConfig};
 
 use crate::config::{ProviderConfig, ProviderPlan};
-use crate::demo::DemoProvider;
 use crate::weaver::StartupError;
+use elsa_ai_scripted::demo::DemoProvider;
 
 /// The providers, and what the server must do with them beside serving turns.
 pub(crate) struct ServedProviders {

@@ -92,16 +92,18 @@ impl TimeRangeBody {
 }
 
 impl AttachmentBody {
-    fn into_attachment(self) -> Result<AiContextAttachment, ApiError> {
+    /// The contract attachment; `kinds` are the kinds the server resolves (the built-in ones
+    /// and those modules registered), any other is 400 `unsupported_attachment_kind`.
+    fn into_attachment(self, kinds: &[AttachmentKind]) -> Result<AiContextAttachment, ApiError> {
         let kind = match self.kind.as_str() {
             // Elsa Studio's name for an activity selection.
             "Activity" => AttachmentKind::ActivitySelection,
-            name => AttachmentKind::ALL
-                .into_iter()
+            name => kinds
+                .iter()
                 .find(|kind| kind.as_str() == name)
+                .cloned()
                 .ok_or_else(|| {
-                    let supported: Vec<&str> =
-                        AttachmentKind::ALL.iter().map(|k| k.as_str()).collect();
+                    let supported: Vec<&str> = kinds.iter().map(AttachmentKind::as_str).collect();
                     ApiError::bad_request(
                         "unsupported_attachment_kind",
                         format!(
@@ -120,7 +122,7 @@ impl AttachmentBody {
         if reference_id.trim().is_empty() && !unreferenced {
             return Err(ApiError::bad_request(
                 "invalid_attachment",
-                format!("a {} attachment needs a referenceId", kind.as_str()),
+                format!("a {kind} attachment needs a referenceId"),
             ));
         }
         Ok(AiContextAttachment {
@@ -133,8 +135,13 @@ impl AttachmentBody {
 }
 
 impl ChatRequestBody {
-    /// The contract request of `caller`; 400 for an unknown attachment kind or an empty id.
-    pub fn into_request(self, caller: AiCaller) -> Result<AiChatRequest, ApiError> {
+    /// The contract request of `caller`; 400 for an attachment kind outside `kinds` (the
+    /// kinds the server resolves) or an empty id.
+    pub fn into_request(
+        self,
+        caller: AiCaller,
+        kinds: &[AttachmentKind],
+    ) -> Result<AiChatRequest, ApiError> {
         let conversation_id = match self.conversation_id {
             Some(id) if id.trim().is_empty() => {
                 return Err(ApiError::bad_request(
@@ -152,7 +159,7 @@ impl ChatRequestBody {
             attachments: self
                 .attachments
                 .into_iter()
-                .map(AttachmentBody::into_attachment)
+                .map(|attachment| attachment.into_attachment(kinds))
                 .collect::<Result<_, _>>()?,
         })
     }
@@ -352,7 +359,7 @@ mod tests {
 
     fn body(json: serde_json::Value) -> Result<AiChatRequest, ApiError> {
         let body: ChatRequestBody = parse_json(json.to_string().as_bytes())?;
-        body.into_request(AiCaller::new("alice", "acme", []))
+        body.into_request(AiCaller::new("alice", "acme", []), &AttachmentKind::ALL)
     }
 
     #[test]
@@ -397,7 +404,8 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(request.conversation_id, None);
-        let kinds: Vec<AttachmentKind> = request.attachments.iter().map(|a| a.kind).collect();
+        let kinds: Vec<AttachmentKind> =
+            request.attachments.iter().map(|a| a.kind.clone()).collect();
         assert_eq!(
             kinds,
             [
@@ -416,6 +424,33 @@ mod tests {
     }
 
     #[test]
+    fn a_registered_modules_kind_is_accepted_and_needs_a_reference() {
+        let ticket = AttachmentKind::module("acme.Ticket").unwrap();
+        let kinds = [AttachmentKind::WorkflowDefinition, ticket.clone()];
+        let parse = |json: serde_json::Value| {
+            let body: ChatRequestBody = parse_json(json.to_string().as_bytes()).unwrap();
+            body.into_request(AiCaller::new("alice", "acme", []), &kinds)
+        };
+        let request = parse(
+            json!({"message": "hi", "attachments": [{"kind": "acme.Ticket", "referenceId": "T-1"}]}),
+        )
+        .unwrap();
+        assert_eq!(request.attachments[0].kind, ticket);
+        let code = |json| parse(json).unwrap_err().0.code().to_owned();
+        assert_eq!(
+            code(json!({"message": "hi", "attachments": [{"kind": "acme.Ticket"}]})),
+            "invalid_attachment"
+        );
+        // Only the kinds the server resolves: here not even a built-in one it lacks.
+        assert_eq!(
+            code(
+                json!({"message": "hi", "attachments": [{"kind": "Tenant", "referenceId": "acme"}]})
+            ),
+            "unsupported_attachment_kind"
+        );
+    }
+
+    #[test]
     fn bad_bodies_are_refused_with_a_code() {
         let code = |json| body(json).unwrap_err().0.code().to_owned();
         assert_eq!(
@@ -427,6 +462,13 @@ mod tests {
         assert_eq!(
             code(json!({"message": "hi", "attachments": [{"kind": "Tenant", "referenceId": " "}]})),
             "invalid_attachment"
+        );
+        // A module's kind that no context provider of this server resolves.
+        assert_eq!(
+            code(
+                json!({"message": "hi", "attachments": [{"kind": "acme.Ticket", "referenceId": "T-1"}]})
+            ),
+            "unsupported_attachment_kind"
         );
         assert_eq!(
             code(

@@ -2,7 +2,9 @@
 //! `elsa-ai-abstractions` and `elsa-workflows`, which know nothing of OpenAPI). Each function
 //! is used through `#[schema(schema_with = ...)]` on a field of that type.
 
-use utoipa::openapi::schema::{ArrayBuilder, Object, ObjectBuilder, Type};
+use elsa_ai_abstractions::ModuleAttachmentKind;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{AnyOfBuilder, ArrayBuilder, Object, ObjectBuilder, Schema, Type};
 use utoipa::openapi::{Array, SchemaFormat};
 
 /// The wire names of the enums the API uses, as their serde representations.
@@ -114,13 +116,27 @@ pub(crate) fn stream_event_type() -> Object {
     )
 }
 
-/// `AttachmentKind`.
-pub(crate) fn attachment_kind() -> Object {
-    let kinds: Vec<&str> = elsa_ai_abstractions::AttachmentKind::ALL
+/// `AttachmentKind`: a built-in kind, or the namespaced kind of a module a host registered.
+pub(crate) fn attachment_kind() -> RefOr<Schema> {
+    let builtin: Vec<&str> = elsa_ai_abstractions::AttachmentKind::ALL
         .iter()
         .map(|kind| kind.as_str())
         .collect();
-    string_enum("A kind of context attachment.", &kinds)
+    let kinds = AnyOfBuilder::new()
+        .description(Some(
+            "A kind of context attachment: a built-in kind, or a module's namespaced kind.",
+        ))
+        .item(string_enum("A built-in kind.", &builtin))
+        .item(
+            ObjectBuilder::new()
+                .schema_type(Type::String)
+                .description(Some(
+                    "A kind a module added (namespaced, such as acme.Ticket).",
+                ))
+                .pattern(Some(ModuleAttachmentKind::PATTERN)),
+        )
+        .build();
+    RefOr::T(Schema::AnyOf(kinds))
 }
 
 /// `AttachmentKind` as a chat request may name it: the kinds, and Elsa Studio's `Activity`
@@ -132,7 +148,9 @@ pub(crate) fn attachment_kind_in_request() -> Object {
         .collect();
     kinds.push("Activity");
     string_enum(
-        "A kind of context attachment (`Activity` is Elsa Studio's name for `ActivitySelection`).",
+        "A kind of context attachment (`Activity` is Elsa Studio's name for \
+         `ActivitySelection`). A server whose host registered a module's context provider \
+         also accepts that module's namespaced kind (such as `acme.Ticket`).",
         &kinds,
     )
 }

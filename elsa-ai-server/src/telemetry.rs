@@ -66,6 +66,7 @@ const OWN_TARGETS: [&str; 3] = ["elsa_ai_", "elsa_workflows", "weaver"];
 
 /// Why telemetry cannot start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum TelemetryError {
     /// `[telemetry]` is not usable.
     #[error(transparent)]

@@ -5,6 +5,7 @@ use thiserror::Error;
 
 /// Why a store could not be opened.
 #[derive(Debug, Error)]
+#[non_exhaustive]
 pub enum StoreError {
     /// The database could not be reached, created or configured.
     #[error("cannot open the store: {0}")]

@@ -210,14 +210,14 @@ impl PostgresStore {
     /// # Errors
     ///
     /// When the listening connection cannot be opened.
-    pub async fn journal_feed(&self) -> Result<mpsc::Receiver<JournalFeed>, AiError> {
+    pub async fn journal_feed(&self) -> Result<mpsc::Receiver<JournalFeed>, StoreError> {
         let mut listener = PgListener::connect_with(&self.pool)
             .await
-            .map_err(|e| failed("listening for journal appends", e))?;
+            .map_err(StoreError::Connect)?;
         listener
             .listen(JOURNAL_CHANNEL)
             .await
-            .map_err(|e| failed("listening for journal appends", e))?;
+            .map_err(StoreError::Connect)?;
         let (feed, heard) = mpsc::channel(4096);
         tokio::spawn(async move {
             loop {

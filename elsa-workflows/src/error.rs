@@ -12,6 +12,7 @@ pub struct ParseError {
 
 /// The error type of every `elsa-workflows` operation.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum WorkflowError {
     /// The JSON is not an Elsa 3 definition, instance or descriptor.
     #[error("invalid Elsa JSON: {0}")]

@@ -10,10 +10,11 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use elsa_ai_host::{Script, ScriptStep, ScriptedProvider};
+use elsa_ai_scripted::{Script, ScriptStep, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{ApiKeyConfig, AuthConfig, StoreConfig, TenantConfig, WeaverConfig};
-use elsa_ai_server::testing::{SseEvent, SseStream};
+use eventsource_stream::{Event, Eventsource};
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -29,7 +30,7 @@ const KEY: &str = "quickstart-key-alice-acme";
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {
     /// The streamed events, in order.
-    pub events: Vec<SseEvent>,
+    pub events: Vec<Event>,
     /// The proposal as the review screen saw it.
     pub proposal: Value,
     /// The proposal after apply.
@@ -147,8 +148,13 @@ impl Client {
 }
 
 /// One line per event: sequence, type and what matters in it.
-fn describe(event: &SseEvent) -> String {
-    let data = &event.json()["data"];
+/// The JSON an event carries.
+pub fn data_of(event: &Event) -> Value {
+    serde_json::from_str(&event.data).unwrap_or(Value::Null)
+}
+
+fn describe(event: &Event) -> String {
+    let data = &data_of(event)["data"];
     let detail = match event.event.as_str() {
         "conversation.started" => format!("conversation {}", data["conversationId"]),
         "assistant.delta" => format!("{:?}", data["text"].as_str().unwrap_or("")),
@@ -168,7 +174,7 @@ fn describe(event: &SseEvent) -> String {
         }
         _ => data.to_string(),
     };
-    format!("  #{:<3} {:<24} {detail}", event.sequence(), event.event)
+    format!("  #{:<3} {:<24} {detail}", event.id, event.event)
 }
 
 /// Runs the quickstart, printing to `out`.
@@ -224,16 +230,17 @@ pub async fn run(out: &mut (dyn Write + Send)) -> Result<Outcome, Error> {
     if !response.status().is_success() {
         return Err(format!("the chat was refused: {}", response.text().await?).into());
     }
-    let mut stream = SseStream::new(response);
+    let mut stream = response.bytes_stream().eventsource();
     let mut events = Vec::new();
-    while let Some(event) = stream.next_event().await {
+    while let Some(event) = stream.next().await {
+        let event = event?;
         writeln!(out, "{}", describe(&event))?;
         events.push(event);
     }
     let proposal_id = events
         .iter()
         .find(|e| e.event == "proposal.created")
-        .and_then(|e| e.json()["data"]["proposalId"].as_str().map(str::to_owned))
+        .and_then(|e| data_of(e)["data"]["proposalId"].as_str().map(str::to_owned))
         .ok_or("the provider proposed nothing")?;
 
     let proposal = client

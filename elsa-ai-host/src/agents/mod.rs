@@ -12,6 +12,7 @@ pub use builtin::{INSTANCE_DIAGNOSTICS, WORKFLOW_AUTHOR, instance_diagnostics, w
 
 /// Why an agent definition was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AgentRegistrationError {
     /// The name is not lowercase kebab-case (`[a-z][a-z0-9-]*`, at most 64 characters).
     #[error("agent name '{0}' must match [a-z][a-z0-9-]* and be at most 64 characters")]
@@ -179,7 +180,7 @@ mod tests {
         let author = registry.resolve(WORKFLOW_AUTHOR).unwrap();
         assert!(author.allows_tool("workflow.proposeUpdate"));
         assert!(!author.allows_tool("instance.get"));
-        assert!(author.allows_context(elsa_ai_abstractions::AttachmentKind::ActivitySelection));
+        assert!(author.allows_context(&elsa_ai_abstractions::AttachmentKind::ActivitySelection));
         let diagnostics = registry.resolve(INSTANCE_DIAGNOSTICS).unwrap();
         assert!(diagnostics.allows_tool("instance.detectTrends"));
         assert!(

@@ -144,7 +144,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{RedactingAuditSink, Redactor};
+    use crate::redaction::{RedactingAuditSink, Redactor};
 
     fn event(tenant: &str, actor: &str, outcome: AuditOutcome, minutes_ago: i64) -> AiAuditEvent {
         let mut event = AiAuditEvent::new(

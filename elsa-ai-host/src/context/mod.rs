@@ -25,7 +25,9 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{ActivityCatalog, WorkflowDefinitionStore, WorkflowInstanceStore};
 use serde_json::json;
 
-use crate::{AgentRegistry, Redactor, ResultClamp};
+use crate::agents::AgentRegistry;
+use crate::clamp::ResultClamp;
+use crate::redaction::Redactor;
 pub use providers::{
     ActivitySelectionContext, DiagnosticsScopeContext, TenantContext, TimeRangeContext,
     WorkflowDefinitionContext, WorkflowInstanceContext,
@@ -163,7 +165,7 @@ impl ContextResolver {
 
     /// The kinds this resolver has a provider for.
     pub fn kinds(&self) -> impl Iterator<Item = AttachmentKind> + '_ {
-        self.providers.keys().copied()
+        self.providers.keys().cloned()
     }
 
     /// Resolves every attachment in order, stopping at the first refusal.
@@ -208,10 +210,10 @@ impl ContextResolver {
         request: &ContextRequest<'_>,
         attachment: &AiContextAttachment,
     ) -> Result<AiResolvedContext, AiError> {
-        let kind = attachment.kind;
+        let kind = &attachment.kind;
         let provider = self
             .providers
-            .get(&kind)
+            .get(kind)
             .filter(|_| request.agent.allows_context(kind))
             .ok_or_else(|| {
                 AiError::bad_request(
@@ -239,7 +241,7 @@ impl ContextResolver {
         context.content = clamped.value;
         context.truncated |= clamped.truncated;
         // The reference is the caller's own input; it is echoed redacted like everything else.
-        context.kind = kind;
+        context.kind = kind.clone();
         context.reference_id = self
             .redactor
             .redact_str(&attachment.reference_id)
@@ -346,8 +348,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::audit::InMemoryAuditLog;
+    use crate::redaction::REDACTED;
     use crate::testing::governance::{NoWorkflowData, all_permissions, test_agent};
-    use crate::{InMemoryAuditLog, REDACTED};
 
     /// Returns big content full of secrets, to see the resolver redact and clamp it.
     struct Leaky;

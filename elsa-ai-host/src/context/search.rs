@@ -16,6 +16,7 @@ const INSTANCE_SCAN: usize = 500;
 /// One thing that can be attached.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub struct AttachmentCandidate {
     /// The attachment kind.
     pub kind: AttachmentKind,
@@ -78,7 +79,7 @@ impl AttachmentSearch {
                     .items
                     .into_iter()
                     .map(|d| AttachmentCandidate {
-                        kind,
+                        kind: kind.clone(),
                         title: d.name.clone().unwrap_or_else(|| d.definition_id.clone()),
                         detail: format!(
                             "version {}{}",
@@ -108,7 +109,7 @@ impl AttachmentSearch {
                     })
                     .take(limit)
                     .map(|i| AttachmentCandidate {
-                        kind,
+                        kind: kind.clone(),
                         reference_id: i.id().to_owned(),
                         title: i.name().or(i.definition_id()).unwrap_or(i.id()).to_owned(),
                         detail: format!("{} {}", i.status().as_str(), i.sub_status().as_str()),
@@ -117,7 +118,7 @@ impl AttachmentSearch {
             }
             other => Err(AiError::bad_request(
                 "search_not_supported",
-                format!("attachments of kind {other:?} cannot be searched; name them directly"),
+                format!("attachments of kind {other} cannot be searched; name them directly"),
             )),
         }
     }

@@ -13,7 +13,7 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{Page, PageRequest, TenantId};
 use parking_lot::RwLock;
 
-use crate::InMemoryStreamJournal;
+use crate::stream::InMemoryStreamJournal;
 
 /// The conversation `id` if `caller` owns it: same tenant and same actor.
 ///

@@ -2,8 +2,8 @@
 //! `proposal.*` stream event and the counters (after it), and refusals.
 
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiError, AiProposal, AiStreamEventType, AuditAction, AuditOutcome, ProposalId,
-    ProposalStatus,
+    AiAuditEvent, AiCaller, AiError, AiProposal, AiStreamEventType, AuditAction, AuditOutcome,
+    ProposalId, ProposalStatus,
 };
 use elsa_workflows::TenantId;
 use serde_json::{Value, json};
@@ -44,6 +44,15 @@ impl Note {
 pub(crate) struct Actor<'a> {
     pub id: &'a str,
     pub tenant_id: &'a TenantId,
+}
+
+impl<'a> Actor<'a> {
+    pub(crate) fn of(caller: &'a AiCaller) -> Self {
+        Self {
+            id: &caller.actor_id,
+            tenant_id: &caller.tenant_id,
+        }
+    }
 }
 
 impl Inner {

@@ -2,13 +2,16 @@
 //! against the tenant's activity catalog, warnings, and the graph diff. The rules
 //! themselves live in `elsa-workflows`; this is the one place the service calls them.
 
+use elsa_ai_abstractions::{AiError, BaselineRef, ProposalStatus};
 use elsa_workflows::{
     ActivityDescriptor, Diagnostic, DiagnosticCode, DraftValidator, GraphDiff, Severity,
     WorkflowDefinition,
 };
+use elsa_workflows::{TenantId, VersionOptions};
 use serde_json::Value;
 
-use crate::REDACTED;
+use super::Inner;
+use crate::redaction::REDACTED;
 
 /// Validation findings for `definition` against `catalog`, and a blocking finding for each
 /// value that carries the redaction marker.
@@ -123,6 +126,126 @@ pub(crate) fn warnings(diagnostics: &[Diagnostic]) -> impl Iterator<Item = Strin
             Some(activity) => format!("{} (activity '{activity}')", d.message),
             None => d.message.clone(),
         })
+}
+
+/// What reviewing a definition found.
+pub(super) struct Review {
+    pub(super) diagnostics: Vec<Diagnostic>,
+    pub(super) warnings: Vec<String>,
+    /// `None` when the baseline could not be read again (the stored diff stays).
+    pub(super) graph_diff: Option<GraphDiff>,
+}
+
+impl Review {
+    pub(super) fn status(&self) -> ProposalStatus {
+        if is_blocking(&self.diagnostics) {
+            ProposalStatus::Blocked
+        } else {
+            ProposalStatus::Validated
+        }
+    }
+}
+
+impl Inner {
+    /// Validates `definition` against the tenant's catalog, collects warnings and diffs it
+    /// against the baseline (an empty workflow for creations). At creation
+    /// (`baseline_required`) a missing baseline version is 404 `baseline_not_found`; later it
+    /// is a warning and the stored diff stays.
+    pub(super) async fn review(
+        &self,
+        tenant_id: &TenantId,
+        baseline: Option<&BaselineRef>,
+        definition: &WorkflowDefinition,
+        baseline_required: bool,
+    ) -> Result<Review, AiError> {
+        let mut warnings = Vec::new();
+        let mut graph_diff = None;
+        match baseline {
+            Some(baseline) => {
+                let id = baseline.definition_id.as_str();
+                let before = self
+                    .definitions
+                    .find(tenant_id, id, VersionOptions::Specific(baseline.version))
+                    .await?;
+                match &before {
+                    Some(before) => {
+                        let diff = diff(Some(before), definition);
+                        warnings.extend(diff_warnings(&diff));
+                        graph_diff = Some(diff);
+                    }
+                    None if baseline_required => {
+                        return Err(AiError::NotFound {
+                            code: "baseline_not_found".into(),
+                            message: format!(
+                                "workflow definition '{id}' version {} not found",
+                                baseline.version
+                            ),
+                        });
+                    }
+                    None => warnings.push(format!(
+                        "the baseline version {} of workflow '{id}' no longer exists",
+                        baseline.version
+                    )),
+                }
+                let latest = self
+                    .definitions
+                    .find(tenant_id, id, VersionOptions::Latest)
+                    .await?;
+                if let Some(latest) = latest.filter(|l| l.version() != baseline.version) {
+                    warnings.push(format!(
+                        "workflow '{id}' is at version {} now, not the baseline version {}: \
+                         applying will be refused as stale",
+                        latest.version(),
+                        baseline.version
+                    ));
+                }
+            }
+            None => {
+                graph_diff = Some(diff(None, definition));
+                let id = definition.definition_id();
+                let existing = self
+                    .definitions
+                    .find(tenant_id, id, VersionOptions::Latest)
+                    .await?;
+                if let Some(existing) = existing {
+                    warnings.push(format!(
+                        "workflow '{id}' already exists (version {}): applying this creation \
+                         will be refused",
+                        existing.version()
+                    ));
+                }
+            }
+        }
+        let diagnostics = self.diagnostics(tenant_id, definition).await?;
+        warnings.extend(self::warnings(&diagnostics));
+        let warnings = warnings
+            .into_iter()
+            .map(|w| self.redactor.redact_str(&w).into_owned())
+            .collect();
+        Ok(Review {
+            diagnostics,
+            warnings,
+            graph_diff,
+        })
+    }
+
+    /// Validation findings for `definition` against the tenant's catalog as it is now,
+    /// with redacted messages (they may quote the definition).
+    pub(super) async fn diagnostics(
+        &self,
+        tenant_id: &TenantId,
+        definition: &WorkflowDefinition,
+    ) -> Result<Vec<Diagnostic>, AiError> {
+        let catalog = self.catalog.list(tenant_id).await?;
+        let mut diagnostics = validate(definition, catalog);
+        for diagnostic in &mut diagnostics {
+            if let std::borrow::Cow::Owned(message) = self.redactor.redact_str(&diagnostic.message)
+            {
+                diagnostic.message = message;
+            }
+        }
+        Ok(diagnostics)
+    }
 }
 
 #[cfg(test)]

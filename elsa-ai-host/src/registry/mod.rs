@@ -15,7 +15,8 @@ use elsa_ai_abstractions::{
 use elsa_workflows::TenantId;
 use serde_json::Value;
 
-use crate::{AgentRegistry, EnablementDecisions};
+use crate::agents::AgentRegistry;
+use crate::enablement::EnablementDecisions;
 use access::{PermissionIndex, PermissionMask};
 
 pub use access::{ToolPolicy, agent_names_tool, requires_tenant, tool_admits_agent};

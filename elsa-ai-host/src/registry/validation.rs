@@ -11,6 +11,7 @@ pub const MAX_TOOL_NAME_LEN: usize = 128;
 
 /// Why a tool definition was refused at registration.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolRegistrationError {
     /// The name is not namespaced as `namespace.name`: two or more dot-separated segments,
     /// each matching `[a-z][A-Za-z0-9_-]*`, at most [`MAX_TOOL_NAME_LEN`] bytes in all.

@@ -18,11 +18,19 @@ use futures::stream::BoxStream;
 use parking_lot::Mutex;
 
 use super::governance::{TEST_AGENT, TEST_TENANT, all_permissions, empty_services, test_agent};
-use crate::{
-    AgentRegistry, ChatOrchestrator, HostCore, InMemoryAuditLog, InMemoryConversationStore,
-    InMemoryStreamJournal, InMemoryToolEnablementStore, OrchestratorSettings, ProposalService,
-    Redactor, Script, ScriptedProvider, ToolGovernor, ToolRegistry, builtin_context_providers,
-};
+use crate::agents::AgentRegistry;
+use crate::audit::InMemoryAuditLog;
+use crate::context::builtin_context_providers;
+use crate::conversation::InMemoryConversationStore;
+use crate::enablement::InMemoryToolEnablementStore;
+use crate::governor::ToolGovernor;
+use crate::host_core::HostCore;
+use crate::orchestrator::{ChatOrchestrator, OrchestratorSettings};
+use crate::proposals::ProposalService;
+use crate::redaction::Redactor;
+use crate::registry::ToolRegistry;
+use crate::stream::InMemoryStreamJournal;
+use elsa_ai_scripted::{Script, ScriptedProvider};
 
 /// A secret the harness redactor knows, as a host registers its configured API keys.
 pub const REGISTERED_SECRET: &str = "sk-weaver-test-registered-secret";

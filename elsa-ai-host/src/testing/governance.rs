@@ -27,11 +27,17 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::{
-    AgentRegistry, GovernanceStep, HostCore, InMemoryAuditLog, InMemoryStreamJournal,
-    InMemoryToolEnablementStore, Redactor, StepObserver, ToolCallScope, ToolEvent, ToolEventSink,
-    ToolGovernor, ToolPolicy, ToolRegistry,
+use crate::agents::AgentRegistry;
+use crate::audit::InMemoryAuditLog;
+use crate::enablement::InMemoryToolEnablementStore;
+use crate::governor::{
+    GovernanceStep, StepObserver, ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor,
 };
+
+use crate::host_core::HostCore;
+use crate::redaction::Redactor;
+use crate::registry::{ToolPolicy, ToolRegistry};
+use crate::stream::InMemoryStreamJournal;
 
 /// The agent a [`GovernanceHarness`] registers for its tools.
 pub const TEST_AGENT: &str = "test-agent";

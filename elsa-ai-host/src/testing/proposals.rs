@@ -22,9 +22,10 @@ use futures::StreamExt;
 
 use super::chat::{ChatHarness, ChatHarnessBuilder, REGISTERED_SECRET};
 use super::governance::{TEST_TENANT, all_permissions};
-use crate::{
-    HostCore, InMemoryAuditLog, InMemoryProposalStore, ProposalService, ProposalSettings, Redactor,
-};
+use crate::audit::InMemoryAuditLog;
+use crate::host_core::HostCore;
+use crate::proposals::{InMemoryProposalStore, ProposalService, ProposalSettings};
+use crate::redaction::Redactor;
 
 /// Wraps a writer and counts attempted and successful writes.
 pub struct CountingWriter {

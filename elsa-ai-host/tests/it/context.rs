@@ -125,7 +125,7 @@ fn window() -> TimeRange {
 }
 
 /// An attachment of `kind` naming the objects of `refs` (the tenant reference is `tenant`).
-fn attachment(kind: AttachmentKind, refs: &Refs, tenant: &str) -> AiContextAttachment {
+fn attachment(kind: &AttachmentKind, refs: &Refs, tenant: &str) -> AiContextAttachment {
     let reference = match kind {
         AttachmentKind::WorkflowDefinition
         | AttachmentKind::ActivitySelection
@@ -133,9 +133,10 @@ fn attachment(kind: AttachmentKind, refs: &Refs, tenant: &str) -> AiContextAttac
         AttachmentKind::WorkflowInstance => refs.instance.clone(),
         AttachmentKind::Tenant => tenant.to_owned(),
         AttachmentKind::TimeRange => "window".to_owned(),
+        other => panic!("no reference of kind {other}"),
     };
-    let mut attachment = AiContextAttachment::new(kind, reference);
-    if kind == AttachmentKind::ActivitySelection {
+    let mut attachment = AiContextAttachment::new(kind.clone(), reference);
+    if *kind == AttachmentKind::ActivitySelection {
         attachment.activity_id = Some(refs.activity.clone());
     }
     if matches!(
@@ -199,7 +200,7 @@ async fn every_kind_resolves_the_callers_own_reference_and_is_audited() {
     let world = world();
     let caller = alice(&all_permissions());
     for kind in AttachmentKind::ALL {
-        let attachment = attachment(kind, &world.own, ACME);
+        let attachment = attachment(&kind, &world.own, ACME);
         let resolved = resolve(&world, &caller, attachment.clone())
             .await
             .unwrap_or_else(|e| panic!("{kind:?}: {} {}", e.code(), e.message()));
@@ -229,7 +230,7 @@ async fn every_kind_resolves_the_callers_own_reference_and_is_audited() {
     let activity = resolve(
         &world,
         &caller,
-        attachment(AttachmentKind::ActivitySelection, &world.own, ACME),
+        attachment(&AttachmentKind::ActivitySelection, &world.own, ACME),
     )
     .await
     .unwrap();
@@ -241,7 +242,7 @@ async fn every_kind_resolves_the_callers_own_reference_and_is_audited() {
     let instance = resolve(
         &world,
         &caller,
-        attachment(AttachmentKind::WorkflowInstance, &world.own, ACME),
+        attachment(&AttachmentKind::WorkflowInstance, &world.own, ACME),
     )
     .await
     .unwrap();
@@ -249,7 +250,7 @@ async fn every_kind_resolves_the_callers_own_reference_and_is_audited() {
     let scope = resolve(
         &world,
         &caller,
-        attachment(AttachmentKind::DiagnosticsScope, &world.own, ACME),
+        attachment(&AttachmentKind::DiagnosticsScope, &world.own, ACME),
     )
     .await
     .unwrap();
@@ -272,11 +273,11 @@ async fn another_tenants_reference_is_a_404_exactly_like_an_unknown_one() {
         instance: UNKNOWN.into(),
     };
     for kind in DATA_KINDS {
-        let foreign = resolve(&world, &caller, attachment(kind, &world.foreign, GLOBEX))
+        let foreign = resolve(&world, &caller, attachment(&kind, &world.foreign, GLOBEX))
             .await
             .expect_err("another tenant's object is refused");
         let denied = last_audit(&world);
-        let missing = resolve(&world, &caller, attachment(kind, &unknown, UNKNOWN))
+        let missing = resolve(&world, &caller, attachment(&kind, &unknown, UNKNOWN))
             .await
             .expect_err("an unknown object is refused");
 
@@ -290,7 +291,7 @@ async fn another_tenants_reference_is_a_404_exactly_like_an_unknown_one() {
             (foreign.status(), foreign.code())
         );
         // The same words, but for the reference the caller sent.
-        let foreign_reference = attachment(kind, &world.foreign, GLOBEX).reference_id;
+        let foreign_reference = attachment(&kind, &world.foreign, GLOBEX).reference_id;
         assert_eq!(
             foreign.message().replace(&foreign_reference, UNKNOWN),
             missing.message(),
@@ -345,7 +346,7 @@ async fn a_missing_permission_is_a_403_before_any_data_is_read() {
         let caller = alice(&lacking);
         let mut errors = Vec::new();
         for (refs, tenant) in [(&world.own, ACME), (&world.foreign, GLOBEX)] {
-            let error = resolve(&world, &caller, attachment(kind, refs, tenant))
+            let error = resolve(&world, &caller, attachment(&kind, refs, tenant))
                 .await
                 .expect_err("refused");
             assert_eq!(
@@ -372,7 +373,7 @@ async fn a_missing_permission_is_a_403_before_any_data_is_read() {
     resolve(
         &world,
         &nobody,
-        attachment(AttachmentKind::TimeRange, &world.own, ACME),
+        attachment(&AttachmentKind::TimeRange, &world.own, ACME),
     )
     .await
     .unwrap();
@@ -388,7 +389,7 @@ async fn optional_parts_need_their_own_permission() {
     let activity = resolve(
         &world,
         &reader,
-        attachment(AttachmentKind::ActivitySelection, &world.own, ACME),
+        attachment(&AttachmentKind::ActivitySelection, &world.own, ACME),
     )
     .await
     .unwrap();
@@ -396,7 +397,7 @@ async fn optional_parts_need_their_own_permission() {
     let scope = resolve(
         &world,
         &reader,
-        attachment(AttachmentKind::DiagnosticsScope, &world.own, ACME),
+        attachment(&AttachmentKind::DiagnosticsScope, &world.own, ACME),
     )
     .await
     .unwrap();
@@ -409,14 +410,14 @@ async fn optional_parts_need_their_own_permission() {
 async fn malformed_references_are_400s_and_audited() {
     let world = world();
     let caller = alice(&all_permissions());
-    let mut no_activity = attachment(AttachmentKind::ActivitySelection, &world.own, ACME);
+    let mut no_activity = attachment(&AttachmentKind::ActivitySelection, &world.own, ACME);
     no_activity.activity_id = None;
-    let mut inverted = attachment(AttachmentKind::DiagnosticsScope, &world.own, ACME);
+    let mut inverted = attachment(&AttachmentKind::DiagnosticsScope, &world.own, ACME);
     inverted.time_range = Some(TimeRange {
         from: window().to,
         to: window().from,
     });
-    let mut unknown_activity = attachment(AttachmentKind::ActivitySelection, &world.own, ACME);
+    let mut unknown_activity = attachment(&AttachmentKind::ActivitySelection, &world.own, ACME);
     unknown_activity.activity_id = Some(UNKNOWN.into());
     for (attachment, status, code) in [
         (
@@ -458,7 +459,7 @@ async fn a_chat_naming_another_tenants_object_is_refused_before_anything_starts(
             caller.clone(),
             TEST_AGENT,
             vec![attachment(
-                AttachmentKind::WorkflowDefinition,
+                &AttachmentKind::WorkflowDefinition,
                 &world.foreign,
                 GLOBEX,
             )],
@@ -500,7 +501,7 @@ async fn a_chat_naming_another_tenants_object_is_refused_before_anything_starts(
             caller,
             TEST_AGENT,
             vec![attachment(
-                AttachmentKind::WorkflowDefinition,
+                &AttachmentKind::WorkflowDefinition,
                 &world.own,
                 ACME,
             )],
@@ -543,7 +544,7 @@ async fn a_resolved_attachment_whose_record_cannot_be_written_never_reaches_the_
             harness.caller(),
             TEST_AGENT,
             vec![attachment(
-                AttachmentKind::WorkflowDefinition,
+                &AttachmentKind::WorkflowDefinition,
                 &world.own,
                 ACME,
             )],
@@ -575,7 +576,7 @@ async fn a_diagnostics_scope_without_a_reference_covers_the_callers_tenant_only(
     let own_scope = resolve(
         &world,
         &caller,
-        attachment(AttachmentKind::DiagnosticsScope, &world.own, ACME),
+        attachment(&AttachmentKind::DiagnosticsScope, &world.own, ACME),
     )
     .await
     .unwrap();

@@ -17,9 +17,10 @@ use elsa_ai_host::testing::governance::{
 use elsa_ai_host::testing::proposals::sample_definition;
 use elsa_ai_host::{
     AgentRegistry, ContextRequest, EnablementChange, HostCore, InMemoryAuditLog,
-    InMemoryProposalStore, InMemoryToolEnablementStore, REDACTED, Redactor, Script,
-    ScriptedProvider, ToolCallScope, ToolRegistry,
+    InMemoryProposalStore, InMemoryToolEnablementStore, REDACTED, Redactor, ToolCallScope,
+    ToolRegistry,
 };
+use elsa_ai_scripted::{Script, ScriptedProvider};
 use elsa_workflows::{InMemoryWorkflowBackend, builtin_catalog};
 use futures::StreamExt;
 use serde_json::json;

@@ -14,9 +14,8 @@ use elsa_ai_host::testing::chat::{
     of_type, types,
 };
 use elsa_ai_host::testing::governance::{TEST_AGENT, TEST_TENANT, TestTool, read_tool};
-use elsa_ai_host::{
-    REDACTED, Script, ScriptStep, ScriptedProvider, WORKFLOW_AUTHOR, instance_diagnostics,
-};
+use elsa_ai_host::{REDACTED, WORKFLOW_AUTHOR, instance_diagnostics};
+use elsa_ai_scripted::{Script, ScriptStep, ScriptedProvider};
 use serde_json::json;
 
 fn lookup_tool() -> Arc<TestTool> {

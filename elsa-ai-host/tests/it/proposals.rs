@@ -19,8 +19,8 @@ use elsa_ai_host::testing::governance::{
 use elsa_ai_host::testing::proposals::{ProposalHarness, refused, sample_definition};
 use elsa_ai_host::{
     EXPIRY_ACTOR, HostCore, InMemoryAuditLog, ProposalAction, ProposalSettings, REDACTED, Redactor,
-    Script, ScriptStep,
 };
+use elsa_ai_scripted::{Script, ScriptStep};
 use elsa_workflows::{
     Activity, DefinitionVersionRef, DiagnosticCode, InMemoryWorkflowBackend, TenantId,
     WorkflowDefinition, WorkflowDefinitionWriter, WorkflowError, builtin_catalog,

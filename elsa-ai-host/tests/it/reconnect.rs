@@ -7,11 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use elsa_ai_abstractions::{AiOrchestrator, AiStreamEventType as T, AuditAction};
+use elsa_ai_host::OrchestratorSettings;
 use elsa_ai_host::testing::chat::{
     ChatHarness, assert_gap_free, collect, of_type, sequences, types,
 };
 use elsa_ai_host::testing::governance::{TEST_TENANT, TestTool, read_tool};
-use elsa_ai_host::{OrchestratorSettings, Script};
+use elsa_ai_scripted::Script;
 use futures::StreamExt;
 use serde_json::json;
 

@@ -8,7 +8,8 @@ use chrono::{TimeDelta, TimeZone, Utc};
 use elsa_ai_abstractions::{AiOrchestrator, AiStreamJournal, ManualClock};
 use elsa_ai_host::testing::chat::ChatHarness;
 use elsa_ai_host::testing::governance::TEST_TENANT;
-use elsa_ai_host::{RetentionReport, RetentionSweeper, Script};
+use elsa_ai_host::{RetentionReport, RetentionSweeper};
+use elsa_ai_scripted::Script;
 use tokio_util::sync::CancellationToken;
 
 fn harness(clock: Arc<ManualClock>) -> ChatHarness {

@@ -97,9 +97,9 @@ async fn each_call_has_an_execute_tool_span_with_genai_attributes_and_its_outcom
 #[tokio::test(flavor = "current_thread")]
 async fn each_chat_turn_has_a_chat_span_with_genai_attributes_and_its_outcome() {
     use elsa_ai_abstractions::AiStreamEventType;
-    use elsa_ai_host::Script;
     use elsa_ai_host::testing::chat::ChatHarness;
     use elsa_ai_host::testing::governance::TEST_AGENT;
+    use elsa_ai_scripted::Script;
 
     let spans = Spans::default();
     let _guard =
@@ -176,8 +176,8 @@ impl elsa_ai_host::TraceIdSource for RootSpanTraces {
 #[tokio::test(flavor = "current_thread")]
 async fn a_turns_audit_records_and_its_first_event_name_the_turns_trace() {
     use elsa_ai_abstractions::{AiAuditLog, AiStreamEventType, AuditQuery};
-    use elsa_ai_host::Script;
     use elsa_ai_host::testing::chat::ChatHarness;
+    use elsa_ai_scripted::Script;
 
     let spans = Spans::default();
     let _guard =
@@ -229,8 +229,8 @@ async fn a_turns_audit_records_and_its_first_event_name_the_turns_trace() {
 #[tokio::test(flavor = "current_thread")]
 async fn an_untraced_host_writes_no_trace_id() {
     use elsa_ai_abstractions::{AiAuditLog, AuditQuery};
-    use elsa_ai_host::Script;
     use elsa_ai_host::testing::chat::ChatHarness;
+    use elsa_ai_scripted::Script;
 
     // Spans exist (as in every test of this suite, so that no test caches a callsite as
     // disabled for the others), but nothing names their trace.

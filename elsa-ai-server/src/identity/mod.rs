@@ -22,6 +22,7 @@ pub use jwt::{JwtClaimNames, JwtIdentity, JwtKey, JwtSettings};
 
 /// Why an identity extractor cannot be built from its configuration.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum IdentityConfigError {
     /// An API key is too short to be safe.
     #[error("the API key of actor '{actor}' has {len} characters; at least {min} are required")]

@@ -47,7 +47,7 @@ pub(crate) async fn chat(
     Caller(caller): Caller,
     ApiJson(body): ApiJson<ChatRequestBody>,
 ) -> Result<Response, ApiError> {
-    let request = body.into_request(caller)?;
+    let request = body.into_request(caller, &api.parts().attachment_kinds)?;
     let stream = api.parts().orchestrator.execute_chat(request).await?;
     Ok(event_stream(stream))
 }

@@ -18,7 +18,7 @@ use crate::config::{
     ApiKeyConfig, AuthConfig, ProviderConfig, StoreConfig, TenantConfig, WeaverConfig,
 };
 use crate::{DevelopmentKey, Weaver, WeaverBuilder};
-pub use sse::{SseEvent, SseParser, SseStream};
+pub use sse::{SseEvent, SseStream};
 
 /// `alice` in `acme`, with every permission.
 pub const ALICE_KEY: &str = "test-key-alice-acme-0001";

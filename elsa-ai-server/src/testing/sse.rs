@@ -1,9 +1,11 @@
 //! Server-Sent Events read the way a browser's `EventSource` reads them (the WHATWG
-//! "interpret an event stream" algorithm): lines end in CRLF, LF or CR; `field: value` with
-//! one optional space; `data` lines are joined with `\n`; comments (`:`) are ignored; a blank
-//! line dispatches the event, unless it has no data.
+//! "interpret an event stream" algorithm, as `eventsource-stream` implements it): lines end
+//! in CRLF, LF or CR; `field: value` with one optional space; `data` lines are joined with
+//! `\n`; comments (`:`) are ignored; a blank line dispatches the event, unless it has no data.
 
 use bytes::Bytes;
+use eventsource_stream::{EventStream, Eventsource};
+use futures::stream::BoxStream;
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 
@@ -42,93 +44,11 @@ impl SseEvent {
     }
 }
 
-/// Turns bytes into events, incrementally.
-#[derive(Debug, Default)]
-pub struct SseParser {
-    buffer: Vec<u8>,
-    /// A CR ended the last line; an LF right after it belongs to that line end.
-    after_cr: bool,
-    event: String,
-    data: String,
-    last_id: Option<String>,
-    /// Comment lines seen (keep-alives).
-    pub comments: usize,
-}
-
-impl SseParser {
-    /// A parser at the start of a stream.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Feeds bytes; returns the events they completed.
-    pub fn feed(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        let mut events = Vec::new();
-        for &byte in bytes {
-            if self.after_cr {
-                self.after_cr = false;
-                if byte == b'\n' {
-                    continue;
-                }
-            }
-            match byte {
-                b'\n' => self.line(&mut events),
-                b'\r' => {
-                    self.after_cr = true;
-                    self.line(&mut events);
-                }
-                _ => self.buffer.push(byte),
-            }
-        }
-        events
-    }
-
-    fn line(&mut self, events: &mut Vec<SseEvent>) {
-        let line = String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned();
-        if line.is_empty() {
-            if !self.data.is_empty() {
-                let mut data = std::mem::take(&mut self.data);
-                data.pop(); // the last "\n"
-                let event = std::mem::take(&mut self.event);
-                events.push(SseEvent {
-                    event: if event.is_empty() {
-                        "message".into()
-                    } else {
-                        event
-                    },
-                    id: self.last_id.clone(),
-                    data,
-                });
-            }
-            self.event.clear();
-            return;
-        }
-        if line.starts_with(':') {
-            self.comments += 1;
-            return;
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((field, value)) => (field, value.strip_prefix(' ').unwrap_or(value)),
-            None => (line.as_str(), ""),
-        };
-        match field {
-            "event" => self.event = value.to_owned(),
-            "data" => {
-                self.data.push_str(value);
-                self.data.push('\n');
-            }
-            "id" if !value.contains('\0') => self.last_id = Some(value.to_owned()),
-            // `retry` and unknown fields do not change the events.
-            _ => {}
-        }
-    }
-}
-
 /// A response body read as events.
 pub struct SseStream {
-    body: futures::stream::BoxStream<'static, Result<Bytes, reqwest::Error>>,
-    parser: SseParser,
-    ready: std::collections::VecDeque<SseEvent>,
+    events: EventStream<BoxStream<'static, Result<Bytes, reqwest::Error>>>,
+    /// The last event id seen (browsers carry it over to events that name none).
+    last_id: Option<String>,
 }
 
 impl std::fmt::Debug for SseStream {
@@ -148,21 +68,22 @@ impl SseStream {
         bytes: impl Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
     ) -> Self {
         Self {
-            body: bytes.boxed(),
-            parser: SseParser::new(),
-            ready: Default::default(),
+            events: bytes.boxed().eventsource(),
+            last_id: None,
         }
     }
 
     /// The next event; `None` when the stream ended (or failed).
     pub async fn next_event(&mut self) -> Option<SseEvent> {
-        loop {
-            if let Some(event) = self.ready.pop_front() {
-                return Some(event);
-            }
-            let chunk = self.body.next().await?.ok()?;
-            self.ready.extend(self.parser.feed(&chunk));
+        let event = self.events.next().await?.ok()?;
+        if !event.id.is_empty() {
+            self.last_id = Some(event.id);
         }
+        Some(SseEvent {
+            event: event.event,
+            id: self.last_id.clone(),
+            data: event.data,
+        })
     }
 
     /// Every remaining event.
@@ -192,17 +113,18 @@ impl SseStream {
 mod tests {
     use super::*;
 
-    #[test]
-    fn events_are_parsed_as_a_browser_does() {
-        let mut parser = SseParser::new();
-        let stream = b": keep-alive\nevent: tool.started\nid: 4\ndata: {\"a\":\ndata:1}\n\n\
+    #[tokio::test]
+    async fn events_are_parsed_as_a_browser_does() {
+        let stream: &'static [u8] = b": keep-alive\nevent: tool.started\nid: 4\ndata: {\"a\":\ndata:1}\n\n\
                        data: plain\r\n\r\nevent: x\nid: 5\n\nevent:conversation.completed\rid:6\rdata:{}\r\r";
         // Fed in awkward pieces, as TCP delivers them.
-        let mut events = Vec::new();
-        for chunk in stream.chunks(3) {
-            events.extend(parser.feed(chunk));
-        }
-        assert_eq!(parser.comments, 1);
+        let chunks: Vec<Result<Bytes, reqwest::Error>> = stream
+            .chunks(3)
+            .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))
+            .collect();
+        let events = SseStream::from_bytes(futures::stream::iter(chunks))
+            .collect()
+            .await;
         assert_eq!(
             events,
             [

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use elsa_ai_host::{Script, ScriptedProvider};
+use elsa_ai_scripted::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::WeaverConfig;
 use elsa_ai_server::testing::{

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use elsa_ai_host::{Script, ScriptStep, ScriptedProvider};
+use elsa_ai_scripted::{Script, ScriptStep, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig, WeaverConfig};
 use elsa_ai_server::testing::TestServer;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use elsa_ai_abstractions::AiError;
-use elsa_ai_host::{Script, ScriptedProvider};
+use elsa_ai_scripted::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig};
 use elsa_ai_server::testing::{ALICE_KEY, BOB_KEY, TestServer, two_tenants};
@@ -971,4 +971,155 @@ async fn a_host_adds_its_own_tool_and_agent_through_the_builder() {
         .build()
         .await;
     assert!(twice.unwrap_err().to_string().contains("acme.ping"));
+}
+
+#[tokio::test]
+async fn a_host_brings_its_own_workflow_backend_stores_and_identity() {
+    use elsa_ai_abstractions::{AiCaller, Permission};
+    use elsa_ai_host::{
+        InMemoryAuditLog, InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
+        InMemoryToolEnablementStore,
+    };
+    use elsa_ai_server::WeaverStores;
+    use elsa_ai_server::config::{StoreConfig, TenantConfig, WeaverConfig};
+    use elsa_ai_server::identity::IdentityExtractor;
+    use elsa_workflows::{
+        InMemoryWorkflowBackend, TenantId, TenantRouter, WorkflowServices, samples,
+    };
+
+    /// The host's own sign-in: a header its gateway sets.
+    struct GatewayIdentity;
+
+    #[async_trait::async_trait]
+    impl IdentityExtractor for GatewayIdentity {
+        async fn identify(
+            &self,
+            request: &axum::http::request::Parts,
+        ) -> Result<Option<AiCaller>, AiError> {
+            Ok(request
+                .headers
+                .get("x-gateway-user")
+                .and_then(|user| user.to_str().ok())
+                .map(|user| AiCaller::new(user, "initech", [Permission::READ_WORKFLOWS])))
+        }
+    }
+
+    let initech = TenantId::new("initech");
+    let backend = Arc::new(InMemoryWorkflowBackend::new());
+    samples::seed(&backend, &initech);
+    let router =
+        || TenantRouter::new().with(initech.clone(), WorkflowServices::of(backend.clone()));
+    let audit = Arc::new(InMemoryAuditLog::new());
+    let journal = Arc::new(InMemoryStreamJournal::new());
+    let conversations = Arc::new(InMemoryConversationStore::with_journal(journal.clone()));
+    let stores = WeaverStores {
+        proposals: Arc::new(InMemoryProposalStore::new()),
+        audit: audit.clone(),
+        audit_log: audit.clone(),
+        conversations: conversations.clone(),
+        journal,
+        enablement: Arc::new(InMemoryToolEnablementStore::new()),
+        turn_claims: None,
+        name: "host-memory".into(),
+        durable: false,
+    };
+    // `[store]` names a file that is never opened: the host's stores are used.
+    let config = WeaverConfig {
+        store: StoreConfig {
+            sqlite: Some("/nonexistent/weaver.db".into()),
+            ..StoreConfig::default()
+        },
+        ..WeaverConfig::default()
+    };
+    let server = TestServer::start_with(
+        Weaver::builder(config.clone())
+            .env(|_| None)
+            .workflows(router())
+            .stores(stores.clone())
+            .identity(Arc::new(GatewayIdentity)),
+    )
+    .await;
+    let as_carol = |request: reqwest::RequestBuilder| request.header("x-gateway-user", "carol");
+    let http = reqwest::Client::new();
+
+    // No development key is made: without the gateway's header, nobody is let in.
+    let anonymous = http
+        .get(server.url("/ai/capabilities"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let capabilities: Value = as_carol(http.get(server.url("/ai/capabilities")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        capabilities["persistence"]["store"], "host-memory",
+        "{capabilities}"
+    );
+
+    // The demo provider reads the host's workflow data through the governed tool.
+    let response = as_carol(http.post(server.url("/ai/chat")))
+        .json(&json!({"message": "What is this?",
+            "attachments": [{"kind": "WorkflowDefinition", "referenceId": ORDER_APPROVAL}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let stream = response.text().await.unwrap();
+    assert!(stream.contains("event: conversation.completed"), "{stream}");
+    assert!(
+        stream.contains("\"toolName\":\"workflow.getDefinition\""),
+        "{stream}"
+    );
+
+    // Everything was recorded in the host's stores, under the host's caller.
+    let actions: Vec<String> = audit
+        .events(&initech)
+        .iter()
+        .map(|event| format!("{} {}", event.actor_id, event.action.as_str()))
+        .collect();
+    for expected in [
+        "carol prompt.submitted",
+        "carol tool.invoked",
+        "carol context.resolved",
+    ] {
+        assert!(
+            actions.iter().any(|a| a == expected),
+            "{expected}: {actions:?}"
+        );
+    }
+    let carol = AiCaller::new("carol", "initech", [Permission::READ_WORKFLOWS]);
+    let listed = elsa_ai_abstractions::AiConversationStore::list(
+        conversations.as_ref(),
+        &carol.tenant_id,
+        &carol.actor_id,
+        elsa_workflows::PageRequest::default(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(listed.items.len(), 1);
+    server.shutdown().await.unwrap();
+
+    // A tenant's data comes from one place: the host's router, or [[tenants]], not both.
+    let both = WeaverConfig {
+        tenants: vec![TenantConfig {
+            id: "initech".into(),
+            workflows: Some("/srv/initech".into()),
+            ..TenantConfig::default()
+        }],
+        ..config
+    };
+    let error = Weaver::builder(both)
+        .env(|_| None)
+        .workflows(router())
+        .stores(stores)
+        .identity(Arc::new(GatewayIdentity))
+        .build()
+        .await
+        .unwrap_err();
+    assert!(error.to_string().contains("comes from the host"), "{error}");
 }

@@ -10,9 +10,9 @@ use elsa_ai_abstractions::{
     AiError, AiProvider, AiProviderEvent, AiProviderInfo, AiProviderToolInvoker, AiSessionHandle,
     AiTurnRequest, CreateAiSessionRequest,
 };
-use elsa_ai_host::{Script, ScriptStep, ScriptedProvider};
+use elsa_ai_scripted::demo::DemoProvider;
+use elsa_ai_scripted::{Script, ScriptStep, ScriptedProvider};
 use elsa_ai_server::Weaver;
-use elsa_ai_server::demo::DemoProvider;
 use elsa_ai_server::testing::{ALICE_KEY, GINA_KEY, SseEvent, TestServer, two_tenants};
 use elsa_workflows::{TenantId, VersionOptions, WorkflowDefinition, WorkflowDefinitionStore};
 use futures::stream::BoxStream;

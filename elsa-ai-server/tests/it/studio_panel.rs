@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use elsa_ai_abstractions::AiError;
-use elsa_ai_host::{Script, ScriptedProvider};
+use elsa_ai_scripted::{Script, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::testing::{ALICE_KEY, SseStream, TestServer, two_tenants};
 use reqwest::{Method, StatusCode};

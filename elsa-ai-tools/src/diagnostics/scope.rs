@@ -113,9 +113,9 @@ impl Scope {
                 AttachmentKind::WorkflowInstance => {
                     instances.insert(attachment.reference_id.clone());
                 }
-                AttachmentKind::WorkflowDefinition
-                | AttachmentKind::ActivitySelection
-                | AttachmentKind::Tenant => {}
+                // The other built-in kinds and modules' kinds say nothing about which runs a
+                // diagnostics tool may read.
+                _ => {}
             }
         }
         if whole_tenant {

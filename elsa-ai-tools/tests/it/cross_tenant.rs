@@ -12,11 +12,11 @@ use chrono::Utc;
 use elsa_ai_abstractions::{
     AiContextAttachment, AiToolResult, AttachmentKind, ToolEnablement, linked_tools,
 };
-use elsa_ai_host::Script;
 use elsa_ai_host::testing::chat::ChatHarness;
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, TEST_AGENT, TEST_TENANT, all_permissions, backend_services,
 };
+use elsa_ai_scripted::Script;
 use elsa_ai_tools::names;
 use elsa_workflows::{
     DefinitionQuery, InMemoryWorkflowBackend, InstanceQuery, PageRequest, TenantId, TimeRange,
@@ -128,7 +128,7 @@ impl Tenants {
             AiContextAttachment::new(AttachmentKind::DiagnosticsScope, self.scoped.clone()),
             time,
         ];
-        let kinds: Vec<AttachmentKind> = attachments.iter().map(|a| a.kind).collect();
+        let kinds: Vec<AttachmentKind> = attachments.iter().map(|a| a.kind.clone()).collect();
         assert_eq!(kinds, AttachmentKind::ALL, "every attachment kind");
         attachments
     }
@@ -422,7 +422,7 @@ async fn no_resolved_context_or_stream_event_of_tenant_a_shows_tenant_b() {
             .refused(harness.request_with(
                 alice.clone(),
                 TEST_AGENT,
-                vec![AiContextAttachment::new(kind, reference)],
+                vec![AiContextAttachment::new(kind.clone(), reference)],
             ))
             .await;
         assert!(matches!(error.status(), 403 | 404), "{kind:?}: {error}");

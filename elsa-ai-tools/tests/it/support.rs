@@ -3,7 +3,6 @@
 //! folders for [`TEST_TENANT`] and a few objects of its own for [`GLOBEX`]) and the checks
 //! every tool must pass.
 
-
 use std::sync::{Arc, Mutex};
 
 use elsa_ai_abstractions::{

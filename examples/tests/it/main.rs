@@ -1,3 +1,4 @@
 //! The examples' integration tests: each example runs as a user would run it.
 
+mod module_author;
 mod quickstart;

@@ -54,9 +54,9 @@ impl AiContextProvider for ActivitySelectionContext {
     ) -> Result<AiResolvedContext, AiError> {
         let kind = self.kind();
         let caller = &request.caller;
-        require(caller, kind, &Permission::READ_WORKFLOWS)?;
+        require(caller, &kind, &Permission::READ_WORKFLOWS)?;
         let id = &request.attachment.reference_id;
-        require_reference(kind, id)?;
+        require_reference(&kind, id)?;
         let activity_id = request
             .attachment
             .activity_id

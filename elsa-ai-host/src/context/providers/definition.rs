@@ -44,9 +44,9 @@ impl AiContextProvider for WorkflowDefinitionContext {
         request: AiContextResolutionRequest,
     ) -> Result<AiResolvedContext, AiError> {
         let kind = self.kind();
-        require(&request.caller, kind, &Permission::READ_WORKFLOWS)?;
+        require(&request.caller, &kind, &Permission::READ_WORKFLOWS)?;
         let id = &request.attachment.reference_id;
-        require_reference(kind, id)?;
+        require_reference(&kind, id)?;
         let definition = self
             .definitions
             .find(&request.caller.tenant_id, id, VersionOptions::Latest)

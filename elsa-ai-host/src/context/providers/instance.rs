@@ -49,9 +49,9 @@ impl AiContextProvider for WorkflowInstanceContext {
         request: AiContextResolutionRequest,
     ) -> Result<AiResolvedContext, AiError> {
         let kind = self.kind();
-        require(&request.caller, kind, &Permission::READ_WORKFLOW_INSTANCES)?;
+        require(&request.caller, &kind, &Permission::READ_WORKFLOW_INSTANCES)?;
         let id = &request.attachment.reference_id;
-        require_reference(kind, id)?;
+        require_reference(&kind, id)?;
         let instance = self
             .instances
             .find(&request.caller.tenant_id, id)

@@ -21,7 +21,7 @@ pub use time_range::TimeRangeContext;
 /// read, so a refused caller learns nothing about what exists.
 fn require(
     caller: &AiCaller,
-    kind: AttachmentKind,
+    kind: &AttachmentKind,
     permission: &Permission,
 ) -> Result<(), AiError> {
     caller.require(permission, format_args!("{} attachments", kind.as_str()))
@@ -34,7 +34,7 @@ fn not_found(what: &str, reference: &str) -> AiError {
 }
 
 /// 400 unless the reference names something.
-fn require_reference(kind: AttachmentKind, reference: &str) -> Result<(), AiError> {
+fn require_reference(kind: &AttachmentKind, reference: &str) -> Result<(), AiError> {
     if reference.trim().is_empty() {
         return Err(AiError::bad_request(
             "invalid_attachment",

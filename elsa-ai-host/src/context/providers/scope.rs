@@ -76,7 +76,7 @@ impl AiContextProvider for DiagnosticsScopeContext {
     ) -> Result<AiResolvedContext, AiError> {
         let kind = self.kind();
         let caller = &request.caller;
-        require(caller, kind, &Permission::READ_WORKFLOWS)?;
+        require(caller, &kind, &Permission::READ_WORKFLOWS)?;
         let id = request.attachment.reference_id.trim();
         let range = request.attachment.time_range;
         if let Some(range) = &range {

@@ -47,9 +47,9 @@ impl AiContextProvider for TenantContext {
     ) -> Result<AiResolvedContext, AiError> {
         let kind = self.kind();
         let caller = &request.caller;
-        require(caller, kind, &Permission::READ_WORKFLOWS)?;
+        require(caller, &kind, &Permission::READ_WORKFLOWS)?;
         let reference = &request.attachment.reference_id;
-        require_reference(kind, reference)?;
+        require_reference(&kind, reference)?;
         if reference != caller.tenant_id.as_str() {
             return Err(not_found("tenant", reference));
         }

@@ -28,12 +28,12 @@
 
 use std::sync::Arc;
 
+use crate::{Script, ScriptStep, ScriptedProvider, TurnSoFar};
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
     AiError, AiProvider, AiProviderEvent, AiProviderInfo, AiProviderToolInvoker, AiSessionHandle,
     AiToolResult, AiTurnRequest, AttachmentKind, CreateAiSessionRequest,
 };
-use elsa_ai_host::{Script, ScriptStep, ScriptedProvider, TurnSoFar};
 use futures::stream::BoxStream;
 use serde_json::{Value, json};
 
@@ -284,7 +284,6 @@ mod tests {
     use elsa_ai_abstractions::{
         AiCaller, AiProviderToolInvocation, AiResolvedContext, ConversationId,
     };
-    use elsa_ai_host::workflow_author;
     use futures::StreamExt;
     use tokio_util::sync::CancellationToken;
 
@@ -323,7 +322,10 @@ mod tests {
                 provider: DEMO_PROVIDER.into(),
                 conversation_id: ConversationId::new("c"),
             },
-            agent: workflow_author(),
+            agent: elsa_ai_abstractions::AiAgentDefinition::new(
+                "workflow-author",
+                "Helps write workflows.",
+            ),
             caller: AiCaller::new("alice", "acme", []),
             message: message.into(),
             history: Vec::new(),

@@ -180,7 +180,11 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::{ScriptedProvider, workflow_author};
+    use crate::ScriptedProvider;
+
+    fn workflow_author() -> AiAgentDefinition {
+        AiAgentDefinition::new("workflow-author", "Helps write workflows.")
+    }
 
     #[derive(Default)]
     struct Recorder(Mutex<Vec<AiProviderToolInvocation>>);

@@ -12,7 +12,7 @@ use serde_json::Value;
 /// ```
 /// use std::time::Duration;
 ///
-/// use elsa_ai_host::{Script, ScriptStep};
+/// use elsa_ai_scripted::{Script, ScriptStep};
 /// use serde_json::json;
 ///
 /// let script = Script::new()

@@ -1,5 +1,10 @@
-//! A provider that plays scripted model transcripts instead of calling a model: for test
-//! suites, demo mode and the quickstart.
+//! Providers that follow a script instead of calling a model. They are providers like any
+//! other (the host holds policy only, and each provider lives in a crate of its own):
+//!
+//! - [`ScriptedProvider`] plays scripted model transcripts, for test suites, benchmarks and
+//!   the quickstart;
+//! - [`demo::DemoProvider`] is the `weaver` server's default `[provider]`, a documented script
+//!   that lets the whole flow be tried with curl and no model.
 //!
 //! A [`ScriptedProvider`] behaves like a real provider at the boundary: it opens sessions,
 //! reports assistant text, and runs every tool call through the invoker it is given
@@ -7,6 +12,7 @@
 //! whole governance pipeline runs. It honours the turn's cancellation token between steps
 //! and during delays.
 
+pub mod demo;
 mod player;
 mod script;
 
@@ -41,7 +47,7 @@ enum Scripts {
 ///
 /// ```
 /// use elsa_ai_abstractions::AiProvider;
-/// use elsa_ai_host::{Script, ScriptedProvider};
+/// use elsa_ai_scripted::{Script, ScriptedProvider};
 ///
 /// let provider = ScriptedProvider::directed(|turn| {
 ///     Script::new().reply(format!("You said: {}", turn.message))

@@ -1,0 +1,164 @@
+//! Serving: the listener, background sweeps and the graceful shutdown.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::serve::ListenerExt;
+use elsa_ai_host::RetentionSweeper;
+use elsa_ai_store::JournalFeed;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::Weaver;
+
+impl Weaver {
+    /// Starts the background work: the retention sweep and the proposal expiry, hourly; the
+    /// turn claims' heartbeat and sweep; other replicas' journal commits to this one's
+    /// clients.
+    fn start_background(&mut self) {
+        let orchestrator = self.orchestrator.clone();
+        let stop = self.background.clone();
+        tokio::spawn(async move { orchestrator.keep_claims(stop).await });
+        if let Some(mut feed) = self.journal_feed.take() {
+            let orchestrator = self.orchestrator.clone();
+            let stop = self.background.clone();
+            tokio::spawn(async move {
+                loop {
+                    let heard = tokio::select! {
+                        () = stop.cancelled() => return,
+                        heard = feed.recv() => heard,
+                    };
+                    match heard {
+                        Some(JournalFeed::Appended(notice)) => orchestrator.journal_advanced(
+                            &notice.tenant_id,
+                            &notice.conversation_id,
+                            notice.sequence,
+                        ),
+                        Some(JournalFeed::Missed) => orchestrator.journal_missed(),
+                        None => return,
+                    }
+                }
+            });
+        }
+        RetentionSweeper::new(
+            self.conversations.clone(),
+            self.retention,
+            Arc::new(elsa_ai_abstractions::SystemClock),
+        )
+        .with_sessions(self.orchestrator.sessions().clone())
+        .spawn(Duration::from_secs(3600), self.background.clone());
+        let proposals = self.proposals.clone();
+        let tenants = self.tenants.clone();
+        let stop = self.background.clone();
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(Duration::from_secs(3600));
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    _ = ticks.tick() => {
+                        for tenant in &tenants {
+                            if let Err(error) = proposals.expire_due(tenant).await {
+                                tracing::warn!(code = error.code(), %tenant, "proposal expiry failed");
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Serves the API on `listener` until `shutdown` completes, then shuts down gracefully:
+    /// no new connections or turns; running turns get the grace window to finish (their
+    /// clients receive every event); then what still runs is cancelled, open streams end,
+    /// and the stores are flushed.
+    pub async fn serve(
+        mut self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let metrics_listener = match self.metrics_listen {
+            Some(address) => Some(Self::listen(address).map_err(|error| {
+                std::io::Error::new(
+                    error.kind(),
+                    format!("cannot listen on {address} ([telemetry] metrics_listen): {error}"),
+                )
+            })?),
+            None => None,
+        };
+        self.start_background();
+        let stopping = CancellationToken::new();
+        if let Some(listener) = metrics_listener {
+            let scrape = crate::routes::unauthenticated_metrics(self.metrics.clone());
+            let stopped = stopping.clone();
+            tokio::spawn(async move {
+                let served = axum::serve(listener, scrape)
+                    .with_graceful_shutdown(async move { stopped.cancelled().await })
+                    .await;
+                if let Err(error) = served {
+                    tracing::warn!(%error, "the metrics listener failed");
+                }
+            });
+        }
+        // A stream is a series of small writes: with Nagle's algorithm on, an event written
+        // just after the response head waits for the client's (delayed, ~40 ms) ACK.
+        let listener = listener.tap_io(|connection| {
+            if let Err(error) = connection.set_nodelay(true) {
+                tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
+            }
+        });
+        let server = axum::serve(listener, self.router()).with_graceful_shutdown({
+            let stopping = stopping.clone();
+            async move {
+                shutdown.await;
+                stopping.cancel();
+            }
+        });
+        let drain = {
+            let stopping = stopping.clone();
+            let orchestrator = self.orchestrator.clone();
+            let grace = self.grace_window;
+            async move {
+                stopping.cancelled().await;
+                tracing::info!(
+                    grace_secs = grace.as_secs(),
+                    "shutting down: running turns get the grace window"
+                );
+                let cancelled = orchestrator.drain(grace).await;
+                if cancelled > 0 {
+                    tracing::warn!(
+                        cancelled,
+                        "turns still running after the grace window were cancelled"
+                    );
+                }
+            }
+        };
+        let (served, ()) = tokio::join!(
+            async {
+                let server = server.into_future();
+                tokio::pin!(server);
+                // Connections normally close once their turns end; a client that never
+                // reads is not waited for beyond the grace window plus a margin.
+                tokio::select! {
+                    served = &mut server => served,
+                    () = async {
+                        stopping.cancelled().await;
+                        tokio::time::sleep(self.grace_window + Duration::from_secs(10)).await;
+                    } => Ok(()),
+                }
+            },
+            drain
+        );
+        self.background.cancel();
+        // No Copilot CLI and no MCP server child outlives the server.
+        self.providers.shutdown().await;
+        self.mcp.shutdown();
+        // Every audit record accepted during the drain is written before the store closes.
+        self.store.close().await;
+        // Every turn's span has ended: the last spans and metrics leave now.
+        if let Some(telemetry) = &self.telemetry {
+            telemetry.shutdown().await;
+        }
+        served
+    }
+}

@@ -1,0 +1,158 @@
+//! Instances over Elsa's REST API: one by id, and the instance list with its filters
+//! (Elsa's timestamps and its whole-day reading of midnight included).
+
+use async_trait::async_trait;
+use chrono::{DateTime, Timelike, Utc};
+use reqwest::Method;
+use serde_json::{Map, Value, json};
+
+use super::ElsaServerBackend;
+use crate::{
+    InstanceQuery, Page, PageRequest, TenantId, TimeRange, WorkflowError, WorkflowInstance,
+    WorkflowInstanceStore,
+};
+
+/// A timestamp as Elsa's `DateTimeOffset` reads it, to its 100 ns precision.
+pub(super) fn elsa_timestamp(instant: DateTime<Utc>) -> String {
+    format!(
+        "{}.{:07}Z",
+        instant.format("%Y-%m-%dT%H:%M:%S"),
+        instant.nanosecond() % 1_000_000_000 / 100
+    )
+}
+
+/// Elsa's timestamp filters for "created inside `range`" (both ends inclusive).
+///
+/// Elsa reads a filter timestamp at midnight as a whole day (`<= 2025-01-03T00:00` would
+/// include all of January 3rd), so an end at midnight is sent as the strict comparison with
+/// the next (or previous) 100 ns tick, which Elsa compares exactly.
+fn created_within(range: &TimeRange) -> Vec<Value> {
+    let tick = chrono::TimeDelta::nanoseconds(100);
+    let midnight = |instant: DateTime<Utc>| {
+        instant.num_seconds_from_midnight() == 0 && instant.nanosecond() < 100
+    };
+    let filter = |operator: &str, instant: DateTime<Utc>| json!({"column": "CreatedAt", "operator": operator, "timestamp": elsa_timestamp(instant)});
+    let from = if midnight(range.from) {
+        filter("GreaterThan", range.from - tick)
+    } else {
+        filter("GreaterThanOrEqual", range.from)
+    };
+    let to = if midnight(range.to) {
+        filter("LessThan", range.to + tick)
+    } else {
+        filter("LessThanOrEqual", range.to)
+    };
+    vec![from, to]
+}
+
+#[async_trait]
+impl WorkflowInstanceStore for ElsaServerBackend {
+    async fn find(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+    ) -> Result<Option<WorkflowInstance>, WorkflowError> {
+        if !self.serves(tenant) || instance_id.is_empty() {
+            return Ok(None);
+        }
+        let what = format!("reading workflow instance '{instance_id}'");
+        let url = self.http.url(&["workflow-instances", instance_id]);
+        self.http
+            .get_optional(&what, url, WorkflowInstance::from_slice)
+            .await
+    }
+
+    async fn search(
+        &self,
+        tenant: &TenantId,
+        query: &InstanceQuery,
+    ) -> Result<Page<WorkflowInstance>, WorkflowError> {
+        let window = PageRequest::new(query.page.offset, query.page.limit);
+        if !self.serves(tenant) {
+            return Ok(window.slice(Vec::new()));
+        }
+        let mut filters = Map::new();
+        if !query.definition_ids.is_empty() {
+            filters.insert("definitionIds".into(), json!(query.definition_ids));
+        }
+        if let Some(status) = query.status {
+            filters.insert("statuses".into(), json!([status.as_str()]));
+        }
+        if let Some(sub_status) = query.sub_status {
+            filters.insert("subStatuses".into(), json!([sub_status.as_str()]));
+        }
+        if let Some(range) = &query.time_range {
+            filters.insert(
+                "timestampFilters".into(),
+                Value::Array(created_within(range)),
+            );
+        }
+        // Elsa's default order is what the trait promises: newest first.
+        let (rows, total) = self
+            .paged("listing workflow instances", window, |page, size| {
+                let mut body = filters.clone();
+                body.insert("page".into(), json!(page));
+                body.insert("pageSize".into(), json!(size));
+                (
+                    Method::POST,
+                    self.http.url(&["workflow-instances"]),
+                    Some(Value::Object(body)),
+                )
+            })
+            .await?;
+        let items = rows
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| {
+                WorkflowInstance::from_value(row).map_err(|mut error| {
+                    // Name the row inside Elsa's answer.
+                    let inner = error.path.trim_start_matches('$');
+                    error.path = format!("$.items[{i}]{inner}");
+                    self.http
+                        .invalid_answer("listing workflow instances", error)
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            total,
+            offset: window.offset,
+            limit: window.limit,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(text: &str) -> DateTime<Utc> {
+        text.parse().expect("a timestamp")
+    }
+
+    #[test]
+    fn time_ranges_avoid_elsas_whole_day_reading_of_midnight() {
+        let range = TimeRange {
+            from: at("2025-01-02T08:30:00.123456789Z"),
+            to: at("2025-01-03T17:00:00Z"),
+        };
+        assert_eq!(
+            created_within(&range),
+            [
+                json!({"column": "CreatedAt", "operator": "GreaterThanOrEqual", "timestamp": "2025-01-02T08:30:00.1234567Z"}),
+                json!({"column": "CreatedAt", "operator": "LessThanOrEqual", "timestamp": "2025-01-03T17:00:00.0000000Z"}),
+            ]
+        );
+        let days = TimeRange {
+            from: at("2025-01-02T00:00:00Z"),
+            to: at("2025-01-03T00:00:00Z"),
+        };
+        assert_eq!(
+            created_within(&days),
+            [
+                json!({"column": "CreatedAt", "operator": "GreaterThan", "timestamp": "2025-01-01T23:59:59.9999999Z"}),
+                json!({"column": "CreatedAt", "operator": "LessThan", "timestamp": "2025-01-03T00:00:00.0000001Z"}),
+            ]
+        );
+    }
+}
