@@ -67,8 +67,14 @@ fn literal_code(text: &str) -> Option<&str> {
 
 /// The codes one source file returns.
 fn codes_in(text: &str) -> BTreeSet<String> {
-    let text = match text.find("#[cfg(test)]\nmod tests") {
-        Some(tests) => &text[..tests],
+    // A file's unit tests (`#[cfg(test)] mod tests`, at any indentation) return no codes.
+    let tests = text.match_indices("#[cfg(test)]").find(|(at, attribute)| {
+        text[at + attribute.len()..]
+            .trim_start()
+            .starts_with("mod tests")
+    });
+    let text = match tests {
+        Some((at, _)) => &text[..at],
         None => text,
     };
     let mut codes = BTreeSet::new();
