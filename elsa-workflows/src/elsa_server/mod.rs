@@ -588,7 +588,7 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
         definition_id: &str,
         version: VersionOptions,
     ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
-        if !self.serves(tenant) || definition_id.is_empty() {
+        if !self.serves(tenant) || !client::is_one_segment(definition_id) {
             return Ok(None);
         }
         let what = format!("reading workflow definition '{definition_id}'");
@@ -670,7 +670,7 @@ impl WorkflowInstanceStore for ElsaServerBackend {
         tenant: &TenantId,
         instance_id: &str,
     ) -> Result<Option<WorkflowInstance>, WorkflowError> {
-        if !self.serves(tenant) || instance_id.is_empty() {
+        if !self.serves(tenant) || !client::is_one_segment(instance_id) {
             return Ok(None);
         }
         let what = format!("reading workflow instance '{instance_id}'");
