@@ -8,6 +8,7 @@ pub mod conformance;
 pub mod elsa_api;
 pub mod mcp;
 pub mod model_server;
+pub mod obedient;
 pub mod otlp;
 pub mod property;
 pub mod runs;

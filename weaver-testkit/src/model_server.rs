@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use crate::obedient::{self, Instruction, Obedience};
+
 /// One reply of the scripted model, in the order the model requests arrive.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ModelReply {
@@ -71,6 +73,10 @@ pub enum ModelReply {
         /// The pause before each word.
         pause: std::time::Duration,
     },
+    /// Answer as the obedient model of [`crate::obedient`]: call every `CALL <function>
+    /// <json>` the request's context holds that the conversation has not called yet, or
+    /// else answer with text quoting every tool result.
+    Obey,
 }
 
 /// How the server bends the stream format, as some real servers do. The default is none.
@@ -211,6 +217,10 @@ struct ServerState {
     stopped: CancellationToken,
     /// Open response bodies (streams not yet dropped by the client or finished).
     open_streams: Arc<AtomicU64>,
+    /// Whether a request that finds the script empty is answered by [`ModelReply::Obey`].
+    obedient: bool,
+    /// The calls the obedient model asked for, in order.
+    obeyed: Mutex<Vec<Instruction>>,
 }
 
 /// A small OpenAI-compatible model server that plays a script; see the module docs.
@@ -231,6 +241,20 @@ impl ScriptedModelServer {
         script: impl IntoIterator<Item = ModelReply>,
         quirks: Quirks,
     ) -> std::io::Result<Self> {
+        Self::serve(script, quirks, false).await
+    }
+
+    /// Binds 127.0.0.1 on a free port and answers every request as the obedient model of
+    /// [`crate::obedient`] ([`ModelReply::Obey`]), for as many requests as come.
+    pub async fn start_obedient(quirks: Quirks) -> std::io::Result<Self> {
+        Self::serve([], quirks, true).await
+    }
+
+    async fn serve(
+        script: impl IntoIterator<Item = ModelReply>,
+        quirks: Quirks,
+        obedient: bool,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let address = listener.local_addr()?;
         let shutdown = CancellationToken::new();
@@ -240,6 +264,8 @@ impl ScriptedModelServer {
             quirks,
             stopped: shutdown.clone(),
             open_streams: Arc::new(AtomicU64::new(0)),
+            obedient,
+            obeyed: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let stop = shutdown.clone();
@@ -286,6 +312,11 @@ impl ScriptedModelServer {
             .into_iter()
             .filter(RecordedRequest::is_model_request)
             .collect()
+    }
+
+    /// Every call the obedient model asked for so far ([`ModelReply::Obey`]), in order.
+    pub fn obeyed_calls(&self) -> Vec<Instruction> {
+        self.state.obeyed.lock().clone()
     }
 
     /// How many scripted replies are still unplayed.
@@ -373,7 +404,10 @@ async fn handle(
             ),
         );
     }
-    let reply = state.script.lock().pop_front();
+    let mut reply = state.script.lock().pop_front();
+    if reply.is_none() && state.obedient {
+        reply = Some(ModelReply::Obey);
+    }
     let answer = match reply {
         Some(ModelReply::Text(text)) => Answer::Text(text, None),
         Some(ModelReply::Paced { text, pause }) => Answer::Text(text, Some(pause)),
@@ -411,6 +445,18 @@ async fn handle(
         Some(ModelReply::Garbage) => Answer::Garbage,
         Some(ModelReply::CutOff) => Answer::CutOff,
         Some(ModelReply::Stall(text)) => Answer::Stall(text),
+        Some(ModelReply::Obey) => match obedient::obey(&request) {
+            Obedience::Calls(calls) => {
+                state.obeyed.lock().extend(calls.iter().cloned());
+                Answer::ToolCalls(
+                    calls
+                        .into_iter()
+                        .map(|call| (call.name, call.arguments))
+                        .collect(),
+                )
+            }
+            Obedience::Text(text) => Answer::Text(text, None),
+        },
         None => Answer::Text("(the scripted model has no more replies)".into(), None),
     };
     let model = request.body["model"]
@@ -821,6 +867,8 @@ mod tests {
             quirks: Quirks::default(),
             stopped: CancellationToken::new(),
             open_streams: Arc::new(AtomicU64::new(0)),
+            obedient: false,
+            obeyed: Mutex::new(Vec::new()),
         })
     }
 

@@ -8,6 +8,7 @@ mod durable_store;
 mod elsa_server;
 mod error_codes;
 mod http_api;
+mod injection;
 mod mcp;
 mod provider_turns;
 mod replicas;

@@ -85,7 +85,8 @@ impl ElsaHttp {
     }
 
     /// The URL of an endpoint below the API base; each segment is percent-encoded, so an id
-    /// holding `/` or `?` stays one segment.
+    /// holding `/` or `?` stays one segment. `.` and `..` cannot be sent as segments (the
+    /// URL drops them), so callers check ids with [`is_one_segment`] first.
     pub fn url(&self, segments: &[&str]) -> Url {
         let mut url = self.base.clone();
         if let Ok(mut path) = url.path_segments_mut() {
@@ -304,6 +305,13 @@ impl ElsaHttp {
 }
 
 /// Every string inside `value` (the messages of an `errors` object or array), in order.
+/// Whether `id` can be sent as one URL path segment naming it: not empty, and not `.` or
+/// `..`, which a URL drops (`workflow-instances/..` would be `workflow-instances`, another
+/// endpoint). An id that is not can name nothing in Elsa, so it is reported as not found.
+pub(crate) fn is_one_segment(id: &str) -> bool {
+    !matches!(id, "" | "." | "..")
+}
+
 fn collect_strings(value: &Value, out: &mut Vec<String>) {
     match value {
         Value::String(text) => out.push(text.clone()),
@@ -378,6 +386,22 @@ mod tests {
             "{error:?}"
         );
         assert!(!format!("{error:?}").contains("s3cret-key"));
+    }
+
+    #[test]
+    fn dot_segments_would_leave_their_place_so_they_are_no_id() {
+        // What the check guards against: the URL drops the segment.
+        let url = http().url(&["workflow-instances", "..", "journal"]);
+        assert_eq!(
+            url.as_str(),
+            "https://elsa.example/elsa/api/workflow-instances/journal"
+        );
+        for id in ["", ".", ".."] {
+            assert!(!is_one_segment(id), "{id:?}");
+        }
+        for id in ["...", ".a", "a..", "a/b", "wf-1"] {
+            assert!(is_one_segment(id), "{id:?}");
+        }
     }
 
     #[test]

@@ -147,7 +147,7 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
         definition_id: &str,
         version: VersionOptions,
     ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
-        if !self.serves(tenant) || definition_id.is_empty() {
+        if !self.serves(tenant) || !super::client::is_one_segment(definition_id) {
             return Ok(None);
         }
         let what = format!("reading workflow definition '{definition_id}'");
@@ -312,7 +312,7 @@ impl WorkflowDefinitionWriter for ElsaServerBackend {
         let not_found = || WorkflowError::NotFound {
             what: format!("workflow definition '{definition_id}'"),
         };
-        if !self.serves(tenant) || definition_id.is_empty() {
+        if !self.serves(tenant) || !super::client::is_one_segment(definition_id) {
             return Err(not_found());
         }
         let given = definition.definition_id();

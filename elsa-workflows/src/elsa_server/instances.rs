@@ -52,7 +52,7 @@ impl WorkflowInstanceStore for ElsaServerBackend {
         tenant: &TenantId,
         instance_id: &str,
     ) -> Result<Option<WorkflowInstance>, WorkflowError> {
-        if !self.serves(tenant) || instance_id.is_empty() {
+        if !self.serves(tenant) || !super::client::is_one_segment(instance_id) {
             return Ok(None);
         }
         let what = format!("reading workflow instance '{instance_id}'");

@@ -87,7 +87,7 @@ impl ExecutionRecordStore for ElsaServerBackend {
         page: PageRequest,
     ) -> Result<Page<ExecutionLogEntry>, WorkflowError> {
         let window = PageRequest::new(page.offset, page.limit);
-        if !self.serves(tenant) || instance_id.is_empty() {
+        if !self.serves(tenant) || !super::client::is_one_segment(instance_id) {
             return Ok(window.slice(Vec::new()));
         }
         let what = format!("reading the execution log of workflow instance '{instance_id}'");
