@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use elsa_ai_abstractions::{
     AiChatRequest, AiContextAttachment, AiError, AiOrchestrator, AiProviderEvent,
-    AiProviderToolInvocation, AiStreamEventType as T, AiToolError, AiToolResult, AttachmentKind,
-    AuditAction, AuditOutcome, ConversationId, MessageRole, Permission,
+    AiProviderToolInvocation, AiStreamEventType as T, AiToolError, AiToolMessage, AiToolResult,
+    AttachmentKind, AuditAction, AuditOutcome, ConversationId, MessageRole, Permission,
 };
 use elsa_ai_host::testing::chat::{
     ChatHarness, Played, PlayedProvider, REGISTERED_SECRET, assert_gap_free, caller_with, collect,
@@ -93,9 +93,20 @@ async fn a_turn_runs_its_tool_through_the_governor_and_streams_every_event_in_or
     assert_eq!(stored.owner_id, "alice");
     assert_eq!(stored.agent, TEST_AGENT);
     let roles: Vec<MessageRole> = stored.messages.iter().map(|m| m.role).collect();
-    assert_eq!(roles, [MessageRole::User, MessageRole::Assistant]);
     assert_eq!(
-        stored.messages[1].content,
+        roles,
+        [MessageRole::User, MessageRole::Tool, MessageRole::Assistant]
+    );
+    // The tool call is stored with the result the model read.
+    let call = AiToolMessage::from_message(&stored.messages[1]).unwrap();
+    assert_eq!(
+        (call.call_id.as_str(), call.tool_name.as_str()),
+        ("call-1", "demo.lookup")
+    );
+    assert_eq!(call.arguments, serde_json::json!({"id": "orders"}));
+    assert_eq!(call.result["content"]["name"], "Order fulfilment");
+    assert_eq!(
+        stored.messages[2].content,
         "The workflow is called Order fulfilment."
     );
 
@@ -151,14 +162,24 @@ async fn a_continued_conversation_reuses_its_session_and_numbers_on() {
     );
     let turns = harness.provider.turns();
     assert_eq!(turns[0].session, turns[1].session);
-    let history: Vec<&str> = turns[1]
+    let history: Vec<(MessageRole, &str)> = turns[1]
         .history
         .iter()
-        .map(|m| m.content.as_str())
+        .map(|m| (m.role, m.content.as_str()))
         .collect();
+    assert_eq!(history.len(), 3, "{history:?}");
+    assert_eq!(history[0], (MessageRole::User, "First question"));
     assert_eq!(
-        history,
-        ["First question", "The workflow is called Order fulfilment."]
+        history[1].0,
+        MessageRole::Tool,
+        "the first turn's tool call"
+    );
+    assert_eq!(
+        history[2],
+        (
+            MessageRole::Assistant,
+            "The workflow is called Order fulfilment."
+        )
     );
     let stored = harness
         .orchestrator
@@ -167,7 +188,11 @@ async fn a_continued_conversation_reuses_its_session_and_numbers_on() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(stored.messages.len(), 4);
+    assert_eq!(
+        stored.messages.len(),
+        6,
+        "each turn: question, tool call, reply"
+    );
     assert_eq!(stored.title, "First question");
 }
 
