@@ -14,6 +14,9 @@
 //! - **burst**: all `--streams` clients start a turn at the same instant, `--rounds` times
 //!   (default 3), against the demo provider (one governed tool call, the reply streamed word
 //!   by word without pauses). The worst case: the last request waits for every other one.
+//! - **two replicas** (PostgreSQL only): the sustained scenario against two server processes
+//!   sharing the database, each client on one of them (every turn claimed in the shared
+//!   `turn_claims`, every journal commit announced to the other replica).
 //!
 //! ```text
 //! cargo bench -p weaver-benches --bench chat_load                       # SQLite, 500 streams
@@ -270,15 +273,20 @@ async fn turn(client: &reqwest::Client, url: &str, message: String) -> Option<Du
     (rest.last()?.event == "conversation.completed").then_some(latency)
 }
 
-/// `streams` clients, each keeping one stream open, for `seconds`.
-async fn sustained(base: &str, client: &reqwest::Client, streams: usize, seconds: u64) -> Round {
-    let url = format!("{base}/ai/chat");
+/// `streams` clients, each keeping one stream open, for `seconds`; client `i` talks to
+/// `bases[i % bases.len()]`.
+async fn sustained(
+    bases: &[String],
+    client: &reqwest::Client,
+    streams: usize,
+    seconds: u64,
+) -> Round {
     let started = Instant::now();
     let until = started + Duration::from_secs(seconds);
     let tasks: Vec<_> = (0..streams)
         .map(|i| {
             let client = client.clone();
-            let url = url.clone();
+            let url = format!("{}/ai/chat", bases[i % bases.len()]);
             tokio::spawn(async move {
                 // Clients arrive over the first two seconds, as they would.
                 tokio::time::sleep(Duration::from_millis((i as u64 * 2000) / streams as u64)).await;
@@ -350,7 +358,11 @@ fn main() {
         "chat_load: {} concurrent streams, store {}, client and server on the same machine",
         options.streams, options.store
     );
-    for (scenario, provider) in [("sustained", "paced"), ("burst", "demo")] {
+    let mut scenarios = vec![("sustained", "paced", 1), ("burst", "demo", 1)];
+    if options.store == "postgres" {
+        scenarios.push(("two-replicas", "paced", 2));
+    }
+    for (scenario, provider, replicas) in scenarios {
         let dir = std::env::temp_dir().join(format!(
             "weaver-chat-load-{}-{scenario}",
             std::process::id()
@@ -363,26 +375,37 @@ fn main() {
             Some(database) => database.url().to_owned(),
             None => dir.to_str().expect("a UTF-8 path").to_owned(),
         };
-        let (mut server, base) = start_server(&options.store, &place, provider);
-        let pid = server.id();
+        let (mut servers, bases): (Vec<Child>, Vec<String>) = (0..replicas)
+            .map(|_| start_server(&options.store, &place, provider))
+            .unzip();
+        let pid = servers[0].id();
         let (idle, _) = memory_mib(pid);
         println!("{scenario}: server idle RSS {idle:.1} MiB");
         runtime.block_on(async {
             // Warm up: connections, lazily built state, the allocator.
-            let warm = round(&base, &client, options.streams.min(50)).await;
-            assert_eq!(warm.failures, 0, "the warm-up turns failed");
-            if scenario == "sustained" {
-                let result = sustained(&base, &client, options.streams, options.seconds).await;
-                report("sustained", &result, pid);
+            for base in &bases {
+                let warm = round(base, &client, options.streams.min(50)).await;
+                assert_eq!(warm.failures, 0, "the warm-up turns failed");
+            }
+            if provider == "paced" {
+                let result = sustained(&bases, &client, options.streams, options.seconds).await;
+                report(scenario, &result, pid);
+                for server in &servers[1..] {
+                    let (rss, peak) = memory_mib(server.id());
+                    println!("{scenario}: other replica RSS {rss:.1} MiB (peak {peak:.1} MiB)");
+                }
             } else {
+                let base = &bases[0];
                 for number in 1..=options.rounds {
-                    let result = round(&base, &client, options.streams).await;
+                    let result = round(base, &client, options.streams).await;
                     report(&format!("burst round {number}"), &result, pid);
                 }
             }
         });
-        drop(server.stdin.take());
-        let _ = server.wait();
+        for server in &mut servers {
+            drop(server.stdin.take());
+            let _ = server.wait();
+        }
         drop(database);
         let _ = std::fs::remove_dir_all(&dir);
     }

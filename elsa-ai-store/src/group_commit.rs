@@ -1,8 +1,8 @@
 //! Group commit: many callers' rows written in few transactions.
 //!
-//! Audit records and stream-journal appends (both backends) and SQLite's conversation writes
-//! hand their row to a writer (a [`GroupCommitWriter`]: on PostgreSQL one per kind of row,
-//! on SQLite one for all) and wait for their own acknowledgement. The writer takes whatever
+//! Audit records, stream-journal appends, conversation writes and turn claims (both
+//! backends) hand their row to a writer (a [`GroupCommitWriter`]: on PostgreSQL one for
+//! audit, one for the journal and one for conversations and claims; on SQLite one for all) and wait for their own acknowledgement. The writer takes whatever
 //! has queued up (up to [`Batching::max_batch`]), writes it in one transaction and
 //! acknowledges each caller only after the commit, so throughput grows with concurrency while
 //! no caller proceeds before its row is durable. Where the database overlaps commits

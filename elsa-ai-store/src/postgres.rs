@@ -55,13 +55,13 @@ impl std::fmt::Debug for PostgresStoreOptions {
 
 impl PostgresStoreOptions {
     /// The database at `url` (`postgres://user:password@host:port/database`, or with
-    /// `?host=/socket/dir` for a Unix socket), with the defaults: 10 connections, a 10 s wait
-    /// for a free connection, [`Batching::default`] and up to 4 audit batches committing
-    /// at once.
+    /// `?host=/socket/dir` for a Unix socket), with the defaults: 16 connections, a 10 s wait
+    /// for a free connection, [`Batching::default`] and up to 4 batches of each kind
+    /// committing at once.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
             url: url.into(),
-            max_connections: 10,
+            max_connections: 16,
             acquire_timeout: Duration::from_secs(10),
             audit: Batching::default(),
             audit_concurrency: 4,
@@ -88,9 +88,9 @@ impl PostgresStoreOptions {
         self
     }
 
-    /// How many audit batches (and as many journal batches) may be committing at once, each
-    /// on a connection of its own (PostgreSQL overlaps their commits). Keep twice this below
-    /// `max_connections`.
+    /// How many audit batches (and as many journal batches, and conversation batches) may be
+    /// committing at once, each on a connection of its own (PostgreSQL overlaps their
+    /// commits). Keep three times this below `max_connections`.
     pub fn audit_concurrency(mut self, batches: usize) -> Self {
         self.audit_concurrency = batches.max(1);
         self
@@ -113,6 +113,9 @@ pub struct PostgresStore {
     audit: Arc<GroupCommitWriter<AuditRow>>,
     /// Stream-journal appends, group-committed like the audit records.
     journal: Arc<GroupCommitWriter<StreamRow>>,
+    /// Conversation writes (creations, messages, provider sessions) and turn claims,
+    /// group-committed: what a turn waits for before its first event.
+    conversations: Arc<GroupCommitWriter<ConversationWrite>>,
 }
 
 impl PostgresStore {
@@ -140,16 +143,23 @@ impl PostgresStore {
             concurrency: options.audit_concurrency,
         };
         let journal = GroupCommitWriter::spawn(appends, options.audit);
+        let writes = ConversationWrites {
+            pool: pool.clone(),
+            concurrency: options.audit_concurrency,
+        };
+        let conversations = GroupCommitWriter::spawn(writes, options.audit);
         Ok(Self {
             pool,
             audit: Arc::new(audit),
             journal: Arc::new(journal),
+            conversations: Arc::new(conversations),
         })
     }
 
     /// Returns once every audit record and journal append accepted so far is committed.
     pub async fn flush(&self) -> Result<(), AiError> {
         self.audit.flush().await?;
+        self.conversations.flush().await?;
         self.journal.flush().await
     }
 
@@ -157,6 +167,7 @@ impl PostgresStore {
     /// calls on this store (and its clones) fail.
     pub async fn close(&self) {
         self.audit.close().await;
+        self.conversations.close().await;
         self.journal.close().await;
         self.pool.close().await;
     }
@@ -428,6 +439,263 @@ impl BatchInsert for JournalInserts {
     }
 }
 
+/// One caller's conversation write or turn claim, group-committed with others.
+#[derive(Debug)]
+pub(crate) enum ConversationWrite {
+    /// A new conversation with its first messages.
+    Create {
+        row: (String, String, String, String, String, i64, i64),
+        messages: Vec<(&'static str, String, i64)>,
+    },
+    /// A message appended to an existing conversation of the tenant.
+    Append {
+        id: String,
+        tenant_id: String,
+        message: (&'static str, String, i64),
+    },
+    /// The provider session (JSON) of an existing conversation of the tenant.
+    Session {
+        id: String,
+        tenant_id: String,
+        session: String,
+    },
+    /// A turn claim, inserted only when no claim holds the conversation.
+    Claim(ClaimRow),
+}
+
+impl ConversationWrite {
+    fn message(message: &AiMessage) -> Result<(&'static str, String, i64), AiError> {
+        Ok((
+            role_name(message.role),
+            message.content.clone(),
+            to_nanos(message.timestamp, "message")?,
+        ))
+    }
+}
+
+/// Conversation batches: one transaction with a statement per kind of write (the columns
+/// travel as arrays). A write that cannot stand on its own (an id that exists, a
+/// conversation that is not in the tenant, a conversation claimed already) refuses the batch,
+/// which is then retried row by row.
+struct ConversationWrites {
+    pool: PgPool,
+    concurrency: usize,
+}
+
+#[async_trait]
+impl BatchInsert for ConversationWrites {
+    type Row = ConversationWrite;
+    type Error = sqlx::Error;
+
+    async fn insert(&self, rows: &[ConversationWrite]) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let mut created = Vec::new();
+        let mut messages: Vec<(&str, &str, &str, i64)> = Vec::new();
+        let mut appended: Vec<(&str, &str, i64)> = Vec::new();
+        let mut appended_messages: Vec<(&str, &str, &str, &str, i64)> = Vec::new();
+        let mut sessions: Vec<(&str, &str, &str)> = Vec::new();
+        let mut claims = Vec::new();
+        for row in rows {
+            match row {
+                ConversationWrite::Create {
+                    row,
+                    messages: first,
+                } => {
+                    created.push(row);
+                    for (role, content, at) in first {
+                        messages.push((row.0.as_str(), role, content.as_str(), *at));
+                    }
+                }
+                ConversationWrite::Append {
+                    id,
+                    tenant_id,
+                    message: (role, content, at),
+                } => {
+                    appended.push((id.as_str(), tenant_id.as_str(), *at));
+                    appended_messages.push((
+                        id.as_str(),
+                        tenant_id.as_str(),
+                        role,
+                        content.as_str(),
+                        *at,
+                    ));
+                }
+                ConversationWrite::Session {
+                    id,
+                    tenant_id,
+                    session,
+                } => sessions.push((id.as_str(), tenant_id.as_str(), session.as_str())),
+                ConversationWrite::Claim(claim) => claims.push(claim),
+            }
+        }
+        if !created.is_empty() {
+            sqlx::query(
+                "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
+                 created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
+                 $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])",
+            )
+            .bind(created.iter().map(|r| r.0.as_str()).collect::<Vec<_>>())
+            .bind(created.iter().map(|r| r.1.as_str()).collect::<Vec<_>>())
+            .bind(created.iter().map(|r| r.2.as_str()).collect::<Vec<_>>())
+            .bind(created.iter().map(|r| r.3.as_str()).collect::<Vec<_>>())
+            .bind(created.iter().map(|r| r.4.as_str()).collect::<Vec<_>>())
+            .bind(created.iter().map(|r| r.5).collect::<Vec<_>>())
+            .bind(created.iter().map(|r| r.6).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await?;
+        }
+        if !appended.is_empty() {
+            // Every appended-to conversation must be in its tenant, or the batch is refused.
+            let mut distinct: Vec<(&str, &str)> = appended
+                .iter()
+                .map(|(id, tenant, _)| (*id, *tenant))
+                .collect();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let touched = sqlx::query(
+                "UPDATE conversations SET updated_at_ns = GREATEST(updated_at_ns, u.at) \
+                 FROM (SELECT id, tenant_id, MAX(at) AS at FROM UNNEST($1::text[], $2::text[], \
+                 $3::int8[]) AS a (id, tenant_id, at) GROUP BY id, tenant_id) AS u \
+                 WHERE conversations.id = u.id AND conversations.tenant_id = u.tenant_id",
+            )
+            .bind(appended.iter().map(|a| a.0).collect::<Vec<_>>())
+            .bind(appended.iter().map(|a| a.1).collect::<Vec<_>>())
+            .bind(appended.iter().map(|a| a.2).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if touched != distinct.len() as u64 {
+                return Err(sqlx::Error::RowNotFound);
+            }
+            messages.extend(
+                appended_messages
+                    .iter()
+                    .map(|(id, _, role, content, at)| (*id, *role, *content, *at)),
+            );
+        }
+        if !messages.is_empty() {
+            sqlx::query(
+                "INSERT INTO conversation_messages (conversation_id, role, content, \
+                 created_at_ns) SELECT id, role, content, at FROM UNNEST($1::text[], \
+                 $2::text[], $3::text[], $4::int8[]) WITH ORDINALITY \
+                 AS m (id, role, content, at, n) ORDER BY n",
+            )
+            .bind(messages.iter().map(|m| m.0).collect::<Vec<_>>())
+            .bind(messages.iter().map(|m| m.1).collect::<Vec<_>>())
+            .bind(messages.iter().map(|m| m.2).collect::<Vec<_>>())
+            .bind(messages.iter().map(|m| m.3).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (id, tenant_id, session) in &sessions {
+            let touched = sqlx::query(
+                "UPDATE conversations SET provider_session = $1 WHERE id = $2 AND tenant_id = $3",
+            )
+            .bind(session)
+            .bind(id)
+            .bind(tenant_id)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if touched == 0 {
+                return Err(sqlx::Error::RowNotFound);
+            }
+        }
+        if !claims.is_empty() {
+            let inserted = sqlx::query(
+                "INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
+                 lease_until_ns) SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], \
+                 $4::text[], $5::int8[]) ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
+            )
+            .bind(
+                claims
+                    .iter()
+                    .map(|c| c.tenant_id.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                claims
+                    .iter()
+                    .map(|c| c.conversation_id.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                claims
+                    .iter()
+                    .map(|c| c.turn_id.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(
+                claims
+                    .iter()
+                    .map(|c| c.replica_id.as_str())
+                    .collect::<Vec<_>>(),
+            )
+            .bind(claims.iter().map(|c| c.lease_until_ns).collect::<Vec<_>>())
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if inserted != claims.len() as u64 {
+                return Err(sqlx::Error::RowNotFound);
+            }
+        }
+        tx.commit().await
+    }
+
+    fn concurrent_batches(&self) -> usize {
+        self.concurrency
+    }
+
+    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+        matches!(error, sqlx::Error::RowNotFound) || is_unique_violation(error)
+    }
+
+    async fn row_failed(&self, row: &ConversationWrite, error: sqlx::Error) -> AiError {
+        let refused = self.is_row_refusal(&error);
+        match row {
+            ConversationWrite::Create { row, .. } if refused => {
+                conflicts::conversation_exists(&ConversationId::new(row.0.as_str()))
+            }
+            ConversationWrite::Create { .. } => failed("creating a conversation", error),
+            ConversationWrite::Append { id, .. } | ConversationWrite::Session { id, .. }
+                if refused =>
+            {
+                conflicts::conversation_not_found(&ConversationId::new(id.as_str()))
+            }
+            ConversationWrite::Append { .. } => failed("appending a message", error),
+            ConversationWrite::Session { .. } => failed("recording a provider session", error),
+            ConversationWrite::Claim(claim) if refused => {
+                let lease: Result<Option<i64>, _> = sqlx::query_scalar(
+                    "SELECT lease_until_ns FROM turn_claims \
+                     WHERE tenant_id = $1 AND conversation_id = $2",
+                )
+                .bind(&claim.tenant_id)
+                .bind(&claim.conversation_id)
+                .fetch_optional(&self.pool)
+                .await;
+                match lease {
+                    // Released in the meantime: reported as in progress; try again.
+                    Ok(lease) => conflicts::turn_claimed(
+                        &claim.conversation_id,
+                        lease.unwrap_or(i64::MAX),
+                        claim.now_ns,
+                    ),
+                    Err(error) => failed("reading a turn claim", error),
+                }
+            }
+            ConversationWrite::Claim(_) => failed("claiming a conversation for a turn", error),
+        }
+    }
+
+    fn batch_failed(error: sqlx::Error) -> AiError {
+        failed("committing a batch of conversation writes", error)
+    }
+
+    fn closed(_: Option<&ConversationWrite>) -> AiError {
+        store_closed()
+    }
+}
+
 async fn last_sequence(
     pool: &PgPool,
     tenant_id: &str,
@@ -563,49 +831,23 @@ impl AiAuditLog for PostgresStore {
 #[async_trait]
 impl AiConversationStore for PostgresStore {
     async fn create(&self, conversation: &AiConversation) -> Result<(), AiError> {
-        let created_at = to_nanos(conversation.created_at, "conversation creation")?;
-        let updated_at = to_nanos(conversation.updated_at, "conversation update")?;
-        let messages = conversation
-            .messages
-            .iter()
-            .map(|m| Ok((m, to_nanos(m.timestamp, "message")?)))
-            .collect::<Result<Vec<_>, AiError>>()?;
-        let doing = "creating a conversation";
-        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
-        sqlx::query(
-            "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, created_at_ns, \
-             updated_at_ns) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(conversation.id.as_str())
-        .bind(conversation.tenant_id.as_str())
-        .bind(conversation.owner_id.as_str())
-        .bind(conversation.agent.as_str())
-        .bind(conversation.title.as_str())
-        .bind(created_at)
-        .bind(updated_at)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| {
-            if is_unique_violation(&e) {
-                conflicts::conversation_exists(&conversation.id)
-            } else {
-                failed(doing, e)
-            }
-        })?;
-        for (message, at) in messages {
-            sqlx::query(
-                "INSERT INTO conversation_messages (conversation_id, role, content, \
-                 created_at_ns) VALUES ($1, $2, $3, $4)",
-            )
-            .bind(conversation.id.as_str())
-            .bind(role_name(message.role))
-            .bind(message.content.as_str())
-            .bind(at)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| failed(doing, e))?;
-        }
-        tx.commit().await.map_err(|e| failed(doing, e))
+        let write = ConversationWrite::Create {
+            row: (
+                conversation.id.as_str().to_owned(),
+                conversation.tenant_id.as_str().to_owned(),
+                conversation.owner_id.clone(),
+                conversation.agent.clone(),
+                conversation.title.clone(),
+                to_nanos(conversation.created_at, "conversation creation")?,
+                to_nanos(conversation.updated_at, "conversation update")?,
+            ),
+            messages: conversation
+                .messages
+                .iter()
+                .map(ConversationWrite::message)
+                .collect::<Result<_, _>>()?,
+        };
+        self.conversations.write(write).await
     }
 
     async fn find(
@@ -656,35 +898,12 @@ impl AiConversationStore for PostgresStore {
         tenant_id: &TenantId,
         message: &AiMessage,
     ) -> Result<(), AiError> {
-        let at = to_nanos(message.timestamp, "message")?;
-        let doing = "appending a message";
-        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
-        let touched = sqlx::query(
-            "UPDATE conversations SET updated_at_ns = GREATEST(updated_at_ns, $1) \
-             WHERE id = $2 AND tenant_id = $3",
-        )
-        .bind(at)
-        .bind(id.as_str())
-        .bind(tenant_id.as_str())
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| failed(doing, e))?
-        .rows_affected();
-        if touched == 0 {
-            return Err(conflicts::conversation_not_found(id));
-        }
-        sqlx::query(
-            "INSERT INTO conversation_messages (conversation_id, role, content, created_at_ns) \
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(id.as_str())
-        .bind(role_name(message.role))
-        .bind(message.content.as_str())
-        .bind(at)
-        .execute(&mut *tx)
-        .await
-        .map_err(|e| failed(doing, e))?;
-        tx.commit().await.map_err(|e| failed(doing, e))
+        let write = ConversationWrite::Append {
+            id: id.as_str().to_owned(),
+            tenant_id: tenant_id.as_str().to_owned(),
+            message: ConversationWrite::message(message)?,
+        };
+        self.conversations.write(write).await
     }
 
     async fn list(
@@ -775,20 +994,13 @@ impl AiConversationStore for PostgresStore {
     ) -> Result<(), AiError> {
         let json = serde_json::to_string(session)
             .map_err(|e| failed("recording a provider session", e))?;
-        let touched = sqlx::query(
-            "UPDATE conversations SET provider_session = $1 WHERE id = $2 AND tenant_id = $3",
-        )
-        .bind(json)
-        .bind(id.as_str())
-        .bind(tenant_id.as_str())
-        .execute(&self.pool)
-        .await
-        .map_err(|e| failed("recording a provider session", e))?
-        .rows_affected();
-        if touched == 0 {
-            return Err(conflicts::conversation_not_found(id));
-        }
-        Ok(())
+        self.conversations
+            .write(ConversationWrite::Session {
+                id: id.as_str().to_owned(),
+                tenant_id: tenant_id.as_str().to_owned(),
+                session: json,
+            })
+            .await
     }
 }
 
@@ -884,39 +1096,10 @@ impl AiToolEnablementStore for PostgresStore {
 #[async_trait]
 impl AiTurnClaims for PostgresStore {
     async fn claim(&self, claim: &AiTurnClaim, now: DateTime<Utc>) -> Result<(), AiError> {
-        let row = ClaimRow::new(claim, now)?;
-        let doing = "claiming a conversation for a turn";
-        let inserted = sqlx::query(
-            "INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
-             lease_until_ns) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
-        )
-        .bind(&row.tenant_id)
-        .bind(&row.conversation_id)
-        .bind(&row.turn_id)
-        .bind(&row.replica_id)
-        .bind(row.lease_until_ns)
-        .execute(&self.pool)
-        .await
-        .map_err(|e| failed(doing, e))?
-        .rows_affected();
-        if inserted == 1 {
-            return Ok(());
-        }
-        let lease: Option<i64> = sqlx::query_scalar(
-            "SELECT lease_until_ns FROM turn_claims WHERE tenant_id = $1 AND conversation_id = $2",
-        )
-        .bind(&row.tenant_id)
-        .bind(&row.conversation_id)
-        .fetch_optional(&self.pool)
-        .await
-        .map_err(|e| failed(doing, e))?;
-        // Released in the meantime: reported as in progress; the caller may try again.
-        Err(conflicts::turn_claimed(
-            &row.conversation_id,
-            lease.unwrap_or(i64::MAX),
-            row.now_ns,
-        ))
+        // Group-committed with the turn's other opening writes.
+        self.conversations
+            .write(ConversationWrite::Claim(ClaimRow::new(claim, now)?))
+            .await
     }
 
     async fn current(

@@ -172,6 +172,12 @@ impl StreamHub {
         if channel.sender.receiver_count() == 0 {
             return;
         }
+        // This replica's own appends come back announced too: already sent, nothing to do.
+        if let (Ok(last), Some(sequence)) = (channel.last.try_lock(), sequence)
+            && last.is_some_and(|last| last >= sequence)
+        {
+            return;
+        }
         tokio::spawn(async move { channel.catch_up(sequence).await });
     }
 

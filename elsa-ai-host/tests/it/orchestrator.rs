@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use elsa_ai_abstractions::{
     AiChatRequest, AiContextAttachment, AiError, AiOrchestrator, AiProviderEvent,
-    AiProviderToolInvocation, AiStreamEventType as T, AiToolError, AiToolResult, AttachmentKind,
-    AuditAction, AuditOutcome, ConversationId, MessageRole, Permission,
+    AiProviderToolInvocation, AiStreamEventType as T, AiToolError, AiToolMessage, AiToolResult,
+    AttachmentKind, AuditAction, AuditOutcome, ConversationId, MessageRole, Permission,
 };
 use elsa_ai_host::testing::chat::{
     ChatHarness, Played, PlayedProvider, REGISTERED_SECRET, assert_gap_free, caller_with, collect,
@@ -94,12 +94,16 @@ async fn a_turn_runs_its_tool_through_the_governor_and_streams_every_event_in_or
     let roles: Vec<MessageRole> = stored.messages.iter().map(|m| m.role).collect();
     assert_eq!(
         roles,
-        [MessageRole::User, MessageRole::Tool, MessageRole::Assistant],
-        "the tool call and its result are stored as a message between prompt and reply"
+        [MessageRole::User, MessageRole::Tool, MessageRole::Assistant]
     );
-    let call: serde_json::Value = serde_json::from_str(&stored.messages[1].content).unwrap();
-    assert_eq!(call["toolName"], "demo.lookup");
-    assert_eq!(call["result"]["outcome"], "Success");
+    // The tool call is stored with the result the model read.
+    let call = AiToolMessage::from_message(&stored.messages[1]).unwrap();
+    assert_eq!(
+        (call.call_id.as_str(), call.tool_name.as_str()),
+        ("call-1", "demo.lookup")
+    );
+    assert_eq!(call.arguments, serde_json::json!({"id": "orders"}));
+    assert_eq!(call.result["content"]["name"], "Order fulfilment");
     assert_eq!(
         stored.messages[2].content,
         "The workflow is called Order fulfilment."
@@ -162,9 +166,13 @@ async fn a_continued_conversation_reuses_its_session_and_numbers_on() {
         .iter()
         .map(|m| (m.role, m.content.as_str()))
         .collect();
-    assert_eq!(history.len(), 3, "prompt, tool call with result, reply");
+    assert_eq!(history.len(), 3, "{history:?}");
     assert_eq!(history[0], (MessageRole::User, "First question"));
-    assert_eq!(history[1].0, MessageRole::Tool);
+    assert_eq!(
+        history[1].0,
+        MessageRole::Tool,
+        "the first turn's tool call"
+    );
     assert_eq!(
         history[2],
         (
@@ -179,7 +187,11 @@ async fn a_continued_conversation_reuses_its_session_and_numbers_on() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(stored.messages.len(), 6);
+    assert_eq!(
+        stored.messages.len(),
+        6,
+        "each turn: question, tool call, reply"
+    );
     assert_eq!(stored.title, "First question");
 }
 
