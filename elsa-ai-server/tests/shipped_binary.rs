@@ -46,7 +46,7 @@ fn a_workspace_build_enables_no_testing_feature() {
         .filter(|line| {
             let features = line.rsplit_once('[').map_or("", |(_, f)| f);
             features
-                .trim_end_matches(|c| c == ']' || c == ' ' || c == '*' || c == '(' || c == ')')
+                .trim_end_matches([']', ' ', '*', '(', ')'])
                 .split(',')
                 .any(|feature| feature.trim() == "testing")
         })
