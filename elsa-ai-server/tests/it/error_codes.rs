@@ -140,24 +140,26 @@ fn listed_codes() -> BTreeMap<String, u16> {
 
 #[test]
 fn the_scanner_finds_each_way_a_code_is_made() {
-    let source = r#"
-        fn a() -> AiError { AiError::bad_request("first_code", "m") }
-        fn b() -> AiError { ApiError::bad_request(
-            "second_code",
-            "m",
-        ) }
-        fn c() -> AiError { AiError::Unauthenticated { code: "third_code".into(), message } }
-        fn d(e: &E) -> AiError {
-            let code = match e { E::A => "fourth_code", E::B => "fifth_code" };
-            AiError::unavailable(code, "m")
-        }
-        fn e() -> bool { is_bad_request("not_a_code") }
-        #[cfg(test)]
-        mod tests {
-            fn t() -> AiError { AiError::internal("test_only_code", "m") }
-        }
-    "#;
-    let found: Vec<String> = codes_in(source).into_iter().collect();
+    // As rustfmt lays sources out: items at the start of their lines.
+    let source = [
+        r#"fn a() -> AiError { AiError::bad_request("first_code", "m") }"#,
+        r#"fn b() -> AiError { ApiError::bad_request("#,
+        r#"    "second_code","#,
+        r#"    "m","#,
+        r#") }"#,
+        r#"fn c() -> AiError { AiError::Unauthenticated { code: "third_code".into(), message } }"#,
+        r#"fn d(e: &E) -> AiError {"#,
+        r#"    let code = match e { E::A => "fourth_code", E::B => "fifth_code" };"#,
+        r#"    AiError::unavailable(code, "m")"#,
+        r#"}"#,
+        r#"fn e() -> bool { is_bad_request("not_a_code") }"#,
+        r#"#[cfg(test)]"#,
+        r#"mod tests {"#,
+        r#"    fn t() -> AiError { AiError::internal("test_only_code", "m") }"#,
+        r#"}"#,
+    ]
+    .join("\n");
+    let found: Vec<String> = codes_in(&source).into_iter().collect();
     assert_eq!(
         found,
         [
