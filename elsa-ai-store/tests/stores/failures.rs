@@ -161,7 +161,7 @@ async fn sqlite_audit_record_fails_while_the_database_is_locked() {
 
     let blocked = store.record(event(&tenant, "while locked")).await;
     let error = blocked.expect_err("a record that cannot be committed is not acknowledged");
-    assert_eq!((error.status(), error.code()), (500, "store_failed"));
+    assert_eq!((error.status(), error.code()), (503, "store_unavailable"));
 
     sqlx::query("ROLLBACK").execute(&mut locker).await.unwrap();
     store.record(event(&tenant, "after")).await.unwrap();
@@ -211,7 +211,11 @@ async fn postgres_audit_record_fails_while_the_database_is_unreachable() {
         .record(event(&tenant, "while unreachable"))
         .await
         .expect_err("a record that cannot be committed is not acknowledged");
-    assert_eq!(error.status(), 500, "{error:?}");
+    assert_eq!(
+        (error.status(), error.code()),
+        (503, "store_unavailable"),
+        "{error:?}"
+    );
 
     sqlx::query(set_connections(true))
         .execute(&mut admin)
