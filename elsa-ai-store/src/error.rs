@@ -88,12 +88,16 @@ fn sqlite_code_unavailable(primary: i32) -> bool {
 
 /// PostgreSQL SQLSTATEs that mean the server cannot serve the request just now: connection
 /// exceptions (class 08), insufficient resources such as a full disk (class 53), operator
-/// intervention such as a shutdown (57P01–57P03), a read-only transaction (25006, a standby).
+/// intervention such as a shutdown (57P01–57P03), a read-only transaction (25006, a standby),
+/// a database that is not accepting connections, in use or locked (55000, 55006, 55P03).
 #[cfg(feature = "postgres")]
 fn postgres_state_unavailable(state: &str) -> bool {
     state.starts_with("08")
         || state.starts_with("53")
-        || matches!(state, "57P01" | "57P02" | "57P03" | "25006")
+        || matches!(
+            state,
+            "57P01" | "57P02" | "57P03" | "25006" | "55000" | "55006" | "55P03"
+        )
 }
 
 #[cfg(feature = "sqlite")]
@@ -198,7 +202,9 @@ mod tests {
     #[cfg(feature = "postgres")]
     #[test]
     fn postgres_states_of_an_unavailable_server() {
-        for state in ["08006", "08001", "53100", "57P01", "57P03", "25006"] {
+        for state in [
+            "08006", "08001", "53100", "57P01", "57P03", "25006", "55000",
+        ] {
             assert!(postgres_state_unavailable(state), "{state}");
         }
         for state in ["23505", "42P01", "40001", "P0001"] {
