@@ -170,6 +170,17 @@ impl AiError {
         }
     }
 
+    /// What an action answers when its audit record could not be written because of
+    /// `cause`, so the action was not carried out: 500 `audit_failed`, except that a store
+    /// that is unavailable just now keeps its 503 and code (`store_unavailable`), so the
+    /// client knows a retry may succeed.
+    pub fn audit_failed(cause: &AiError, message: impl Into<String>) -> Self {
+        match cause {
+            Self::Unavailable { code, .. } => Self::unavailable(code.clone(), message),
+            _ => Self::internal("audit_failed", message),
+        }
+    }
+
     /// The HTTP status this error stands for.
     pub fn status(&self) -> u16 {
         match self {
@@ -295,6 +306,19 @@ mod tests {
         ];
         let statuses: Vec<u16> = errors.iter().map(AiError::status).collect();
         assert_eq!(statuses, [400, 401, 403, 404, 409, 413, 422, 500, 503]);
+    }
+
+    #[test]
+    fn an_unaudited_action_is_503_only_while_the_store_is_unavailable() {
+        let down = AiError::unavailable("store_unavailable", "disk full");
+        let refused = AiError::audit_failed(&down, "not audited, so not done");
+        assert_eq!(
+            (refused.status(), refused.code(), refused.message()),
+            (503, "store_unavailable", "not audited, so not done")
+        );
+        let broken = AiError::internal("store_failed", "no such table");
+        let refused = AiError::audit_failed(&broken, "not audited, so not done");
+        assert_eq!((refused.status(), refused.code()), (500, "audit_failed"));
     }
 
     #[test]

@@ -23,7 +23,7 @@ use tokio::sync::{Mutex, mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::error::failed;
+use crate::error::{Fault, failed};
 use crate::rows::AuditRow;
 
 /// How a group-commit writer (PostgreSQL's audit trail, SQLite's writes) groups rows into
@@ -363,11 +363,7 @@ async fn write<B: BatchInsert>(backend: &B, rows: Vec<B::Row>, acks: Vec<Ack>) {
 
 /// Why an audit record alone was not written (both backends word it alike); `exists` when
 /// the database refused it as a duplicate id.
-pub(crate) fn audit_record_failed(
-    row: &AuditRow,
-    exists: bool,
-    error: impl std::fmt::Display,
-) -> AiError {
+pub(crate) fn audit_record_failed(row: &AuditRow, exists: bool, error: impl Fault) -> AiError {
     if exists {
         AiError::conflict(
             "audit_event_exists",
@@ -380,7 +376,7 @@ pub(crate) fn audit_record_failed(
 
 /// Why a batch of audit records was not written.
 #[cfg(any(feature = "postgres", test))]
-pub(crate) fn audit_batch_failed(error: impl std::fmt::Display) -> AiError {
+pub(crate) fn audit_batch_failed(error: impl Fault) -> AiError {
     failed("writing audit events", error)
 }
 
@@ -633,7 +629,8 @@ mod tests {
         backend.permits.add_permits(5);
         for record in records {
             let error = record.await.unwrap().unwrap_err();
-            assert_eq!((error.status(), error.code()), (500, "store_failed"));
+            // The backend fails like a pool that is closed: unavailable, not broken.
+            assert_eq!((error.status(), error.code()), (503, "store_unavailable"));
         }
     }
 

@@ -331,8 +331,8 @@ impl ContextResolver {
                 code = error.code(),
                 "context audit record could not be written"
             );
-            AiError::internal(
-                "audit_failed",
+            AiError::audit_failed(
+                &error,
                 "the context resolution could not be audited, so it was refused",
             )
         })

@@ -199,8 +199,8 @@ impl ToolEnablementService {
         event.details = details;
         self.redactor.redact_audit_event(&mut event);
         self.audit.record(event).await.map_err(|error| {
-            AiError::internal(
-                "audit_failed",
+            AiError::audit_failed(
+                &error,
                 format!(
                     "the enablement change was not made because it could not be audited: {}",
                     error.message()

@@ -309,7 +309,8 @@ impl ChatOrchestrator {
 }
 
 impl Core {
-    /// Records a redacted audit event; a record that cannot be written is 500 `audit_failed`.
+    /// Records a redacted audit event; a record that cannot be written is 500 `audit_failed`
+    /// (503 `store_unavailable` while the store is unavailable).
     async fn record(&self, mut event: AiAuditEvent) -> Result<(), AiError> {
         self.redactor.redact_audit_event(&mut event);
         self.audit.record(event).await.map_err(|error| {
@@ -317,8 +318,8 @@ impl Core {
                 code = error.code(),
                 "orchestrator audit record could not be written"
             );
-            AiError::internal(
-                "audit_failed",
+            AiError::audit_failed(
+                &error,
                 "the chat turn could not be audited, so it was refused",
             )
         })

@@ -76,8 +76,8 @@ impl Inner {
         self.redactor.redact_audit_event(&mut event);
         self.audit.record(event).await.map_err(|error| {
             self.metrics.proposals.audit_failed();
-            AiError::internal(
-                "audit_failed",
+            AiError::audit_failed(
+                &error,
                 format!(
                     "the proposal action was not carried out because it could not be audited: {}",
                     error.message()

@@ -15,4 +15,5 @@ mod replicas;
 mod review_flow;
 mod server_binary;
 mod shipped_binary;
+mod store_faults;
 mod studio_panel;

@@ -22,7 +22,7 @@ use rusqlite::{
 };
 
 use crate::conflicts;
-use crate::error::{failed, store_closed};
+use crate::error::{Fault, failed, store_closed};
 use crate::group_commit::{BatchInsert, audit_closed, audit_record_failed};
 use crate::rows::{AuditRow, ClaimRow, StreamRow, is_terminal, role_name, to_nanos};
 
@@ -57,6 +57,12 @@ impl std::fmt::Display for WriteError {
     }
 }
 
+impl Fault for WriteError {
+    fn is_unavailable(&self) -> bool {
+        matches!(self, Self::Sqlite(error) if error.is_unavailable())
+    }
+}
+
 impl WriteError {
     /// Whether SQLite refused a row because its unique key already exists.
     pub fn is_unique_violation(&self) -> bool {
@@ -72,8 +78,8 @@ impl WriteError {
         )
     }
 
-    /// The 500 a caller sees for a failure while `doing` something (`store_closed` once the
-    /// store is closed).
+    /// What a caller sees for a failure while `doing` something: 503 `store_unavailable` or
+    /// 500 `store_failed` (see [`failed`]), `store_closed` once the store is closed.
     pub fn into_ai(self, doing: &str) -> AiError {
         match self {
             Self::Closed => store_closed(),

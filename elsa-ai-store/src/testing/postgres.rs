@@ -223,6 +223,108 @@ fn start_throwaway_server() -> Result<Server, String> {
     })
 }
 
+/// A PostgreSQL server of its own for one test that stops and restarts it (a restart under
+/// load, say) without disturbing the shared test server: a new cluster in a temporary folder,
+/// on a Unix socket there only, run as `postgres` when this process is root; stopped
+/// (`immediate`) and deleted when dropped.
+#[derive(Debug)]
+pub struct PrivateServer {
+    dir: String,
+    data: String,
+    pg_ctl: PathBuf,
+}
+
+impl PrivateServer {
+    /// Creates and starts the cluster.
+    pub fn start() -> Result<Self, String> {
+        let bin = server_binaries()?;
+        let dir = run_server_tool(Path::new("mktemp"), &["-d", "/tmp/weaver-pg-own-XXXXXX"])?;
+        let data = format!("{dir}/data");
+        run_server_tool(
+            &bin.join("initdb"),
+            &[
+                "-D",
+                &data,
+                "-U",
+                "weaver",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ],
+        )?;
+        let server = Self {
+            dir,
+            data,
+            pg_ctl: bin.join("pg_ctl"),
+        };
+        server.pg_ctl(&["start"])?;
+        Ok(server)
+    }
+
+    /// The URL of the server's `postgres` database as role `weaver` (a superuser).
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://weaver@localhost/postgres?host={}&port=5432",
+            self.dir
+        )
+    }
+
+    /// Stops the server (`fast`: connections are terminated) and waits until it has stopped.
+    pub fn stop(&self) -> Result<(), String> {
+        self.pg_ctl(&["-m", "fast", "stop"]).map(drop)
+    }
+
+    /// Starts the stopped server again and waits until it accepts connections.
+    pub fn start_again(&self) -> Result<(), String> {
+        self.pg_ctl(&["start"]).map(drop)
+    }
+
+    fn pg_ctl(&self, args: &[&str]) -> Result<String, String> {
+        let log = format!("{}/server.log", self.dir);
+        let options = format!("-k {} -c listen_addresses='' -p 5432", self.dir);
+        let mut all = vec![
+            "-D", &self.data, "-l", &log, "-w", "-t", "60", "-o", &options,
+        ];
+        all.extend_from_slice(args);
+        run_server_tool(&self.pg_ctl, &all)
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        let _ = self.pg_ctl(&["-m", "immediate", "stop"]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs a PostgreSQL tool (as `postgres` when this process is root) and returns its output.
+fn run_server_tool(program: &Path, args: &[&str]) -> Result<String, String> {
+    let as_root = std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0);
+    let mut command = if as_root {
+        let mut command = Command::new("runuser");
+        command.args(["-u", "postgres", "--"]).arg(program);
+        command
+    } else {
+        Command::new(program)
+    };
+    let output = command
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", program.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed ({}): {}",
+            program.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned())
+}
+
 /// The folder holding `initdb` and `pg_ctl`: on `PATH`, or the newest Debian version folder.
 fn server_binaries() -> Result<PathBuf, String> {
     let has_server = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();

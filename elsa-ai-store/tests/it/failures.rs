@@ -161,7 +161,7 @@ async fn sqlite_audit_record_fails_while_the_database_is_locked() {
 
     let blocked = store.record(event(&tenant, "while locked")).await;
     let error = blocked.expect_err("a record that cannot be committed is not acknowledged");
-    assert_eq!((error.status(), error.code()), (500, "store_failed"));
+    assert_eq!((error.status(), error.code()), (503, "store_unavailable"));
 
     sqlx::query("ROLLBACK").execute(&mut locker).await.unwrap();
     store.record(event(&tenant, "after")).await.unwrap();
@@ -211,7 +211,11 @@ async fn postgres_audit_record_fails_while_the_database_is_unreachable() {
         .record(event(&tenant, "while unreachable"))
         .await
         .expect_err("a record that cannot be committed is not acknowledged");
-    assert_eq!(error.status(), 500, "{error:?}");
+    assert_eq!(
+        (error.status(), error.code()),
+        (503, "store_unavailable"),
+        "{error:?}"
+    );
 
     sqlx::query(set_connections(true))
         .execute(&mut admin)
@@ -224,4 +228,100 @@ async fn postgres_audit_record_fails_while_the_database_is_unreachable() {
         .map(|e| e.summary)
         .collect();
     assert_eq!(kept, ["after", "before"]);
+}
+
+/// PostgreSQL: a server of its own is restarted while writers keep recording. During the
+/// outage records fail with 503 `store_unavailable` (never a 500, never acknowledged), the
+/// pool reconnects by itself afterwards, and every acknowledged record is in the trail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_restarted_under_load_loses_no_acknowledged_record() {
+    use elsa_ai_store::PostgresStore;
+    use elsa_ai_store::testing::postgres::PrivateServer;
+    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+
+    let server = Arc::new(PrivateServer::start().expect("a private PostgreSQL server"));
+    let store = Arc::new(
+        PostgresStore::connect_with(
+            PostgresStoreOptions::new(server.url()).acquire_timeout(Duration::from_secs(1)),
+        )
+        .await
+        .expect("the store connects"),
+    );
+    let tenant = TenantId::new("acme");
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let refused = Arc::new(Mutex::new(Vec::new()));
+    let writers: Vec<_> = (0..8)
+        .map(|writer| {
+            let (store, tenant, stop) = (store.clone(), tenant.clone(), stop.clone());
+            let (acknowledged, refused) = (acknowledged.clone(), refused.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    let record = event(&tenant, &format!("writer {writer} record {n}"));
+                    let id = record.id.clone();
+                    match store.record(record).await {
+                        Ok(()) => acknowledged.lock().unwrap().push(id),
+                        Err(error) => {
+                            refused
+                                .lock()
+                                .unwrap()
+                                .push((error.status(), error.code().to_owned()));
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before_restart = acknowledged.lock().unwrap().len();
+    assert!(before_restart > 0, "the writers were writing");
+    let restarting = server.clone();
+    tokio::task::spawn_blocking(move || {
+        restarting.stop().expect("the server stops");
+        std::thread::sleep(Duration::from_secs(2));
+        restarting.start_again().expect("the server starts again");
+    })
+    .await
+    .unwrap();
+    let after_restart = acknowledged.lock().unwrap().len();
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while acknowledged.lock().unwrap().len() < after_restart + 100 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the store reconnected and writes again"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for writer in writers {
+        writer.await.unwrap();
+    }
+
+    let refused = refused.lock().unwrap().clone();
+    assert!(
+        !refused.is_empty(),
+        "records failed while the server was down"
+    );
+    let unexpected: Vec<_> = refused
+        .iter()
+        .filter(|(status, code)| (*status, code.as_str()) != (503, "store_unavailable"))
+        .collect();
+    assert!(unexpected.is_empty(), "outage answers: {unexpected:?}");
+    let kept: BTreeSet<String> = trail(&*store, &tenant)
+        .await
+        .into_iter()
+        .map(|e| e.id.to_string())
+        .collect();
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    let missing: Vec<_> = acknowledged
+        .iter()
+        .filter(|id| !kept.contains(&id.to_string()))
+        .collect();
+    assert!(missing.is_empty(), "acknowledged but lost: {missing:?}");
+    store.close().await;
 }

@@ -27,7 +27,8 @@ pub(crate) struct CallRecord<'a> {
 /// successes unless the behaviour is `None`; the result too for `RecordInvocationAndResult`),
 /// publishes `tool.started` and the terminal `tool.completed`/`tool.failed` to the turn's
 /// event sink, and counts the outcome. A result whose audit record cannot be written is
-/// replaced by a 500 `audit_failed` error: nothing is returned unaudited.
+/// replaced by a 500 `audit_failed` error (503 `store_unavailable` while the store is
+/// unavailable): nothing is returned unaudited.
 #[derive(Clone, Copy)]
 pub(crate) struct EmitEvents<'r> {
     pub audit: &'r dyn AiAuditSink,
@@ -180,8 +181,8 @@ impl EmitEvents<'_> {
                     code = error.code(),
                     "audit record of a tool call could not be written"
                 );
-                AiToolResult::error(&AiError::internal(
-                    "audit_failed",
+                AiToolResult::error(&AiError::audit_failed(
+                    &error,
                     "the tool call could not be audited, so its result is withheld",
                 ))
             }
