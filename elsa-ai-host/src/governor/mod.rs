@@ -402,8 +402,9 @@ impl BoundToolInvoker {
             call_id: call_id.clone(),
             // Tools act with the caller's permissions narrowed by the agent: least privilege.
             caller: AiCaller {
-                permissions: agent_scope.permissions.clone(),
-                ..scope.caller.clone()
+                actor_id: scope.caller.actor_id.clone(),
+                tenant_id: scope.caller.tenant_id.clone(),
+                permissions: agent_scope.permissions,
             },
             agent: scope.agent.clone(),
             conversation_id: scope.conversation_id.clone(),
@@ -426,12 +427,7 @@ impl BoundToolInvoker {
         self.passed(&call_id, GovernanceStep::RedactResult);
 
         let result = emit
-            .finished(
-                &record,
-                tool.definition().audit_behavior,
-                &arguments,
-                result,
-            )
+            .finished(&record, tool.definition().audit_behavior, arguments, result)
             .await;
         self.passed(&call_id, GovernanceStep::EmitEvents);
         result

@@ -222,7 +222,7 @@ impl TurnEvents {
             tool_name: call.tool_name.clone(),
             arguments,
         };
-        self.append(ledger, started.event_type(), started.data())
+        self.append(ledger, started.event_type(), started.into_data())
             .await;
     }
 
@@ -254,7 +254,8 @@ impl TurnEvents {
         }
         self.ensure_started(ledger, index).await;
         ledger.calls[index].state = CallState::Finished;
-        self.append(ledger, event.event_type(), event.data()).await;
+        self.append(ledger, event.event_type(), event.into_data())
+            .await;
     }
 
     /// Ends the turn's event flow: closes every open tool call with a `tool.failed`
@@ -361,7 +362,7 @@ impl ToolEventSink for TurnEvents {
                         tool_name,
                         arguments,
                     };
-                    self.append(&mut ledger, started.event_type(), started.data())
+                    self.append(&mut ledger, started.event_type(), started.into_data())
                         .await;
                 }
             }
