@@ -22,7 +22,7 @@ use elsa_ai_abstractions::{AiAuditEvent, AiAuditSink, AiError, AiToolOutcome, Pr
 use serde::Serialize;
 use tracing::Span;
 
-use crate::GovernanceStep;
+use crate::governor::GovernanceStep;
 
 /// Every counter the host keeps, grouped by area.
 #[derive(Debug, Default)]
@@ -308,7 +308,12 @@ impl ToolCounters {
             AiToolOutcome::Denied => (&self.denied, 2),
         };
         counter.fetch_add(1, Ordering::Relaxed);
-        self.by_tool.lock().entry(tool.to_owned()).or_default()[index] += 1;
+        // The name is copied only the first time it is counted.
+        let mut by_tool = self.by_tool.lock();
+        match by_tool.get_mut(tool) {
+            Some(counts) => counts[index] += 1,
+            None => by_tool.entry(tool.to_owned()).or_default()[index] += 1,
+        }
         if truncated {
             self.truncated.fetch_add(1, Ordering::Relaxed);
         }

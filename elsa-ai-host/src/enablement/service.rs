@@ -6,7 +6,9 @@ use elsa_ai_abstractions::{
 };
 use serde_json::json;
 
-use crate::{EnablementDecisions, EnablementPolicy, Redactor, ToolRegistry};
+use crate::enablement::{EnablementDecisions, EnablementPolicy};
+use crate::redaction::Redactor;
+use crate::registry::ToolRegistry;
 
 /// An administrator's request to turn a tool on or off in their tenant.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,6 @@
 use async_trait::async_trait;
 use elsa_ai_abstractions::{AiError, AiStreamEventType, AiToolResult};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// What the governor reports about one tool call, already redacted (and, for results,
 /// clamped). Exactly one `Started` and one terminal event per call id.
@@ -57,19 +57,26 @@ impl ToolEvent {
     /// The stream event's `data` (camelCase JSON). `toolCallId`, `status` and `summary` are
     /// the strings Elsa Studio's panel reads (it reads `summary` before `result`).
     pub fn data(&self) -> Value {
+        self.clone().into_data()
+    }
+
+    /// [`Self::data`], moving the arguments or the result in instead of copying them.
+    pub fn into_data(self) -> Value {
+        let mut data = Map::with_capacity(9);
         match self {
             Self::Started {
                 call_id,
                 tool_name,
                 arguments,
-            } => json!({
-                "callId": call_id,
-                "toolCallId": call_id,
-                "toolName": tool_name,
-                "status": "started",
-                "summary": format!("{tool_name} started"),
-                "arguments": arguments,
-            }),
+            } => {
+                let summary = format!("{tool_name} started");
+                data.insert("callId".into(), call_id.clone().into());
+                data.insert("toolCallId".into(), call_id.into());
+                data.insert("toolName".into(), tool_name.into());
+                data.insert("status".into(), "started".into());
+                data.insert("summary".into(), summary.into());
+                data.insert("arguments".into(), arguments);
+            }
             Self::Completed {
                 call_id,
                 tool_name,
@@ -84,19 +91,18 @@ impl ToolEvent {
                     Some(error) => ("failed", format!("{tool_name} failed: {}", error.message)),
                     None => ("completed", format!("{tool_name} completed")),
                 };
-                json!({
-                    "callId": call_id,
-                    "toolCallId": call_id,
-                    "toolName": tool_name,
-                    "status": status,
-                    "summary": summary,
-                    "outcome": result.outcome,
-                    "result": result.content,
-                    "error": result.error,
-                    "truncated": result.truncated,
-                })
+                data.insert("callId".into(), call_id.clone().into());
+                data.insert("toolCallId".into(), call_id.into());
+                data.insert("toolName".into(), tool_name.into());
+                data.insert("status".into(), status.into());
+                data.insert("summary".into(), summary.into());
+                data.insert("outcome".into(), json!(result.outcome));
+                data.insert("result".into(), result.content);
+                data.insert("error".into(), json!(result.error));
+                data.insert("truncated".into(), result.truncated.into());
             }
         }
+        Value::Object(data)
     }
 }
 
@@ -122,6 +128,13 @@ mod tests {
         };
         assert_eq!(started.event_type(), AiStreamEventType::ToolStarted);
         assert_eq!(started.data()["callId"], "c1");
+        assert_eq!(
+            started.data(),
+            json!({
+                "callId": "c1", "toolCallId": "c1", "toolName": "demo.echo",
+                "status": "started", "summary": "demo.echo started", "arguments": {"x": 1},
+            })
+        );
         let failed = ToolEvent::Failed {
             call_id: "c1".into(),
             tool_name: "demo.echo".into(),

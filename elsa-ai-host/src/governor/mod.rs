@@ -27,8 +27,11 @@ use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
+use crate::clamp::ResultClamp;
+use crate::redaction::Redactor;
+use crate::registry::{RegisteredTool, ToolRegistry};
+use crate::telemetry::Metrics;
 use crate::telemetry::tool_span;
-use crate::{Metrics, Redactor, RegisteredTool, ResultClamp, ToolRegistry};
 pub use events::{ToolEvent, ToolEventSink};
 use step::Refusal;
 pub use step::{GovernanceStep, StepObserver};
@@ -402,8 +405,9 @@ impl BoundToolInvoker {
             call_id: call_id.clone(),
             // Tools act with the caller's permissions narrowed by the agent: least privilege.
             caller: AiCaller {
-                permissions: agent_scope.permissions.clone(),
-                ..scope.caller.clone()
+                actor_id: scope.caller.actor_id.clone(),
+                tenant_id: scope.caller.tenant_id.clone(),
+                permissions: agent_scope.permissions,
             },
             agent: scope.agent.clone(),
             conversation_id: scope.conversation_id.clone(),
@@ -426,12 +430,7 @@ impl BoundToolInvoker {
         self.passed(&call_id, GovernanceStep::RedactResult);
 
         let result = emit
-            .finished(
-                &record,
-                tool.definition().audit_behavior,
-                &arguments,
-                result,
-            )
+            .finished(&record, tool.definition().audit_behavior, arguments, result)
             .await;
         self.passed(&call_id, GovernanceStep::EmitEvents);
         result

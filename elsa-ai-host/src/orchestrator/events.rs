@@ -21,9 +21,9 @@ use elsa_ai_abstractions::{
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
+use crate::governor::{ToolEvent, ToolEventSink};
 use crate::stream::Channel;
 use crate::telemetry::TokenUsage;
-use crate::{ToolEvent, ToolEventSink};
 
 /// One turn's view of its conversation channel; the governor's [`ToolEventSink`].
 pub(crate) struct TurnEvents {
@@ -230,7 +230,7 @@ impl TurnEvents {
             tool_name: call.tool_name.clone(),
             arguments,
         };
-        self.append(ledger, started.event_type(), started.data())
+        self.append(ledger, started.event_type(), started.into_data())
             .await;
     }
 
@@ -276,7 +276,8 @@ impl TurnEvents {
             };
             ledger.tool_messages.push(message);
         }
-        self.append(ledger, event.event_type(), event.data()).await;
+        let event_type = event.event_type();
+        self.append(ledger, event_type, event.into_data()).await;
     }
 
     /// Ends the turn's event flow: closes every open tool call with a `tool.failed`
@@ -392,7 +393,7 @@ impl ToolEventSink for TurnEvents {
                         tool_name,
                         arguments,
                     };
-                    self.append(&mut ledger, started.event_type(), started.data())
+                    self.append(&mut ledger, started.event_type(), started.into_data())
                         .await;
                 }
             }

@@ -34,8 +34,11 @@ use tracing::Instrument;
 
 use crate::context::ContextResolver;
 use crate::conversation::find_owned_conversation;
+use crate::governor::ToolGovernor;
+use crate::redaction::Redactor;
+use crate::stream::ConversationEvents;
 use crate::stream::{HubLimits, StreamEnd, StreamHub};
-use crate::{ConversationEvents, Redactor, ToolGovernor, TraceIdSource};
+use crate::telemetry::TraceIdSource;
 use admission::TurnParts;
 pub use claims::DEFAULT_TURN_LEASE;
 use claims::ReplicaClaims;

@@ -19,7 +19,7 @@ use tracing::{Instrument, Span};
 use super::Core;
 use super::claims::ClaimGuard;
 use super::events::{TurnEvents, TurnOutput};
-use crate::ToolCallScope;
+use crate::governor::ToolCallScope;
 use crate::stream::TurnSlot;
 
 /// Everything a turn needs, checked and redacted before it started.

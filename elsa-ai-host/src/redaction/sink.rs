@@ -3,7 +3,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use elsa_ai_abstractions::{AiAuditEvent, AiAuditSink, AiError};
 
-use crate::Redactor;
+use crate::redaction::Redactor;
 
 /// An audit sink that redacts every record before handing it to the sink it wraps, so that
 /// nothing reaches durable audit storage unredacted, whoever produced the record.

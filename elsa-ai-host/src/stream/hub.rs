@@ -17,7 +17,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::subscription::{StreamEnd, Subscription};
-use crate::Redactor;
+use crate::redaction::Redactor;
 
 /// How the hub is tuned.
 #[derive(Clone, Copy, Debug)]
@@ -528,7 +528,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::InMemoryStreamJournal;
+    use crate::stream::InMemoryStreamJournal;
 
     /// A journal that stores appends but cannot say where a conversation's stream stands.
     struct NoLastSequence(InMemoryStreamJournal);

@@ -6,3 +6,4 @@ pub mod chat;
 pub mod data;
 pub mod governance;
 pub mod proposals;
+pub mod redaction;

@@ -3,7 +3,8 @@
 use elsa_ai_abstractions::{AiError, AiToolEnablementStore};
 
 use super::AgentScope;
-use crate::{EnablementDecisions, RegisteredTool};
+use crate::enablement::EnablementDecisions;
+use crate::registry::RegisteredTool;
 
 /// Reads the tenant's decisions once and refuses a tool that is not enabled for the agent
 /// (403 `tool_disabled`). Administrative tools are never enabled.

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 
 use elsa_ai_abstractions::{AiError, AiToolDefinition, Permission};
 
-use crate::ToolPolicy;
+use crate::registry::ToolPolicy;
 
 /// Applies the host's [`ToolPolicy`]: Administrative tools are always refused (403
 /// `administrative_tool_denied`), Proposal tools need `propose:workflows` (403

@@ -4,7 +4,7 @@ use elsa_ai_abstractions::{AiError, AiToolDefinition, TenantBehavior};
 use serde_json::Value;
 
 use super::Actor;
-use crate::requires_tenant;
+use crate::registry::requires_tenant;
 
 /// Tenant-scoped and cross-tenant-denied tools need a caller in a tenant (403
 /// `tenant_required`); a cross-tenant-denied tool refuses arguments that name another tenant

@@ -6,10 +6,10 @@ use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiError, AiToolOutcome, AiToolResult, AuditAction,
     AuditBehavior, AuditOutcome, Clock, ConversationId,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-use crate::Redactor;
 use crate::governor::{GovernanceStep, ToolEvent, ToolEventSink};
+use crate::redaction::Redactor;
 use crate::telemetry::{self, ToolCounters};
 
 /// One call as step 11 reports it. `arguments` are the redacted arguments.
@@ -41,7 +41,7 @@ pub(crate) struct EmitEvents<'r> {
 impl EmitEvents<'_> {
     /// `tool.started` for a call that passed the checks, with its redacted arguments.
     pub async fn started(&self, record: &CallRecord<'_>, arguments: &Value) {
-        self.publish(ToolEvent::Started {
+        self.publish(|| ToolEvent::Started {
             call_id: record.call_id.to_owned(),
             tool_name: record.tool_name.to_owned(),
             arguments: arguments.clone(),
@@ -104,27 +104,33 @@ impl EmitEvents<'_> {
         &self,
         record: &CallRecord<'_>,
         behavior: AuditBehavior,
-        arguments: &Value,
+        arguments: Value,
         result: AiToolResult,
     ) -> AiToolResult {
         let success = result.is_success();
         let result = if success && behavior == AuditBehavior::None {
             result
         } else {
-            let mut details = json!({
-                "callId": record.call_id,
-                "agent": record.agent,
-                "arguments": arguments,
-                "outcome": result.outcome,
-                "durationMs": u64::try_from(record.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-                "truncated": result.truncated,
-            });
+            // Built field by field: the arguments move in rather than being serialised again.
+            let mut details = Map::with_capacity(8);
+            details.insert("callId".into(), record.call_id.into());
+            details.insert("agent".into(), record.agent.into());
+            details.insert("arguments".into(), arguments);
+            details.insert("outcome".into(), json!(result.outcome));
+            details.insert(
+                "durationMs".into(),
+                u64::try_from(record.started.elapsed().as_millis())
+                    .unwrap_or(u64::MAX)
+                    .into(),
+            );
+            details.insert("truncated".into(), result.truncated.into());
             if let Some(error) = &result.error {
-                details["error"] = json!(error);
+                details.insert("error".into(), json!(error));
             }
             if success && behavior == AuditBehavior::RecordInvocationAndResult {
-                details["result"] = result.content.clone();
+                details.insert("result".into(), result.content.clone());
             }
+            let details = Value::Object(details);
             let (outcome, summary) = match &result.error {
                 None => (
                     AuditOutcome::Success,
@@ -195,20 +201,24 @@ impl EmitEvents<'_> {
         result: AiToolResult,
         label: &str,
     ) -> AiToolResult {
-        let event = if result.is_success() {
-            ToolEvent::Completed {
-                call_id: record.call_id.to_owned(),
-                tool_name: record.tool_name.to_owned(),
-                result: result.clone(),
+        self.publish(|| {
+            let (call_id, tool_name) = (record.call_id.to_owned(), record.tool_name.to_owned());
+            let result = result.clone();
+            if result.is_success() {
+                ToolEvent::Completed {
+                    call_id,
+                    tool_name,
+                    result,
+                }
+            } else {
+                ToolEvent::Failed {
+                    call_id,
+                    tool_name,
+                    result,
+                }
             }
-        } else {
-            ToolEvent::Failed {
-                call_id: record.call_id.to_owned(),
-                tool_name: record.tool_name.to_owned(),
-                result: result.clone(),
-            }
-        };
-        self.publish(event).await;
+        })
+        .await;
         self.counters
             .finished(label, result.outcome, result.truncated);
         telemetry::record_outcome(
@@ -227,11 +237,12 @@ impl EmitEvents<'_> {
         result
     }
 
-    async fn publish(&self, event: ToolEvent) {
+    /// Publishes the event `event` makes, which is only made when the call has a sink.
+    async fn publish(&self, event: impl FnOnce() -> ToolEvent) {
         let Some(events) = self.events else {
             return;
         };
-        if let Err(error) = events.publish(event).await {
+        if let Err(error) = events.publish(event()).await {
             self.counters.event_failed();
             tracing::warn!(code = error.code(), "a tool event could not be published");
         }
@@ -244,7 +255,7 @@ mod tests {
     use elsa_workflows::TenantId;
 
     use super::*;
-    use crate::InMemoryAuditLog;
+    use crate::audit::InMemoryAuditLog;
     use crate::testing::governance::{FailingAuditSink, RecordingEventSink};
 
     struct Fixture {
@@ -306,7 +317,7 @@ mod tests {
                 .finished(
                     &f.record(),
                     behavior,
-                    &json!({"id": "x"}),
+                    json!({"id": "x"}),
                     AiToolResult::success(content.clone()),
                 )
                 .await;
@@ -335,7 +346,7 @@ mod tests {
         let f = Fixture::new();
         let failed = AiToolResult::error(&AiError::unavailable("tool_timeout", "slow"));
         f.step(&f.log)
-            .finished(&f.record(), AuditBehavior::None, &json!({}), failed)
+            .finished(&f.record(), AuditBehavior::None, json!({}), failed)
             .await;
         let audited = f.audited();
         assert_eq!(audited.len(), 1);
@@ -379,7 +390,7 @@ mod tests {
             .finished(
                 &f.record(),
                 AuditBehavior::RecordInvocation,
-                &json!({}),
+                json!({}),
                 AiToolResult::success(json!({"secret": 1})),
             )
             .await;

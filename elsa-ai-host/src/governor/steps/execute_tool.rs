@@ -7,7 +7,7 @@ use elsa_ai_abstractions::{AiError, AiToolExecutionContext};
 use futures::FutureExt;
 use serde_json::Value;
 
-use crate::RegisteredTool;
+use crate::registry::RegisteredTool;
 
 /// Validates the (redacted) arguments against the tool's compiled input schema (400
 /// `invalid_arguments`), then runs the tool under its timeout (the definition's, else the

@@ -4,7 +4,7 @@ use elsa_ai_abstractions::AiError;
 
 use super::AgentScope;
 use super::resolve_agent_scope::outside_scope;
-use crate::{RegisteredTool, ToolRegistry, tool_admits_agent};
+use crate::registry::{RegisteredTool, ToolRegistry, tool_admits_agent};
 
 /// The tool must be registered for the caller's tenant (404 `tool_not_found`) and its
 /// `allowed_agents` must admit the agent (403 `tool_not_in_agent_scope`).

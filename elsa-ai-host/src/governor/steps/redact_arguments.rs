@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::Redactor;
+use crate::redaction::Redactor;
 
 /// Redacts the arguments before anything else sees them: the tool, the stream and the
 /// audit trail all get the redacted arguments.
@@ -23,7 +23,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::REDACTED;
+    use crate::redaction::REDACTED;
 
     #[test]
     fn secrets_in_arguments_are_replaced_and_the_shape_kept() {

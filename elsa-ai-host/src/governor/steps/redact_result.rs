@@ -3,7 +3,8 @@
 use elsa_ai_abstractions::{AiError, AiToolResult};
 use serde_json::Value;
 
-use crate::{Redactor, ResultClamp};
+use crate::clamp::ResultClamp;
+use crate::redaction::Redactor;
 
 /// Redacts the tool's content, or the error's message, before the model, the stream or the
 /// audit trail sees it.
@@ -56,7 +57,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::{REDACTED, json_size};
+    use crate::clamp::json_size;
+    use crate::redaction::REDACTED;
 
     #[test]
     fn content_and_error_messages_are_redacted() {

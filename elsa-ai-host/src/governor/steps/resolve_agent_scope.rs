@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 use elsa_ai_abstractions::{AiAgentDefinition, AiError, Permission};
 
 use super::Actor;
-use crate::{AgentRegistry, agent_names_tool};
+use crate::agents::AgentRegistry;
+use crate::registry::agent_names_tool;
 
 /// The actor under an agent: the agent's definition and the effective permissions.
 #[derive(Clone, Debug)]
@@ -58,7 +59,7 @@ mod tests {
     use elsa_ai_abstractions::AiCaller;
 
     use super::*;
-    use crate::WORKFLOW_AUTHOR;
+    use crate::agents::WORKFLOW_AUTHOR;
     use crate::governor::steps::ResolveActor;
     use crate::testing::governance::test_agent;
 
