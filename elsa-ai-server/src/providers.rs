@@ -61,7 +61,10 @@ impl ServedProviders {
         }
         let router = router
             .build(plan.default.as_str())
-            .map_err(|e| StartupError::Provider(e.message().to_owned()))?;
+            .map_err(|e| StartupError::Provider {
+                message: e.message().to_owned(),
+                source: e.into(),
+            })?;
         served.provider = Arc::new(router);
         Ok(served)
     }
@@ -72,17 +75,18 @@ impl ServedProviders {
         config: &ProviderConfig,
         env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
     ) -> Result<Arc<dyn AiProvider>, StartupError> {
-        let invalid = |e: &dyn std::fmt::Display| {
-            StartupError::Provider(format!("provider '{name}' is not valid: {e}"))
+        let invalid = |e: Box<dyn std::error::Error + Send + Sync>| StartupError::Provider {
+            message: format!("provider '{name}' is not valid: {e}"),
+            source: e,
         };
         Ok(match config {
             ProviderConfig::Demo => Arc::new(DemoProvider::new()),
             ProviderConfig::Copilot(table) => {
                 let settings: CopilotProviderConfig = toml::Value::Table(table.clone())
                     .try_into()
-                    .map_err(|e| invalid(&e))?;
-                let copilot = CopilotProvider::with_secrets(&settings, env)
-                    .map_err(|e| invalid(&e.message()))?;
+                    .map_err(|e| invalid(e.into()))?;
+                let copilot =
+                    CopilotProvider::with_secrets(&settings, env).map_err(|e| invalid(e.into()))?;
                 self.secrets.extend(copilot.secrets());
                 self.copilots.push(copilot.clone());
                 Arc::new(copilot)
@@ -90,9 +94,9 @@ impl ServedProviders {
             ProviderConfig::OpenAi(table) => {
                 let settings: OpenAiProviderConfig = toml::Value::Table(table.clone())
                     .try_into()
-                    .map_err(|e| invalid(&e))?;
+                    .map_err(|e| invalid(e.into()))?;
                 let openai = OpenAiProvider::with_secrets(&settings, env)
-                    .map_err(|e| invalid(&e.message()))?
+                    .map_err(|e| invalid(e.into()))?
                     .named(name);
                 self.secrets.extend(openai.secrets());
                 Arc::new(openai)

@@ -16,7 +16,7 @@ pub enum StoreError {
     /// The SQLite writer (its connection or its thread) could not be started.
     #[cfg(feature = "sqlite")]
     #[error("cannot start the SQLite writer: {0}")]
-    Writer(String),
+    Writer(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// A database failure as the store's callers see it: either the database cannot be reached

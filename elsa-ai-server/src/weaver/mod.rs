@@ -75,8 +75,14 @@ pub enum StartupError {
     #[error("the tools cannot be registered: {0}")]
     Tools(#[from] elsa_ai_host::ToolRegistrationError),
     /// The provider cannot be created.
-    #[error("the provider cannot be started: {0}")]
-    Provider(String),
+    #[error("the provider cannot be started: {message}")]
+    Provider {
+        /// What is wrong, naming the provider.
+        message: String,
+        /// The provider's or its configuration's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The store cannot be opened (`at`: the SQLite file, for the message).
     #[error("the store cannot be opened: {source}{}", at.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default())]
     Store {

@@ -1123,3 +1123,20 @@ async fn a_host_brings_its_own_workflow_backend_stores_and_identity() {
         .unwrap_err();
     assert!(error.to_string().contains("comes from the host"), "{error}");
 }
+
+#[tokio::test]
+async fn a_provider_that_cannot_start_is_named_and_keeps_its_cause() {
+    let mut config = two_tenants();
+    // An OpenAI-compatible provider without any of its settings.
+    config.provider = Some(elsa_ai_server::config::ProviderConfig::OpenAi(
+        toml::Table::new(),
+    ));
+    let error = Weaver::builder(config)
+        .build()
+        .await
+        .expect_err("the server must not start");
+    let message = error.to_string();
+    assert!(message.contains("is not valid"), "{message}");
+    let cause = std::error::Error::source(&error).expect("the cause is kept");
+    assert!(message.contains(&cause.to_string()), "{message} / {cause}");
+}

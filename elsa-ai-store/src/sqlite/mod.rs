@@ -177,8 +177,8 @@ impl SqliteStore {
             let (path, busy_timeout) = (options.path.clone(), options.busy_timeout);
             tokio::task::spawn_blocking(move || WriterConnection::open(&path, busy_timeout))
                 .await
-                .map_err(|error| StoreError::Writer(error.to_string()))?
-                .map_err(|error| StoreError::Writer(error.to_string()))?
+                .map_err(|error| StoreError::Writer(error.into()))?
+                .map_err(|error| StoreError::Writer(error.into()))?
         };
         // Closed only once the store's own connections are open: closing the file's last
         // connection checkpoints and removes the WAL under an exclusive lock, which another
@@ -192,7 +192,7 @@ impl SqliteStore {
             options.batching,
             "weaver-sqlite-writer",
         )
-        .map_err(|error| StoreError::Writer(error.to_string()))?;
+        .map_err(|error| StoreError::Writer(error.into()))?;
         Ok(Self {
             pool,
             writer,
