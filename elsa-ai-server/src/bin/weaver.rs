@@ -172,6 +172,12 @@ async fn run(
     telemetry: Telemetry,
     log: RedactingLogWriter,
 ) -> Result<(), String> {
+    // A write past a file-size limit raises SIGXFSZ, whose default action ends the process.
+    // Handled, the write fails with EFBIG instead, which the store reports as 503
+    // `store_unavailable` like a full disk; the handler stays for the process's lifetime.
+    let _file_size_limit =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::from_raw(libc::SIGXFSZ))
+            .map_err(|e| format!("cannot handle SIGXFSZ: {e}"))?;
     let address = config.listen_addr().map_err(|e| e.to_string())?;
     let weaver = Weaver::builder(config)
         .telemetry(telemetry)

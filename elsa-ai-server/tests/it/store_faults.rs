@@ -32,12 +32,9 @@ impl Weaver {
             .local_addr()
             .unwrap()
             .port();
-        // A process past its file-size limit gets SIGXFSZ, which by default ends it; like a
-        // database server, weaver is run with the signal ignored so that the write fails
-        // with EFBIG instead (an ignored signal stays ignored across exec).
-        let child = Command::new("sh")
-            .args(["-c", r#"trap "" XFSZ; exec "$0" "$@""#])
-            .arg(env!("CARGO_BIN_EXE_weaver"))
+        // Started as an operator would: weaver itself handles SIGXFSZ, so a write past the
+        // file-size limit fails instead of ending the process.
+        let child = Command::new(env!("CARGO_BIN_EXE_weaver"))
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .current_dir(dir.path())
             .env_remove("WEAVER_CONFIG")
