@@ -28,13 +28,6 @@ pub(crate) trait Fault: std::fmt::Display {
     fn is_unavailable(&self) -> bool;
 }
 
-/// A value that cannot be written as JSON is a bug, never the database being away.
-impl Fault for serde_json::Error {
-    fn is_unavailable(&self) -> bool {
-        false
-    }
-}
-
 impl Fault for sqlx::Error {
     fn is_unavailable(&self) -> bool {
         match self {

@@ -17,15 +17,15 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
 use tokio::sync::mpsc;
 
-use crate::error::{StoreError, corrupt, failed, is_unique_violation, store_closed};
+use crate::error::{StoreError, failed, is_unique_violation, store_closed};
 use crate::group_commit::{
     BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
 };
 use crate::rows::{
     AuditRow, ClaimRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, TurnClaimRow,
-    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal,
-    decode_stream_event, enablement_from_row, from_nanos, from_sql_count, is_terminal, parse_role,
-    role_name, to_nanos, to_sql_count, to_sql_counter,
+    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal, decode_session,
+    decode_stream_event, enablement_from_row, encode_session, from_nanos, from_sql_count,
+    is_terminal, parse_role, role_name, to_nanos, to_sql_count, to_sql_counter,
 };
 use crate::{conflicts, filters};
 
@@ -980,10 +980,7 @@ impl AiConversationStore for PostgresStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| failed("reading a provider session", e))?;
-        stored
-            .flatten()
-            .map(|json| serde_json::from_str(&json).map_err(|e| corrupt("provider session", e)))
-            .transpose()
+        decode_session(stored.flatten())
     }
 
     async fn set_provider_session(
@@ -992,8 +989,7 @@ impl AiConversationStore for PostgresStore {
         tenant_id: &TenantId,
         session: &AiSessionHandle,
     ) -> Result<(), AiError> {
-        let json = serde_json::to_string(session)
-            .map_err(|e| failed("recording a provider session", e))?;
+        let json = encode_session(session)?;
         self.conversations
             .write(ConversationWrite::Session {
                 id: id.as_str().to_owned(),

@@ -6,8 +6,8 @@
 
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiConversation, AiError, AiMessage, AiProposal, AiStreamEvent, AiStreamEventType,
-    AiTurnClaim, AuditOutcome, ConversationId, MessageRole, ToolEnablement,
+    AiAuditEvent, AiConversation, AiError, AiMessage, AiProposal, AiSessionHandle, AiStreamEvent,
+    AiStreamEventType, AiTurnClaim, AuditOutcome, ConversationId, MessageRole, ToolEnablement,
 };
 use elsa_workflows::TenantId;
 
@@ -100,6 +100,18 @@ fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String, AiError
             format!("the {what} cannot be serialised: {error}"),
         )
     })
+}
+
+/// A provider session handle as `conversations.provider_session` stores it.
+pub(crate) fn encode_session(session: &AiSessionHandle) -> Result<String, AiError> {
+    to_json(session, "provider session")
+}
+
+/// The provider session a conversation row holds, if any.
+pub(crate) fn decode_session(stored: Option<String>) -> Result<Option<AiSessionHandle>, AiError> {
+    stored
+        .map(|json| serde_json::from_str(&json).map_err(|e| corrupt("provider session", e)))
+        .transpose()
 }
 
 /// A proposal as the `proposals` table stores it.

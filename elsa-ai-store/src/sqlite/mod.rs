@@ -23,13 +23,13 @@ use sqlx::sqlite::{
     SqliteSynchronous,
 };
 
-use crate::error::{StoreError, corrupt, failed};
+use crate::error::{StoreError, failed};
 use crate::group_commit::{Batching, GroupCommitWriter};
 use crate::rows::{
     AuditRow, ClaimRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, TurnClaimRow,
-    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal,
-    decode_stream_event, enablement_from_row, from_nanos, from_sql_count, parse_role, to_nanos,
-    to_sql_count, to_sql_counter,
+    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal, decode_session,
+    decode_stream_event, enablement_from_row, encode_session, from_nanos, from_sql_count,
+    parse_role, to_nanos, to_sql_count, to_sql_counter,
 };
 use crate::{conflicts, filters};
 use writer::{ConversationWrite, MessageRow, SqliteWrite, WriterConnection, Writes};
@@ -509,10 +509,7 @@ impl AiConversationStore for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(|e| failed("reading a provider session", e))?;
-        stored
-            .flatten()
-            .map(|json| serde_json::from_str(&json).map_err(|e| corrupt("provider session", e)))
-            .transpose()
+        decode_session(stored.flatten())
     }
 
     async fn set_provider_session(
@@ -521,8 +518,7 @@ impl AiConversationStore for SqliteStore {
         tenant_id: &TenantId,
         session: &AiSessionHandle,
     ) -> Result<(), AiError> {
-        let json = serde_json::to_string(session)
-            .map_err(|e| failed("recording a provider session", e))?;
+        let json = encode_session(session)?;
         // Group-committed with the turn's other writes.
         let write = ConversationWrite::Session {
             conversation_id: id.as_str().to_owned(),
