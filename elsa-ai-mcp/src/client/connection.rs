@@ -65,6 +65,14 @@ struct Live {
     pid: Option<u32>,
 }
 
+/// The part of [`Live`] that capabilities report.
+pub(crate) struct LiveSnapshot {
+    pub(crate) state: McpServerState,
+    pub(crate) error: Option<String>,
+    pub(crate) restarts: u32,
+    pub(crate) pid: Option<u32>,
+}
+
 /// A supervised connection to one MCP server.
 pub(crate) struct McpConnection {
     registration: AiMcpServerRegistration,
@@ -110,16 +118,16 @@ impl McpConnection {
         self.live.read().state
     }
 
-    pub(crate) fn error(&self) -> Option<String> {
-        self.live.read().error.clone()
-    }
-
-    pub(crate) fn restarts(&self) -> u32 {
-        self.live.read().restarts
-    }
-
-    pub(crate) fn pid(&self) -> Option<u32> {
-        self.live.read().pid
+    /// State, last error, restarts and pid read under one lock, so a status never mixes
+    /// two moments of the connection's life.
+    pub(crate) fn snapshot(&self) -> LiveSnapshot {
+        let live = self.live.read();
+        LiveSnapshot {
+            state: live.state,
+            error: live.error.clone(),
+            restarts: live.restarts,
+            pid: live.pid,
+        }
     }
 
     /// The allowlisted tools the server lists now.

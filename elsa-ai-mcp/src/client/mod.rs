@@ -146,11 +146,12 @@ impl McpClients {
             .zip(&self.registered)
             .map(|(connection, registered)| {
                 let registration = connection.registration();
+                let live = connection.snapshot();
                 let registered: Vec<&str> = registered.iter().map(|t| t.name.as_ref()).collect();
                 McpServerStatus {
                     name: registration.name.clone(),
                     transport: registration.transport.kind(),
-                    state: connection.state(),
+                    state: live.state,
                     tools: registered
                         .iter()
                         .map(|tool| registration.tool_name(tool))
@@ -162,9 +163,9 @@ impl McpClients {
                         .cloned()
                         .collect(),
                     tenants: registration.tenants.clone(),
-                    error: connection.error(),
-                    restarts: connection.restarts(),
-                    pid: connection.pid(),
+                    error: live.error,
+                    restarts: live.restarts,
+                    pid: live.pid,
                 }
             })
             .collect()
