@@ -173,6 +173,11 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     URL.
   service_name = "weaver"           service.name of what is exported (with otlp_endpoint).
   metrics_interval_secs = 60        Seconds between metric exports (with otlp_endpoint).
+  headers = { "X-Scope-OrgID" = "a" }
+                                    Headers every export carries (with otlp_endpoint);
+  secret_headers = { Authorization = "HOST_VAR" }
+                                    the collector's credentials, read from the host
+                                    environment and redacted wherever they would appear.
   metrics_listen = "127.0.0.1:9464" A second listener serving GET /metrics (Prometheus text)
                                     to anyone who reaches it, without credentials; the main
                                     listener's /metrics keeps requiring admin:ai. Bind it
@@ -1282,7 +1287,7 @@ mod tests {
              metrics_listen = \"127.0.0.1:9464\"\nmetrics_interval_secs = 10\n",
         )
         .unwrap();
-        let target = config.telemetry.otlp().unwrap().unwrap();
+        let target = config.telemetry.otlp(&|_| None).unwrap().unwrap();
         assert_eq!(target.metrics, "http://127.0.0.1:4318/v1/metrics");
         assert_eq!(
             config

@@ -12,6 +12,7 @@
 //! (`weaver.first_event.duration`, `gen_ai.client.token.usage`) are fed as measurements are
 //! made. [`Telemetry::shutdown`] flushes both when the server stops.
 
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use elsa_ai_host::{
 use opentelemetry::metrics::{Histogram, Meter, MeterProvider as _};
 use opentelemetry::trace::{Status, TraceContextExt as _, TracerProvider as _};
 use opentelemetry::{Array, KeyValue, StringValue, Value};
-use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
@@ -95,10 +96,14 @@ impl std::fmt::Debug for Telemetry {
 
 impl Telemetry {
     /// The pipeline `[telemetry]` configures: spans always get trace ids; with
-    /// `otlp_endpoint`, spans and metrics are exported there. Nothing is sent until spans
-    /// end or metrics are due; an unreachable collector does not stop the server.
-    pub fn start(config: &TelemetryConfig) -> Result<Self, TelemetryError> {
-        let target = config.otlp()?;
+    /// `otlp_endpoint`, spans and metrics are exported there, with the configured headers
+    /// (secret ones read through `env`). Nothing is sent until spans end or metrics are due;
+    /// an unreachable collector does not stop the server.
+    pub fn start(
+        config: &TelemetryConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, TelemetryError> {
+        let target = config.otlp(env)?;
         let redactor = Arc::new(OnceLock::new());
         let mut tracer = SdkTracerProvider::builder();
         let mut meter = None;
@@ -107,8 +112,14 @@ impl Telemetry {
                 .with_service_name(target.service_name.clone())
                 .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
                 .build();
+            // The exporter percent-decodes header values; encoding `%` keeps them as given.
+            let headers: HashMap<String, String> = target
+                .all_headers()
+                .map(|(name, value)| (name.to_owned(), value.replace('%', "%25")))
+                .collect();
             let spans = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
+                .with_headers(headers.clone())
                 .with_protocol(Protocol::HttpBinary)
                 .with_endpoint(target.traces.clone())
                 .build()
@@ -123,6 +134,7 @@ impl Telemetry {
                     });
             let metrics = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
+                .with_headers(headers)
                 .with_protocol(Protocol::HttpBinary)
                 .with_endpoint(target.metrics.clone())
                 .with_temporality(Temporality::Cumulative)
@@ -476,7 +488,7 @@ mod tests {
     fn without_an_endpoint_nothing_is_exported_but_spans_get_trace_ids() {
         use tracing_subscriber::layer::SubscriberExt as _;
 
-        let telemetry = Telemetry::start(&TelemetryConfig::default()).unwrap();
+        let telemetry = Telemetry::start(&TelemetryConfig::default(), &|_| None).unwrap();
         assert!(telemetry.target().is_none());
         let metrics = Arc::new(Metrics::new());
         telemetry.export_metrics(&metrics);

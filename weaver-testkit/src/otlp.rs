@@ -79,6 +79,7 @@ struct Received {
     traces: Vec<ExportTraceServiceRequest>,
     metrics: Vec<ExportMetricsServiceRequest>,
     bodies: Vec<Bytes>,
+    headers: Vec<HeaderMap>,
     refused: usize,
 }
 
@@ -227,6 +228,11 @@ impl OtlpReceiver {
         self.received.lock().bodies.clone()
     }
 
+    /// The headers of every request received, in arrival order.
+    pub fn headers(&self) -> Vec<HeaderMap> {
+        self.received.lock().headers.clone()
+    }
+
     /// How many requests were refused (wrong content type, undecodable body).
     pub fn refused(&self) -> usize {
         self.received.lock().refused
@@ -278,6 +284,7 @@ async fn traces(
 ) -> impl axum::response::IntoResponse {
     let mut received = received.lock();
     received.bodies.push(body.clone());
+    received.headers.push(headers.clone());
     match decode::<ExportTraceServiceRequest>(&headers, &body) {
         Ok(request) => {
             received.traces.push(request);
@@ -297,6 +304,7 @@ async fn metrics(
 ) -> impl axum::response::IntoResponse {
     let mut received = received.lock();
     received.bodies.push(body.clone());
+    received.headers.push(headers.clone());
     match decode::<ExportMetricsServiceRequest>(&headers, &body) {
         Ok(request) => {
             received.metrics.push(request);

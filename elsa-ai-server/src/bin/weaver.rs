@@ -112,7 +112,7 @@ fn main() -> ExitCode {
     };
     // The telemetry pipeline first: the subscriber holds its layer, which gives weaver's
     // spans their trace ids (and exports them when [telemetry] otlp_endpoint is set).
-    let telemetry = match Telemetry::start(&config.telemetry) {
+    let telemetry = match Telemetry::start(&config.telemetry, &|name| std::env::var(name).ok()) {
         Ok(telemetry) => telemetry,
         Err(error) => {
             eprintln!("weaver: {error}");

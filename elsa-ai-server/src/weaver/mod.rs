@@ -193,8 +193,9 @@ impl Weaver {
         let limits = config.limits;
         let http = HttpSurface::new(&config.http)?;
         let metrics_listen = config.telemetry.metrics_listen(config.listen_addr()?)?;
-        // Checked here too, for hosts that build a Weaver without the binary's pipeline.
-        config.telemetry.otlp()?;
+        // Checked here too, for hosts that build a Weaver without the binary's pipeline; the
+        // collector's credentials are secrets the redactor must know.
+        let otlp = config.telemetry.otlp(env.as_ref())?;
         let retention_days = i64::from(limits.retention_days.unwrap_or(30));
         let grace_window = Duration::from_secs(limits.grace_window_secs.unwrap_or(60));
         let mut report = Vec::new();
@@ -275,6 +276,11 @@ impl Weaver {
                 .iter()
                 .flat_map(|server| server.transport.secrets())
                 .map(|secret| secret.expose().to_owned()),
+        );
+        secrets.extend(
+            otlp.iter()
+                .flat_map(|target| &target.secret_headers)
+                .map(|(_, secret)| secret.expose().to_owned()),
         );
         let providers = match provider {
             Some(provider) => ServedProviders::given(provider),

@@ -603,13 +603,16 @@ async fn an_mcp_server_child_starts_from_an_empty_environment_and_dies_with_weav
 
 /// The key of the model server behind the telemetry test's OpenAI-compatible provider.
 const TELEMETRY_MODEL_KEY: &str = "telemetry-model-key-0123456789abcdef";
+/// The collector's credential in the telemetry test (with a `%`, which must arrive as is).
+const TELEMETRY_COLLECTOR_TOKEN: &str = "Bearer otlp-collector-token-%41-0123456789";
 
 /// Telemetry out, as a user configures it: a real `weaver` with `[telemetry] otlp_endpoint`
 /// pointing at a stand-in collector, and `metrics_listen`. One chat turn (the model calls a
 /// tool, then answers, reporting token usage) reaches the collector as spans (`chat` with
 /// its `execute_tool` child, GenAI attributes, `service.name`) whose trace id is the one in
 /// `conversation.started` and in every audit record of the turn, and as metrics, flushed
-/// when weaver stops. No configured secret is in anything exported.
+/// when weaver stops, every export carrying the configured headers (the collector's token
+/// from the environment). No configured secret is in anything exported or logged.
 // The collector must answer while the test thread waits for weaver to exit.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_records() {
@@ -636,7 +639,9 @@ async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_record
          [provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
          api_key_env = \"TELEMETRY_MODEL_KEY\"\n\
          [telemetry]\notlp_endpoint = \"{}\"\nservice_name = \"weaver-under-test\"\n\
-         metrics_listen = \"127.0.0.1:{metrics_port}\"\n",
+         metrics_listen = \"127.0.0.1:{metrics_port}\"\n\
+         headers = {{ \"X-Scope-OrgID\" = \"weaver-ci\" }}\n\
+         secret_headers = {{ Authorization = \"OTLP_TOKEN\" }}\n",
         model.base_url(),
         collector.endpoint()
     );
@@ -645,6 +650,7 @@ async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_record
         &[
             ("ACME_KEY", ACME_KEY),
             ("TELEMETRY_MODEL_KEY", TELEMETRY_MODEL_KEY),
+            ("OTLP_TOKEN", TELEMETRY_COLLECTOR_TOKEN),
         ],
     );
     weaver.capabilities(ACME_KEY).await;
@@ -857,14 +863,24 @@ async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_record
         }
     }
 
+    let received = collector.headers();
+    assert!(!received.is_empty());
+    for headers in &received {
+        assert_eq!(headers["x-scope-orgid"], "weaver-ci");
+        assert_eq!(headers["authorization"], TELEMETRY_COLLECTOR_TOKEN);
+    }
     for body in collector.bodies() {
-        for secret in [ACME_KEY, TELEMETRY_MODEL_KEY] {
+        for secret in [ACME_KEY, TELEMETRY_MODEL_KEY, TELEMETRY_COLLECTOR_TOKEN] {
             assert!(
                 !body.windows(secret.len()).any(|w| w == secret.as_bytes()),
                 "a secret was exported"
             );
         }
     }
+    assert!(
+        !log.iter().any(|line| line.contains("otlp-collector-token")),
+        "the collector's token was logged: {log:#?}"
+    );
 }
 
 /// A `[telemetry]` that cannot work stops start-up with a message naming the key (and not
