@@ -1,0 +1,265 @@
+//! The `weaver` binary on a PostgreSQL server that is stopped and started again under load:
+//! concurrent HTTP clients run chat turns and change a tool's enablement (both write audit
+//! records) while the server is down for about two seconds. During the outage requests are
+//! refused with 503 `store_unavailable` (never a 500, never a hang, never a crash); afterwards
+//! the same weaver process serves again, and every action that was acknowledged has its
+//! audit record. The PostgreSQL server is a private one the test starts itself
+//! ([`PrivateServer`]), never the shared test server.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use elsa_ai_server::testing::SseStream;
+use elsa_ai_store::testing::postgres::PrivateServer;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use weaver_testkit::process::WeaverProcess;
+
+const KEY: &str = "pg-restart-key-alice-0001";
+const TOOL: &str = "workflow.proposeUpdate";
+/// Longer than any answer may take: a request still unanswered then is a hang.
+const SANE: Duration = Duration::from_secs(30);
+
+/// What the clients saw.
+#[derive(Default)]
+struct Seen {
+    /// Turns answered 200: (conversation, message, whether the stream ended completed).
+    turns: Vec<(String, String, bool)>,
+    /// Enablement changes answered 200.
+    changes: usize,
+    /// Refusals: (status, code).
+    refused: Vec<(u16, String)>,
+    /// Anything else: a hang, a dropped connection, a stream that ended without a terminal
+    /// event.
+    broken: Vec<String>,
+}
+
+fn config(url: &str) -> String {
+    format!(
+        "[store]\npostgres = {url:?}\n\
+         [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n"
+    )
+}
+
+async fn refusal(response: reqwest::Response) -> (u16, String) {
+    let status = response.status().as_u16();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    (status, body["code"].as_str().unwrap_or("").to_owned())
+}
+
+/// One chat turn, recorded in `seen`.
+async fn chat(client: &reqwest::Client, base: &str, message: String, seen: &Mutex<Seen>) {
+    let sent = client
+        .post(format!("{base}/ai/chat"))
+        .header("authorization", format!("ApiKey {KEY}"))
+        .json(&json!({ "message": message }))
+        .send()
+        .await;
+    let response = match sent {
+        Ok(response) => response,
+        Err(error) => return seen.lock().unwrap().broken.push(format!("chat: {error}")),
+    };
+    if response.status() != StatusCode::OK {
+        let refused = refusal(response).await;
+        return seen.lock().unwrap().refused.push(refused);
+    }
+    let Ok(events) = tokio::time::timeout(SANE, SseStream::new(response).collect()).await else {
+        return seen.lock().unwrap().broken.push("a chat stream hung".into());
+    };
+    let conversation = events.first().and_then(|e| {
+        e.json()["data"]["conversationId"]
+            .as_str()
+            .map(str::to_owned)
+    });
+    let last = events.last().map(|e| e.event.clone());
+    let mut seen = seen.lock().unwrap();
+    match (conversation, last.as_deref()) {
+        (Some(conversation), Some("conversation.completed")) => {
+            seen.turns.push((conversation, message, true));
+        }
+        (Some(conversation), Some("conversation.failed")) => {
+            seen.turns.push((conversation, message, false));
+        }
+        _ => seen.broken.push(format!("a chat stream ended early: {events:?}")),
+    }
+}
+
+/// One enablement change, recorded in `seen`.
+async fn change(client: &reqwest::Client, base: &str, enabled: bool, seen: &Mutex<Seen>) {
+    let sent = client
+        .put(format!("{base}/ai/admin/tools/{TOOL}/enablement"))
+        .header("authorization", format!("ApiKey {KEY}"))
+        .json(&json!({ "enabled": enabled }))
+        .send()
+        .await;
+    match sent {
+        Ok(response) if response.status() == StatusCode::OK => seen.lock().unwrap().changes += 1,
+        Ok(response) => {
+            let refused = refusal(response).await;
+            seen.lock().unwrap().refused.push(refused);
+        }
+        Err(error) => seen.lock().unwrap().broken.push(format!("enablement: {error}")),
+    }
+}
+
+/// The tenant's whole audit trail.
+async fn trail(client: &reqwest::Client, base: &str) -> Vec<Value> {
+    let mut items = Vec::new();
+    loop {
+        let page: Value = client
+            .get(format!("{base}/ai/audit?limit=500&offset={}", items.len()))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let page = page["items"].as_array().unwrap().clone();
+        if page.is_empty() {
+            return items;
+        }
+        items.extend(page);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledged_record() {
+    let server = tokio::task::spawn_blocking(PrivateServer::start)
+        .await
+        .unwrap()
+        .expect("a private PostgreSQL server");
+    let server = Arc::new(server);
+    let dir = tempfile::tempdir().unwrap();
+    let mut weaver = WeaverProcess::start(
+        env!("CARGO_BIN_EXE_weaver").as_ref(),
+        dir.path(),
+        &config(&server.url()),
+        &[],
+    )
+    .await;
+    let base = weaver.base_url();
+    let client = reqwest::Client::builder().timeout(SANE).build().unwrap();
+    let seen = Arc::new(Mutex::new(Seen::default()));
+    chat(&client, &base, "before the load".into(), &seen).await;
+    assert_eq!(seen.lock().unwrap().turns.len(), 1, "a healthy turn");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..8)
+        .map(|i| {
+            let (client, base, seen, stop) =
+                (client.clone(), base.clone(), seen.clone(), stop.clone());
+            tokio::spawn(async move {
+                let mut n = 0;
+                while !stop.load(Ordering::Relaxed) {
+                    n += 1;
+                    if i < 6 {
+                        chat(&client, &base, format!("client {i} turn {n}"), &seen).await;
+                    } else {
+                        change(&client, &base, n % 2 == 0, &seen).await;
+                    }
+                    if !seen.lock().unwrap().refused.is_empty() {
+                        // Do not hammer a store that is down.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+            })
+        })
+        .collect();
+
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let before = seen.lock().unwrap().turns.len();
+    assert!(before > 1, "the clients were running turns");
+    let restarting = server.clone();
+    tokio::task::spawn_blocking(move || {
+        restarting.stop().expect("PostgreSQL stops");
+        std::thread::sleep(Duration::from_secs(2));
+        restarting.start_again().expect("PostgreSQL starts again");
+    })
+    .await
+    .unwrap();
+    let restarted = seen.lock().unwrap().turns.len();
+    // The same weaver process reconnects and serves turns again.
+    let deadline = tokio::time::Instant::now() + SANE;
+    while seen.lock().unwrap().turns.len() < restarted + 30 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "weaver serves turns again after the restart"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for client in clients {
+        client.await.unwrap();
+    }
+    assert!(weaver.running(), "weaver did not end");
+
+    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    println!(
+        "{} turns ({} before the restart), {} enablement changes acknowledged; {} refused",
+        seen.turns.len(),
+        before,
+        seen.changes,
+        seen.refused.len()
+    );
+    assert!(seen.broken.is_empty(), "{:#?}", seen.broken);
+    assert!(!seen.refused.is_empty(), "requests were refused while PostgreSQL was down");
+    let unexpected: Vec<_> = seen
+        .refused
+        .iter()
+        .filter(|(status, code)| (*status, code.as_str()) != (503, "store_unavailable"))
+        .collect();
+    assert!(unexpected.is_empty(), "outage answers: {unexpected:?}");
+
+    // Every acknowledged action has its audit record.
+    let trail = trail(&client, &base).await;
+    let mut actions: BTreeMap<(String, String), Vec<Value>> = BTreeMap::new();
+    for record in &trail {
+        let conversation = record["conversationId"].as_str().unwrap_or("").to_owned();
+        let action = record["action"].as_str().unwrap().to_owned();
+        actions
+            .entry((conversation, action))
+            .or_default()
+            .push(record["details"].clone());
+    }
+    let recorded = |conversation: &str, action: &str| {
+        actions
+            .get(&(conversation.to_owned(), action.to_owned()))
+            .cloned()
+            .unwrap_or_default()
+    };
+    let mut conversations = BTreeSet::new();
+    for (conversation, message, completed) in &seen.turns {
+        assert!(conversations.insert(conversation), "one turn per conversation");
+        let prompts = recorded(conversation, "prompt.submitted");
+        assert_eq!(
+            prompts.len(),
+            1,
+            "the accepted turn '{message}' has its prompt record"
+        );
+        assert_eq!(prompts[0]["message"], json!(message));
+        let ended = if *completed {
+            "turn.completed"
+        } else {
+            "turn.failed"
+        };
+        assert_eq!(
+            recorded(conversation, ended).len(),
+            1,
+            "the turn '{message}' that streamed its end has its {ended} record"
+        );
+    }
+    let changes = trail
+        .iter()
+        .filter(|r| r["action"] == "tool.enablement_changed" && r["toolName"] == TOOL)
+        .count();
+    let refused_changes_at_most = seen.refused.len();
+    assert!(
+        changes >= seen.changes && changes <= seen.changes + refused_changes_at_most,
+        "{} enablement changes acknowledged, {changes} recorded",
+        seen.changes
+    );
+}

@@ -1,0 +1,257 @@
+//! Clients that never read their stream, against the real `weaver` binary (SQLite): chat
+//! streams whose client sends `POST /ai/chat` with a 4 KiB receive buffer and then reads
+//! nothing, and clients following a big turn of another conversation
+//! (`GET /ai/chat/{id}/events`) that read nothing either. Every turn streams far more than
+//! the kernel and hyper buffer for a connection, so the server's writes to those clients
+//! stall.
+//!
+//! What it shows: a well-behaved client of the same server gets its whole stream, gap-free;
+//! every stalled client's turn still runs to its end and is journaled; the server keeps
+//! answering; and its resident memory with the stalled clients stays within a per-connection
+//! bound of its memory after the same work with no stalled client, far below what keeping
+//! the stalled clients' events would take.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use elsa_ai_server::testing::{SseEvent, SseStream};
+use reqwest::StatusCode;
+use serde_json::json;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
+use weaver_testkit::process::{WeaverProcess, get, json_post, memory_kib, stalled_request};
+
+const KEY: &str = "slow-readers-key-alice-0001";
+const MODEL_KEY: &str = "sk-slow-readers-model-0001";
+/// Clients that send `POST /ai/chat` and read nothing (not even the headers' answer, until
+/// the turn has ended).
+const STALLED_TURNS: usize = 20;
+/// Clients that follow the big turn's conversation and read nothing.
+const STALLED_FOLLOWERS: usize = 100;
+/// One "word" of a model reply: the scripted model streams one chunk per word, so every
+/// word is one `message.delta` event of about 4 KiB.
+const WORD_BYTES: usize = 4096;
+/// Words of each stalled client's own turn (1 MiB).
+const TURN_WORDS: usize = 256;
+/// Words of the big turn the followers follow (8 MiB).
+const BIG_WORDS: usize = 2048;
+
+fn reply_text(words: usize, tag: &str) -> String {
+    (0..words)
+        .map(|i| format!("{tag}{i:05}{}", "x".repeat(WORD_BYTES - tag.len() - 6)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn config(model: &ScriptedModelServer, database: &std::path::Path) -> String {
+    format!(
+        "[store]\nsqlite = {:?}\n\
+         [provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
+         api_key_env = \"OPENAI_API_KEY\"\napi = \"chat\"\n\
+         [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
+         permissions = [\"read:workflows\", \"read:activities\"]\n",
+        database.display().to_string(),
+        model.base_url()
+    )
+}
+
+fn rss_mib(weaver: &WeaverProcess) -> f64 {
+    let (rss, _) = memory_kib(weaver.pid()).expect("weaver's /proc status");
+    rss as f64 / 1024.0
+}
+
+async fn chat(weaver: &WeaverProcess, message: &str) -> SseStream {
+    let response = reqwest::Client::new()
+        .post(format!("{}/ai/chat", weaver.base_url()))
+        .header("authorization", format!("ApiKey {KEY}"))
+        .json(&json!({ "message": message }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    SseStream::new(response)
+}
+
+/// The conversation's whole journal, read by a client that reads.
+async fn journal(weaver: &WeaverProcess, conversation: &str) -> Vec<SseEvent> {
+    let response = reqwest::Client::new()
+        .get(format!(
+            "{}/ai/chat/{conversation}/events",
+            weaver.base_url()
+        ))
+        .header("authorization", format!("ApiKey {KEY}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    SseStream::new(response).collect().await
+}
+
+/// A whole turn's stream: gap-free from 1 (or from `first`), ending `conversation.completed`,
+/// with `words` deltas.
+fn assert_whole(events: &[SseEvent], first: u64, words: usize) {
+    let sequences: Vec<u64> = events.iter().map(SseEvent::sequence).collect();
+    assert_eq!(
+        sequences,
+        (first..first + sequences.len() as u64).collect::<Vec<_>>(),
+        "gap-free"
+    );
+    assert_eq!(events.last().unwrap().event, "conversation.completed");
+    let deltas = events.iter().filter(|e| e.event == "message.delta").count();
+    assert_eq!(deltas, words, "one delta per word");
+}
+
+/// The response head a stalled client finally reads: its `x-conversation-id`. Reading it
+/// takes a few KiB off the connection; the rest stays unread.
+async fn conversation_of(connection: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    let mut buffer = [0; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let read = tokio::time::timeout(Duration::from_secs(30), connection.read(&mut buffer))
+            .await
+            .expect("the response head arrives")
+            .unwrap();
+        assert!(read > 0, "the server closed a stalled connection");
+        head.extend_from_slice(&buffer[..read]);
+    }
+    let head = String::from_utf8_lossy(&head);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("x-conversation-id")
+                .then(|| value.trim().to_owned())
+        })
+        .expect("an x-conversation-id header")
+}
+
+/// Waits until the model server has received `count` requests.
+async fn model_requests(model: &ScriptedModelServer, count: usize) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while model.model_requests().len() < count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the model was not asked"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
+    let model = ScriptedModelServer::start([]).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let weaver = WeaverProcess::start(
+        env!("CARGO_BIN_EXE_weaver").as_ref(),
+        dir.path(),
+        &config(&model, &dir.path().join("weaver.db")),
+        &[("OPENAI_API_KEY", MODEL_KEY)],
+    )
+    .await;
+    let address: SocketAddr = weaver.address();
+    let authorization = format!("ApiKey {KEY}");
+    let idle = rss_mib(&weaver);
+
+    // The same work with no stalled client: a big turn read whole, and the stalled clients'
+    // turns read whole, so the journal, SQLite's cache and the allocator have seen it all.
+    model.push([ModelReply::Text(reply_text(BIG_WORDS, "b"))]);
+    assert_whole(&chat(&weaver, "warm up, big").await.collect().await, 1, BIG_WORDS);
+    for i in 0..STALLED_TURNS {
+        model.push([ModelReply::Text(reply_text(TURN_WORDS, "t"))]);
+        let events = chat(&weaver, &format!("warm up {i}")).await.collect().await;
+        assert_whole(&events, 1, TURN_WORDS);
+    }
+    let unstalled = rss_mib(&weaver);
+
+    // Clients that send their turn and read nothing; each turn is the model's next reply.
+    let mut stalled_turns = Vec::new();
+    for i in 0..STALLED_TURNS {
+        model.push([ModelReply::Text(reply_text(TURN_WORDS, "s"))]);
+        let asked = model.model_requests().len() + 1;
+        let body = json!({ "message": format!("never read {i}") }).to_string();
+        let request = json_post(address, "/ai/chat", &authorization, &body);
+        stalled_turns.push(stalled_request(address, &request).await.unwrap());
+        model_requests(&model, asked).await;
+    }
+
+    // A well-behaved client's big turn, paced so that the followers attach while it runs.
+    model.push([ModelReply::Paced {
+        text: reply_text(BIG_WORDS, "p"),
+        pause: Duration::from_millis(2),
+    }]);
+    let mut reader = chat(&weaver, "the big one").await;
+    let started = reader.next_event().await.unwrap();
+    assert_eq!(started.event, "conversation.started");
+    let conversation = started.json()["data"]["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut followers = Vec::new();
+    for _ in 0..STALLED_FOLLOWERS {
+        let path = format!("/ai/chat/{conversation}/events?after=0");
+        let request = get(address, &path, &authorization);
+        followers.push(stalled_request(address, &request).await.unwrap());
+    }
+    let mut events = vec![started];
+    events.extend(reader.collect().await);
+    assert_whole(&events, 1, BIG_WORDS);
+
+    // Every stalled client's turn ran to its end and is in the journal.
+    let mut conversations = Vec::new();
+    for connection in &mut stalled_turns {
+        conversations.push(conversation_of(connection).await);
+    }
+    for id in &conversations {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let events = journal(&weaver, id).await;
+            if events.last().map(|e| e.event.as_str()) == Some("conversation.completed") {
+                assert_whole(&events, 1, TURN_WORDS);
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "a stalled client's turn did not end"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    // The server keeps answering with every stalled connection open, and keeps them open.
+    model.push([ModelReply::Text("still here".into())]);
+    assert_whole(&chat(&weaver, "and now?").await.collect().await, 1, 2);
+    let stalled = rss_mib(&weaver);
+    let mut open = 0;
+    for connection in followers.iter_mut().chain(&mut stalled_turns) {
+        let mut byte = [0; 1];
+        // Data waiting (or nothing yet) means open; end of stream or an error means closed.
+        match tokio::time::timeout(Duration::from_millis(1), connection.peek(&mut byte)).await {
+            Ok(Ok(0) | Err(_)) => {}
+            Ok(Ok(_)) | Err(_) => open += 1,
+        }
+    }
+    let stalled_connections = STALLED_TURNS + STALLED_FOLLOWERS;
+    println!(
+        "weaver RSS: idle {idle:.1} MiB; after the work read whole {unstalled:.1} MiB; \
+         with {stalled_connections} stalled connections ({open} still open) {stalled:.1} MiB"
+    );
+
+    // What a stalled connection may hold: what hyper buffers before it stops pulling the
+    // stream (its write buffer, about 400 KiB), one journal batch the stream read and has
+    // not sent (256 events of 4 KiB), and the connection's own state; 2 MiB each leaves
+    // room. Keeping what the stalled clients did not read would take 8 MiB per follower and
+    // 1 MiB per stalled turn: about 820 MiB.
+    let bound = 64.0 + 2.0 * stalled_connections as f64;
+    assert!(
+        stalled - unstalled < bound,
+        "with {stalled_connections} stalled clients weaver grew from {unstalled:.1} to \
+         {stalled:.1} MiB (bound {bound:.0} MiB more)"
+    );
+
+    // Once the stalled clients go, the server is whole.
+    drop(followers);
+    drop(stalled_turns);
+    model.push([ModelReply::Text("after them".into())]);
+    assert_whole(&chat(&weaver, "after them").await.collect().await, 1, 2);
+}
