@@ -25,8 +25,11 @@ const SANE: Duration = Duration::from_secs(30);
 /// What the clients saw.
 #[derive(Default)]
 struct Seen {
-    /// Turns answered 200: (conversation, message, whether the stream ended completed).
-    turns: Vec<(String, String, bool)>,
+    /// Turns answered 200: (conversation, message, the terminal event its stream ended with).
+    turns: Vec<(String, String, Option<String>)>,
+    /// Turns answered 200 whose stream ended before a terminal event (its journal could not
+    /// be read): (index in `turns`, the last sequence received), resumed after the restart.
+    cut: Vec<(usize, u64)>,
     /// Enablement changes answered 200.
     changes: usize,
     /// Refusals: (status, code).
@@ -38,7 +41,7 @@ struct Seen {
 
 fn config(url: &str) -> String {
     format!(
-        "[store]\npostgres = {url:?}\n\
+        "[store]\npostgres = {url:?}\n[provider]\nkind = \"demo\"\n\
          [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
          permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n"
     )
@@ -74,17 +77,43 @@ async fn chat(client: &reqwest::Client, base: &str, message: String, seen: &Mute
             .as_str()
             .map(str::to_owned)
     });
-    let last = events.last().map(|e| e.event.clone());
+    let Some(conversation) = conversation else {
+        return seen.lock().unwrap().broken.push("a stream without its start".into());
+    };
+    let last = events.last().expect("a first event");
     let mut seen = seen.lock().unwrap();
-    match (conversation, last.as_deref()) {
-        (Some(conversation), Some("conversation.completed")) => {
-            seen.turns.push((conversation, message, true));
-        }
-        (Some(conversation), Some("conversation.failed")) => {
-            seen.turns.push((conversation, message, false));
-        }
-        _ => seen.broken.push(format!("a chat stream ended early: {events:?}")),
+    if matches!(
+        last.event.as_str(),
+        "conversation.completed" | "conversation.failed"
+    ) {
+        seen.turns.push((conversation, message, Some(last.event.clone())));
+    } else {
+        // The journal became unreadable mid-turn: the client resumes from here later.
+        let cut = (seen.turns.len(), last.sequence());
+        seen.turns.push((conversation, message, None));
+        seen.cut.push(cut);
     }
+}
+
+/// Resumes a cut stream: the terminal event it ends with, if the journal has one.
+async fn resume(client: &reqwest::Client, base: &str, conversation: &str, after: u64) -> Option<String> {
+    let response = client
+        .get(format!("{base}/ai/chat/{conversation}/events?after={after}"))
+        .header("authorization", format!("ApiKey {KEY}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let events = tokio::time::timeout(SANE, SseStream::new(response).collect())
+        .await
+        .expect("a resumed stream ends");
+    if let Some(first) = events.first() {
+        assert_eq!(first.sequence(), after + 1, "resumed where it was cut");
+    }
+    events
+        .last()
+        .map(|e| e.event.clone())
+        .filter(|e| e == "conversation.completed" || e == "conversation.failed")
 }
 
 /// One enablement change, recorded in `seen`.
@@ -170,9 +199,15 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
         })
         .collect();
 
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    let deadline = tokio::time::Instant::now() + SANE;
+    while seen.lock().unwrap().turns.len() < 10 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the clients were running turns"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let before = seen.lock().unwrap().turns.len();
-    assert!(before > 1, "the clients were running turns");
     let restarting = server.clone();
     tokio::task::spawn_blocking(move || {
         restarting.stop().expect("PostgreSQL stops");
@@ -197,11 +232,25 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
     }
     assert!(weaver.running(), "weaver did not end");
 
-    let seen = std::mem::take(&mut *seen.lock().unwrap());
+    let mut seen = std::mem::take(&mut *seen.lock().unwrap());
+    // Streams cut while the journal was unreachable resume once it is back.
+    let resuming = std::time::Instant::now();
+    let resumed = futures::future::join_all(seen.cut.iter().map(|(index, after)| {
+        resume(&client, &base, &seen.turns[*index].0, *after)
+    }))
+    .await;
+    for ((index, _), ended) in seen.cut.clone().into_iter().zip(resumed) {
+        seen.turns[index].2 = ended;
+    }
+    println!("cut streams resumed in {:?}", resuming.elapsed());
+    let unterminated = seen.turns.iter().filter(|t| t.2.is_none()).count();
     println!(
-        "{} turns ({} before the restart), {} enablement changes acknowledged; {} refused",
+        "{} turns ({} before the restart, {} streams cut and resumed, {} without a journaled \
+         end), {} enablement changes acknowledged; {} refused",
         seen.turns.len(),
         before,
+        seen.cut.len(),
+        unterminated,
         seen.changes,
         seen.refused.len()
     );
@@ -232,7 +281,7 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
             .unwrap_or_default()
     };
     let mut conversations = BTreeSet::new();
-    for (conversation, message, completed) in &seen.turns {
+    for (conversation, message, ended) in &seen.turns {
         assert!(conversations.insert(conversation), "one turn per conversation");
         let prompts = recorded(conversation, "prompt.submitted");
         assert_eq!(
@@ -241,10 +290,10 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
             "the accepted turn '{message}' has its prompt record"
         );
         assert_eq!(prompts[0]["message"], json!(message));
-        let ended = if *completed {
-            "turn.completed"
-        } else {
-            "turn.failed"
+        let ended = match ended.as_deref() {
+            Some("conversation.completed") => "turn.completed",
+            Some(_) => "turn.failed",
+            None => continue,
         };
         assert_eq!(
             recorded(conversation, ended).len(),

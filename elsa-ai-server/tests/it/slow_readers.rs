@@ -1,15 +1,16 @@
 //! Clients that never read their stream, against the real `weaver` binary (SQLite): chat
 //! streams whose client sends `POST /ai/chat` with a 4 KiB receive buffer and then reads
-//! nothing, and clients following a big turn of another conversation
+//! nothing, and clients following a long turn of another conversation
 //! (`GET /ai/chat/{id}/events`) that read nothing either. Every turn streams far more than
 //! the kernel and hyper buffer for a connection, so the server's writes to those clients
 //! stall.
 //!
 //! What it shows: a well-behaved client of the same server gets its whole stream, gap-free;
-//! every stalled client's turn still runs to its end and is journaled; the server keeps
-//! answering; and its resident memory with the stalled clients stays within a per-connection
-//! bound of its memory after the same work with no stalled client, far below what keeping
-//! the stalled clients' events would take.
+//! every stalled client's turn still runs to its end and is journaled; the stalled
+//! connections stay open (the server has no write timeout) and the server keeps answering;
+//! its resident memory with the stalled clients stays within a per-connection bound of its
+//! memory with none; and it does not grow while the stalled followers miss another 2 MiB of
+//! events each (keeping what they miss would take 200 MiB).
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -24,18 +25,22 @@ use weaver_testkit::process::{WeaverProcess, get, json_post, memory_kib, stalled
 
 const KEY: &str = "slow-readers-key-alice-0001";
 const MODEL_KEY: &str = "sk-slow-readers-model-0001";
-/// Clients that send `POST /ai/chat` and read nothing (not even the headers' answer, until
-/// the turn has ended).
+/// Clients that send `POST /ai/chat` and read nothing (not even the response head, until
+/// their turn has ended).
 const STALLED_TURNS: usize = 20;
-/// Clients that follow the big turn's conversation and read nothing.
+/// Clients that follow the long turns' conversation and read nothing.
 const STALLED_FOLLOWERS: usize = 100;
 /// One "word" of a model reply: the scripted model streams one chunk per word, so every
-/// word is one `message.delta` event of about 4 KiB.
-const WORD_BYTES: usize = 4096;
-/// Words of each stalled client's own turn (1 MiB).
+/// word is one `assistant.delta` event of about 1 KiB.
+const WORD_BYTES: usize = 1024;
+/// Words of each stalled client's own turn (256 KiB: the server's writes stall after about
+/// 100 KiB).
 const TURN_WORDS: usize = 256;
-/// Words of the big turn the followers follow (8 MiB).
-const BIG_WORDS: usize = 2048;
+/// Words of the first long turn, the one the followers attach to (1 MiB).
+const LONG_WORDS: usize = 1024;
+/// Words of the second long turn of the same conversation, which the stalled followers miss
+/// whole (2 MiB each).
+const LONGER_WORDS: usize = 2048;
 
 fn reply_text(words: usize, tag: &str) -> String {
     (0..words)
@@ -98,7 +103,7 @@ fn assert_whole(events: &[SseEvent], first: u64, words: usize) {
         "gap-free"
     );
     assert_eq!(events.last().unwrap().event, "conversation.completed");
-    let deltas = events.iter().filter(|e| e.event == "message.delta").count();
+    let deltas = events.iter().filter(|e| e.event == "assistant.delta").count();
     assert_eq!(deltas, words, "one delta per word");
 }
 
@@ -153,15 +158,10 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
     let authorization = format!("ApiKey {KEY}");
     let idle = rss_mib(&weaver);
 
-    // The same work with no stalled client: a big turn read whole, and the stalled clients'
-    // turns read whole, so the journal, SQLite's cache and the allocator have seen it all.
-    model.push([ModelReply::Text(reply_text(BIG_WORDS, "b"))]);
-    assert_whole(&chat(&weaver, "warm up, big").await.collect().await, 1, BIG_WORDS);
-    for i in 0..STALLED_TURNS {
-        model.push([ModelReply::Text(reply_text(TURN_WORDS, "t"))]);
-        let events = chat(&weaver, &format!("warm up {i}")).await.collect().await;
-        assert_whole(&events, 1, TURN_WORDS);
-    }
+    // The work of a stalled client, read whole: the server's memory with no stalled client.
+    model.push([ModelReply::Text(reply_text(TURN_WORDS, "w"))]);
+    let events = chat(&weaver, "warm up").await.collect().await;
+    assert_whole(&events, 1, TURN_WORDS);
     let unstalled = rss_mib(&weaver);
 
     // Clients that send their turn and read nothing; each turn is the model's next reply.
@@ -175,12 +175,12 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
         model_requests(&model, asked).await;
     }
 
-    // A well-behaved client's big turn, paced so that the followers attach while it runs.
+    // A well-behaved client's long turn, paced so that the followers attach while it runs.
     model.push([ModelReply::Paced {
-        text: reply_text(BIG_WORDS, "p"),
+        text: reply_text(LONG_WORDS, "p"),
         pause: Duration::from_millis(2),
     }]);
-    let mut reader = chat(&weaver, "the big one").await;
+    let mut reader = chat(&weaver, "the long one").await;
     let started = reader.next_event().await.unwrap();
     assert_eq!(started.event, "conversation.started");
     let conversation = started.json()["data"]["conversationId"]
@@ -195,7 +195,8 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
     }
     let mut events = vec![started];
     events.extend(reader.collect().await);
-    assert_whole(&events, 1, BIG_WORDS);
+    assert_whole(&events, 1, LONG_WORDS);
+    let long_turn_events = events.len() as u64;
 
     // Every stalled client's turn ran to its end and is in the journal.
     let mut conversations = Vec::new();
@@ -217,11 +218,25 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }
+    let stalled = rss_mib(&weaver);
 
-    // The server keeps answering with every stalled connection open, and keeps them open.
+    // The next turn of the followed conversation: the followers miss all of it.
+    model.push([ModelReply::Text(reply_text(LONGER_WORDS, "q"))]);
+    let response = reqwest::Client::new()
+        .post(format!("{}/ai/chat", weaver.base_url()))
+        .header("authorization", &authorization)
+        .json(&json!({ "message": "and more", "conversationId": conversation }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let events = SseStream::new(response).collect().await;
+    assert_whole(&events, long_turn_events + 1, LONGER_WORDS);
+    let missed = rss_mib(&weaver);
+
+    // The server keeps answering, and keeps every stalled connection open.
     model.push([ModelReply::Text("still here".into())]);
     assert_whole(&chat(&weaver, "and now?").await.collect().await, 1, 2);
-    let stalled = rss_mib(&weaver);
     let mut open = 0;
     for connection in followers.iter_mut().chain(&mut stalled_turns) {
         let mut byte = [0; 1];
@@ -233,20 +248,29 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
     }
     let stalled_connections = STALLED_TURNS + STALLED_FOLLOWERS;
     println!(
-        "weaver RSS: idle {idle:.1} MiB; after the work read whole {unstalled:.1} MiB; \
-         with {stalled_connections} stalled connections ({open} still open) {stalled:.1} MiB"
+        "weaver RSS: idle {idle:.1} MiB; after a turn read whole {unstalled:.1} MiB; with \
+         {stalled_connections} stalled connections {stalled:.1} MiB; after they missed \
+         another turn {missed:.1} MiB"
     );
+    let status = std::fs::read_to_string(format!("/proc/{}/status", weaver.pid())).unwrap();
+    println!("{}", status.lines().filter(|l| l.starts_with("Rss")).collect::<Vec<_>>().join("; "));
+    assert_eq!(open, stalled_connections, "stalled connections stay open");
 
     // What a stalled connection may hold: what hyper buffers before it stops pulling the
-    // stream (its write buffer, about 400 KiB), one journal batch the stream read and has
-    // not sent (256 events of 4 KiB), and the connection's own state; 2 MiB each leaves
-    // room. Keeping what the stalled clients did not read would take 8 MiB per follower and
-    // 1 MiB per stalled turn: about 820 MiB.
+    // stream (16 chunks), the journal batch its stream read and has not sent (up to 256
+    // events of 1 KiB), its conversation's live buffer (256 events, for a stalled turn of
+    // its own), and the connection's own state; 2 MiB each leaves room for the allocator.
     let bound = 64.0 + 2.0 * stalled_connections as f64;
     assert!(
         stalled - unstalled < bound,
         "with {stalled_connections} stalled clients weaver grew from {unstalled:.1} to \
          {stalled:.1} MiB (bound {bound:.0} MiB more)"
+    );
+    // Missing events costs nothing: keeping them would take 2 MiB per follower.
+    assert!(
+        missed - stalled < 32.0,
+        "while {STALLED_FOLLOWERS} stalled followers missed a 2 MiB turn weaver grew from \
+         {stalled:.1} to {missed:.1} MiB"
     );
 
     // Once the stalled clients go, the server is whole.
