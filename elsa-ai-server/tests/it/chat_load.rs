@@ -78,7 +78,10 @@ async fn turn(client: &reqwest::Client, url: &str, message: String) -> Result<Du
         .map_err(|e| format!("request: {e}"))?;
     if response.status() != StatusCode::OK {
         let status = response.status();
-        return Err(format!("{status}: {}", response.text().await.unwrap_or_default()));
+        return Err(format!(
+            "{status}: {}",
+            response.text().await.unwrap_or_default()
+        ));
     }
     let mut stream = SseStream::new(response);
     let first = stream.next_event().await.ok_or("no event")?;

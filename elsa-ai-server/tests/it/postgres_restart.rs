@@ -7,8 +7,8 @@
 //! ([`PrivateServer`]), never the shared test server.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use elsa_ai_server::testing::SseStream;
@@ -19,6 +19,10 @@ use weaver_testkit::process::WeaverProcess;
 
 const KEY: &str = "pg-restart-key-alice-0001";
 const TOOL: &str = "workflow.proposeUpdate";
+/// The lease of a turn's claim: a claim that could not be released while PostgreSQL was
+/// down lapses after it, and a client resuming that turn's stream waits that long. Short, so
+/// the test runs in seconds (the default is 30 s).
+const LEASE_SECS: u64 = 2;
 /// Longer than any answer may take: a request still unanswered then is a hang.
 const SANE: Duration = Duration::from_secs(30);
 
@@ -43,7 +47,8 @@ fn config(url: &str) -> String {
     format!(
         "[store]\npostgres = {url:?}\n[provider]\nkind = \"demo\"\n\
          [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
-         permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n"
+         permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n\
+         [limits]\nturn_lease_secs = {LEASE_SECS}\n"
     )
 }
 
@@ -69,24 +74,39 @@ async fn chat(client: &reqwest::Client, base: &str, message: String, seen: &Mute
         let refused = refusal(response).await;
         return seen.lock().unwrap().refused.push(refused);
     }
+    // The conversation is named before any event (the stream may end before its first).
+    let conversation = response
+        .headers()
+        .get("x-conversation-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     let Ok(events) = tokio::time::timeout(SANE, SseStream::new(response).collect()).await else {
-        return seen.lock().unwrap().broken.push("a chat stream hung".into());
+        return seen
+            .lock()
+            .unwrap()
+            .broken
+            .push("a chat stream hung".into());
     };
-    let conversation = events.first().and_then(|e| {
-        e.json()["data"]["conversationId"]
-            .as_str()
-            .map(str::to_owned)
-    });
     let Some(conversation) = conversation else {
-        return seen.lock().unwrap().broken.push("a stream without its start".into());
+        return seen
+            .lock()
+            .unwrap()
+            .broken
+            .push("a stream without its conversation".into());
     };
-    let last = events.last().expect("a first event");
     let mut seen = seen.lock().unwrap();
+    let Some(last) = events.last() else {
+        // The journal was unreadable before the first event reached the client.
+        let cut = (seen.turns.len(), 0);
+        seen.turns.push((conversation, message, None));
+        return seen.cut.push(cut);
+    };
     if matches!(
         last.event.as_str(),
         "conversation.completed" | "conversation.failed"
     ) {
-        seen.turns.push((conversation, message, Some(last.event.clone())));
+        seen.turns
+            .push((conversation, message, Some(last.event.clone())));
     } else {
         // The journal became unreadable mid-turn: the client resumes from here later.
         let cut = (seen.turns.len(), last.sequence());
@@ -96,9 +116,12 @@ async fn chat(client: &reqwest::Client, base: &str, message: String, seen: &Mute
 }
 
 /// Resumes a cut stream: the terminal event it ends with, if the journal has one.
-async fn resume(client: &reqwest::Client, base: &str, conversation: &str, after: u64) -> Option<String> {
-    let response = client
-        .get(format!("{base}/ai/chat/{conversation}/events?after={after}"))
+async fn resume(base: &str, conversation: &str, after: u64) -> Option<String> {
+    // No overall timeout on the client: a stream that does not end within SANE fails below.
+    let response = reqwest::Client::new()
+        .get(format!(
+            "{base}/ai/chat/{conversation}/events?after={after}"
+        ))
         .header("authorization", format!("ApiKey {KEY}"))
         .send()
         .await
@@ -130,7 +153,11 @@ async fn change(client: &reqwest::Client, base: &str, enabled: bool, seen: &Mute
             let refused = refusal(response).await;
             seen.lock().unwrap().refused.push(refused);
         }
-        Err(error) => seen.lock().unwrap().broken.push(format!("enablement: {error}")),
+        Err(error) => seen
+            .lock()
+            .unwrap()
+            .broken
+            .push(format!("enablement: {error}")),
     }
 }
 
@@ -235,14 +262,34 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
     let mut seen = std::mem::take(&mut *seen.lock().unwrap());
     // Streams cut while the journal was unreachable resume once it is back.
     let resuming = std::time::Instant::now();
-    let resumed = futures::future::join_all(seen.cut.iter().map(|(index, after)| {
-        resume(&client, &base, &seen.turns[*index].0, *after)
-    }))
+    let resumed = futures::future::join_all(
+        seen.cut
+            .iter()
+            .map(|(index, after)| resume(&base, &seen.turns[*index].0, *after)),
+    )
     .await;
     for ((index, _), ended) in seen.cut.clone().into_iter().zip(resumed) {
         seen.turns[index].2 = ended;
     }
     println!("cut streams resumed in {:?}", resuming.elapsed());
+    // Their conversations are free: nothing of the cut turns holds them (their claims were
+    // released once PostgreSQL was back).
+    for (index, _) in &seen.cut {
+        let response = client
+            .post(format!("{base}/ai/chat"))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .json(&json!({ "message": "again", "conversationId": seen.turns[*index].0 }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "a cut turn's conversation takes a new turn"
+        );
+        let events = SseStream::new(response).collect().await;
+        assert_eq!(events.last().unwrap().event, "conversation.completed");
+    }
     let unterminated = seen.turns.iter().filter(|t| t.2.is_none()).count();
     println!(
         "{} turns ({} before the restart, {} streams cut and resumed, {} without a journaled \
@@ -255,7 +302,10 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
         seen.refused.len()
     );
     assert!(seen.broken.is_empty(), "{:#?}", seen.broken);
-    assert!(!seen.refused.is_empty(), "requests were refused while PostgreSQL was down");
+    assert!(
+        !seen.refused.is_empty(),
+        "requests were refused while PostgreSQL was down"
+    );
     let unexpected: Vec<_> = seen
         .refused
         .iter()
@@ -282,7 +332,10 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
     };
     let mut conversations = BTreeSet::new();
     for (conversation, message, ended) in &seen.turns {
-        assert!(conversations.insert(conversation), "one turn per conversation");
+        assert!(
+            conversations.insert(conversation),
+            "one turn per conversation"
+        );
         let prompts = recorded(conversation, "prompt.submitted");
         assert_eq!(
             prompts.len(),

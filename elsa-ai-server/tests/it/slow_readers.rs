@@ -103,7 +103,10 @@ fn assert_whole(events: &[SseEvent], first: u64, words: usize) {
         "gap-free"
     );
     assert_eq!(events.last().unwrap().event, "conversation.completed");
-    let deltas = events.iter().filter(|e| e.event == "assistant.delta").count();
+    let deltas = events
+        .iter()
+        .filter(|e| e.event == "assistant.delta")
+        .count();
     assert_eq!(deltas, words, "one delta per word");
 }
 
@@ -253,7 +256,14 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
          another turn {missed:.1} MiB"
     );
     let status = std::fs::read_to_string(format!("/proc/{}/status", weaver.pid())).unwrap();
-    println!("{}", status.lines().filter(|l| l.starts_with("Rss")).collect::<Vec<_>>().join("; "));
+    println!(
+        "{}",
+        status
+            .lines()
+            .filter(|l| l.starts_with("Rss"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
     assert_eq!(open, stalled_connections, "stalled connections stay open");
 
     // What a stalled connection may hold: what hyper buffers before it stops pulling the
