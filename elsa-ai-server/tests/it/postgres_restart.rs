@@ -272,24 +272,6 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
         seen.turns[index].2 = ended;
     }
     println!("cut streams resumed in {:?}", resuming.elapsed());
-    // Their conversations are free: nothing of the cut turns holds them (their claims were
-    // released once PostgreSQL was back).
-    for (index, _) in &seen.cut {
-        let response = client
-            .post(format!("{base}/ai/chat"))
-            .header("authorization", format!("ApiKey {KEY}"))
-            .json(&json!({ "message": "again", "conversationId": seen.turns[*index].0 }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(
-            response.status(),
-            StatusCode::OK,
-            "a cut turn's conversation takes a new turn"
-        );
-        let events = SseStream::new(response).collect().await;
-        assert_eq!(events.last().unwrap().event, "conversation.completed");
-    }
     let unterminated = seen.turns.iter().filter(|t| t.2.is_none()).count();
     println!(
         "{} turns ({} before the restart, {} streams cut and resumed, {} without a journaled \
@@ -364,4 +346,22 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
         "{} enablement changes acknowledged, {changes} recorded",
         seen.changes
     );
+    // The cut turns' conversations are free: nothing of those turns holds them (their claims were
+    // released once PostgreSQL was back).
+    for (index, _) in &seen.cut {
+        let response = client
+            .post(format!("{base}/ai/chat"))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .json(&json!({ "message": "again", "conversationId": seen.turns[*index].0 }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "a cut turn's conversation takes a new turn"
+        );
+        let events = SseStream::new(response).collect().await;
+        assert_eq!(events.last().unwrap().event, "conversation.completed");
+    }
 }
