@@ -17,11 +17,20 @@
 //! - **two replicas** (PostgreSQL only): the sustained scenario against two server processes
 //!   sharing the database, each client on one of them (every turn claimed in the shared
 //!   `turn_claims`, every journal commit announced to the other replica).
+//! - **slow readers** (`--slow-readers N`, instead of the others): `N` clients that send
+//!   `POST /ai/chat` with a 4 KiB receive buffer and never read the answer, each holding its
+//!   connection for `--hold` seconds (default 120) before it closes it and starts again, for
+//!   `--seconds`; meanwhile 2 clients run turns and read them whole (one every 5 s each).
+//!   Every turn streams about 1 MiB (256 deltas of 4 KiB, 2 ms apart), far past what the
+//!   kernel and hyper buffer for a connection. It prints the server's resident memory every
+//!   `--every` seconds (default 60), the peak, and the reading clients' turns and failures:
+//!   the server's memory must stay bounded however long such clients stay.
 //!
 //! ```text
 //! cargo bench -p weaver-benches --bench chat_load                       # SQLite, 500 streams
 //! cargo bench -p weaver-benches --bench chat_load -- --store memory --streams 500 --seconds 10
 //! WEAVER_TEST_POSTGRES_URL=postgres://… cargo bench -p weaver-benches --bench chat_load -- --store postgres
+//! cargo bench -p weaver-benches --bench chat_load -- --slow-readers 100 --seconds 600   # 10 minutes
 //! ```
 //!
 //! Targets: first event p99 under 50 ms at 500 concurrent streams on a 2-core machine, server
@@ -31,6 +40,7 @@
 //! the target directory slows every `fsync` for a while; `sync` first).
 
 use std::io::{BufRead, BufReader, Write};
+use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,6 +54,7 @@ use elsa_ai_server::testing::SseStream;
 use elsa_ai_store::testing::postgres::TestDatabase;
 use serde_json::json;
 use tokio::sync::Barrier;
+use weaver_testkit::process::{json_post, memory_kib, stalled_request};
 
 const KEY: &str = "bench-key-alice-acme-0001";
 
@@ -52,6 +63,9 @@ struct Options {
     rounds: usize,
     seconds: u64,
     store: String,
+    slow_readers: usize,
+    hold: u64,
+    every: u64,
 }
 
 fn options() -> Options {
@@ -60,6 +74,9 @@ fn options() -> Options {
         rounds: 3,
         seconds: 10,
         store: "sqlite".into(),
+        slow_readers: 0,
+        hold: 120,
+        every: 60,
     };
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| {
@@ -79,6 +96,15 @@ fn options() -> Options {
     }
     if let Some(store) = value("--store") {
         options.store = store;
+    }
+    if let Some(slow_readers) = value("--slow-readers").and_then(|v| v.parse().ok()) {
+        options.slow_readers = slow_readers;
+    }
+    if let Some(hold) = value("--hold").and_then(|v| v.parse().ok()) {
+        options.hold = hold;
+    }
+    if let Some(every) = value("--every").and_then(|v| v.parse().ok()) {
+        options.every = every;
     }
     options
 }
@@ -138,6 +164,17 @@ fn paced_provider() -> ScriptedProvider {
     ScriptedProvider::new(script.message("done")).named("paced-script")
 }
 
+/// A provider whose every turn streams about 1 MiB: 256 deltas of 4 KiB, 2 ms apart.
+fn chatty_provider() -> ScriptedProvider {
+    let mut script = Script::new();
+    for chunk in 0..256 {
+        script = script
+            .delay(Duration::from_millis(2))
+            .delta(format!("{chunk:04}{} ", "x".repeat(4091)));
+    }
+    ScriptedProvider::new(script.message("done")).named("chatty-script")
+}
+
 /// The child: serves until its standard input closes.
 fn serve(store: &str, place: &str, provider: &str) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -146,8 +183,10 @@ fn serve(store: &str, place: &str, provider: &str) {
         .expect("a runtime");
     runtime.block_on(async {
         let mut builder = Weaver::builder(config(store, place));
-        if provider == "paced" {
-            builder = builder.provider(Arc::new(paced_provider()));
+        match provider {
+            "paced" => builder = builder.provider(Arc::new(paced_provider())),
+            "chatty" => builder = builder.provider(Arc::new(chatty_provider())),
+            _ => {}
         }
         let weaver = builder.build().await.expect("the server starts");
         let listener = Weaver::listen(([127, 0, 0, 1], 0).into()).expect("a port");
@@ -172,16 +211,9 @@ fn serve(store: &str, place: &str, provider: &str) {
 
 /// Resident and peak resident memory of a process, in MiB (Linux).
 fn memory_mib(pid: u32) -> (f64, f64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find(|l| l.starts_with(name))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|kb| kb.parse::<f64>().ok())
-            .map_or(f64::NAN, |kb| kb / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    memory_kib(pid).map_or((f64::NAN, f64::NAN), |(rss, peak)| {
+        (rss as f64 / 1024.0, peak as f64 / 1024.0)
+    })
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -319,6 +351,112 @@ async fn sustained(
     }
 }
 
+/// The slow-readers scenario: `options.slow_readers` clients that never read, 2 that do,
+/// and the server's memory every `options.every` seconds.
+async fn slow_readers(base: &str, client: &reqwest::Client, options: &Options, pid: u32) {
+    let address: SocketAddr = base
+        .trim_start_matches("http://")
+        .parse()
+        .expect("a socket address");
+    let started = Instant::now();
+    let until = started + Duration::from_secs(options.seconds);
+    let hold = Duration::from_secs(options.hold);
+    let count = options.slow_readers as u64;
+    let stalled: Vec<_> = (0..options.slow_readers)
+        .map(|i| {
+            tokio::spawn(async move {
+                // Spread over the first 10 seconds, and so their reconnections.
+                let spread = (i as u64 * 10_000) / count;
+                tokio::time::sleep(Duration::from_millis(spread)).await;
+                let (mut opened, mut refused) = (0_u64, 0_u64);
+                let mut n = 0;
+                while Instant::now() < until {
+                    n += 1;
+                    let body = json!({"message": format!("Tell me everything ({i}.{n})")});
+                    let request = json_post(
+                        address,
+                        "/ai/chat",
+                        &format!("ApiKey {KEY}"),
+                        &body.to_string(),
+                    );
+                    match stalled_request(address, &request).await {
+                        Ok(connection) => {
+                            opened += 1;
+                            tokio::time::sleep(hold.min(until - Instant::now().min(until))).await;
+                            drop(connection);
+                        }
+                        Err(_) => {
+                            refused += 1;
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                        }
+                    }
+                }
+                (opened, refused)
+            })
+        })
+        .collect();
+    let readers: Vec<_> = (0..2)
+        .map(|i| {
+            let client = client.clone();
+            let url = format!("{base}/ai/chat");
+            tokio::spawn(async move {
+                let (mut latencies, mut failures, mut n) = (Vec::new(), 0, 0);
+                while Instant::now() < until {
+                    n += 1;
+                    match turn(&client, &url, format!("Read it all ({i}.{n})")).await {
+                        Some(latency) => latencies.push(latency),
+                        None => failures += 1,
+                    }
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                }
+                (latencies, failures)
+            })
+        })
+        .collect();
+    let mut peak_seen = 0.0_f64;
+    let every = Duration::from_secs(options.every.max(1));
+    loop {
+        let (rss, _) = memory_mib(pid);
+        peak_seen = peak_seen.max(rss);
+        println!(
+            "slow-readers: t = {:>4} s, server RSS {rss:.1} MiB",
+            started.elapsed().as_secs()
+        );
+        if Instant::now() >= until {
+            break;
+        }
+        tokio::time::sleep(every.min(until - Instant::now())).await;
+    }
+    let (mut opened, mut refused) = (0, 0);
+    for task in stalled {
+        let (o, r) = task.await.unwrap_or_default();
+        opened += o;
+        refused += r;
+    }
+    let mut first_event = Vec::new();
+    let mut failures = 0;
+    for task in readers {
+        let (latencies, failed) = task.await.unwrap_or_default();
+        first_event.extend(latencies);
+        failures += failed;
+    }
+    first_event.sort();
+    let (rss, peak) = memory_mib(pid);
+    println!(
+        "slow-readers: {opened} never-read streams opened ({refused} connections refused); \
+         server RSS at the end {rss:.1} MiB, highest sample {peak_seen:.1} MiB, peak (VmHWM) {peak:.1} MiB"
+    );
+    report(
+        "slow-readers (the reading clients)",
+        &Round {
+            first_event,
+            all_done: started.elapsed(),
+            failures,
+        },
+        pid,
+    );
+}
+
 fn report(label: &str, round: &Round, pid: u32) {
     let (rss, peak) = memory_mib(pid);
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
@@ -359,7 +497,9 @@ fn main() {
         options.streams, options.store
     );
     let mut scenarios = vec![("sustained", "paced", 1), ("burst", "demo", 1)];
-    if options.store == "postgres" {
+    if options.slow_readers > 0 {
+        scenarios = vec![("slow-readers", "chatty", 1)];
+    } else if options.store == "postgres" {
         scenarios.push(("two-replicas", "paced", 2));
     }
     for (scenario, provider, replicas) in scenarios {
@@ -387,7 +527,9 @@ fn main() {
                 let warm = round(base, &client, options.streams.min(50)).await;
                 assert_eq!(warm.failures, 0, "the warm-up turns failed");
             }
-            if provider == "paced" {
+            if scenario == "slow-readers" {
+                slow_readers(&bases[0], &client, &options, pid).await;
+            } else if provider == "paced" {
                 let result = sustained(&bases, &client, options.streams, options.seconds).await;
                 report(scenario, &result, pid);
                 for server in &servers[1..] {

@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod model_server;
 pub mod obedient;
 pub mod otlp;
+pub mod process;
 pub mod property;
 pub mod runs;
 

@@ -86,7 +86,7 @@ impl ClaimGuard {
     /// Releases the claim (a no-op when the terminal event's commit already did).
     pub async fn ended(mut self) {
         if let Some(claim) = self.claim.take() {
-            release(self.store.as_ref(), &claim).await;
+            release(self.store.clone(), claim).await;
         }
     }
 }
@@ -96,19 +96,38 @@ impl Drop for ClaimGuard {
         if let Some(claim) = self.claim.take() {
             let store = self.store.clone();
             if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-                runtime.spawn(async move { release(store.as_ref(), &claim).await });
+                runtime.spawn(release(store, claim));
             }
         }
     }
 }
 
-async fn release(store: &dyn AiTurnClaims, claim: &AiTurnClaim) {
-    if let Err(error) = store
+/// Releases a claim. One that cannot be released now (the store is unreachable) is released
+/// in the background as soon as it can be: this replica's heartbeat renews every claim it
+/// holds, so a claim left behind would keep its conversation busy (resumed streams waiting,
+/// new turns refused) for as long as the process runs.
+async fn release(store: Arc<dyn AiTurnClaims>, claim: AiTurnClaim) {
+    let Err(error) = try_release(store.as_ref(), &claim).await else {
+        return;
+    };
+    tracing::warn!(code = error.code(), conversation = %claim.conversation_id, "a turn claim could not be released; trying again until it is");
+    tokio::spawn(async move {
+        let mut pause = Duration::from_millis(250);
+        loop {
+            tokio::time::sleep(pause).await;
+            if try_release(store.as_ref(), &claim).await.is_ok() {
+                tracing::info!(conversation = %claim.conversation_id, "the turn claim was released");
+                return;
+            }
+            pause = (pause * 2).min(Duration::from_secs(5));
+        }
+    });
+}
+
+async fn try_release(store: &dyn AiTurnClaims, claim: &AiTurnClaim) -> Result<(), AiError> {
+    store
         .release(&claim.tenant_id, &claim.conversation_id, &claim.turn_id)
         .await
-    {
-        tracing::warn!(code = error.code(), conversation = %claim.conversation_id, "a turn claim could not be released; it lapses with its lease");
-    }
 }
 
 impl Core {
@@ -232,7 +251,7 @@ impl Core {
             replica = %lapsed.replica_id,
             "closed a turn whose replica stopped renewing its claim"
         );
-        release(claims.store.as_ref(), &by).await;
+        release(claims.store.clone(), by).await;
         Ok(())
     }
 

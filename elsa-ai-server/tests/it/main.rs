@@ -2,6 +2,7 @@
 //! streams, Studio's panel, the console in Chromium, MCP with the Inspector CLI, providers, durable
 //! stores, an Elsa Server stand-in) and the real `weaver` binary.
 
+mod chat_load;
 mod chat_stream;
 mod console_browser;
 mod durable_store;
@@ -10,10 +11,12 @@ mod error_codes;
 mod http_api;
 mod injection;
 mod mcp;
+mod postgres_restart;
 mod provider_turns;
 mod replicas;
 mod review_flow;
 mod server_binary;
 mod shipped_binary;
+mod slow_readers;
 mod store_faults;
 mod studio_panel;
