@@ -143,11 +143,18 @@ impl RedactorBuilder {
             .build(&literals)
             .map_err(|e| RedactorError::Patterns(e.to_string()))?;
         let keys = SensitiveKeys::new().map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        let mut secret_starts = [false; 256];
+        for secret in secrets.iter().flatten() {
+            if let Some(&first) = secret.as_bytes().first() {
+                secret_starts[usize::from(first)] = true;
+            }
+        }
         Ok(Redactor {
             anchors,
             short_anchors,
             secret_anchors,
             longest_secret,
+            secret_starts,
             kinds,
             secrets,
             keys,
@@ -183,6 +190,8 @@ pub struct Redactor {
     secret_anchors: Option<AhoCorasick>,
     /// The length of the longest registered secret, in bytes.
     longest_secret: usize,
+    /// The bytes registered secrets start with.
+    secret_starts: [bool; 256],
     kinds: Vec<Anchor>,
     secrets: Vec<Vec<String>>,
     keys: SensitiveKeys,
@@ -241,6 +250,83 @@ impl<'a> TextBatch<'a> {
     }
 }
 
+/// The state of one [`Redactor::redact_value`] walk outside its stack.
+struct Walk<'a> {
+    changed: bool,
+    keys: KeyCache<'a>,
+    batch: TextBatch<'a>,
+    scratch: Vec<u8>,
+}
+
+impl<'a> Walk<'a> {
+    /// A value under a key that is not sensitive: a string joins the batch, a container
+    /// waits on the stack, other scalars stay as they are.
+    #[inline]
+    fn visit(
+        &mut self,
+        redactor: &Redactor,
+        value: &'a mut Value,
+        containers: &mut Vec<&'a mut Value>,
+    ) {
+        match value {
+            Value::String(text) => {
+                if text.len() >= MIN_ANCHOR_LEN {
+                    self.batch.push(text);
+                    if self.batch.bytes.len() >= TextBatch::FLUSH_AT {
+                        self.changed |= redactor.redact_batch(&mut self.batch, &mut self.scratch);
+                    }
+                }
+            }
+            Value::Array(_) | Value::Object(_) => containers.push(value),
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+}
+
+/// The first byte of `text`, or 0.
+#[inline]
+fn first_byte(text: &str) -> u8 {
+    text.as_bytes().first().copied().unwrap_or(0)
+}
+
+/// A byte read from where the walk will look at `value` next: a string's first byte, the
+/// first key of an object, the first item of an array.
+#[inline]
+fn touch(value: &Value) -> u8 {
+    match value {
+        Value::String(text) => first_byte(text),
+        Value::Object(map) => map.keys().next().map_or(0, |key| first_byte(key)),
+        Value::Array(items) => u8::from(items.first().is_some_and(Value::is_string)),
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+    }
+}
+
+/// Replaces every scalar of a value under a sensitive key with the marker (nulls stay;
+/// objects and arrays keep their structure); returns whether anything changed.
+fn redact_all(value: &mut Value) -> bool {
+    let mut changed = false;
+    let mut pending: Vec<&mut Value> = Vec::new();
+    let mut next = Some(value);
+    while let Some(value) = next.take().or_else(|| pending.pop()) {
+        match value {
+            Value::Null => {}
+            Value::Bool(_) | Value::Number(_) => {
+                *value = Value::String(REDACTED.to_owned());
+                changed = true;
+            }
+            Value::String(text) => {
+                if text != REDACTED {
+                    REDACTED.clone_into(text);
+                    changed = true;
+                }
+            }
+            Value::Array(items) => pending.extend(items.iter_mut()),
+            Value::Object(map) => pending.extend(map.values_mut()),
+        }
+    }
+    changed
+}
+
 impl Redactor {
     /// A builder for a redactor with registered secrets.
     pub fn builder() -> RedactorBuilder {
@@ -264,47 +350,44 @@ impl Redactor {
     ///
     /// The walk decides sensitive keys as it goes and gathers the other strings into
     /// batches (see [`TextBatch`]): one automaton pass over a batch finds the few strings
-    /// holding an anchor, and only those are redacted one by one.
+    /// holding an anchor, and only those are redacted one by one. Only arrays and objects
+    /// wait on the walk's stack; their scalars are dealt with where they are met.
     pub fn redact_value(&self, value: &mut Value) -> bool {
-        let mut changed = false;
-        let mut keys = KeyCache::new();
-        let mut batch = TextBatch::default();
-        let mut scratch = Vec::new();
-        let mut pending: Vec<(&mut Value, bool)> = Vec::with_capacity(16);
-        pending.push((value, false));
-        while let Some((value, sensitive)) = pending.pop() {
-            match value {
-                Value::Null => {}
-                Value::Bool(_) | Value::Number(_) => {
-                    if sensitive {
-                        *value = Value::String(REDACTED.to_owned());
-                        changed = true;
-                    }
-                }
-                Value::String(text) => {
-                    if sensitive {
-                        if text != REDACTED {
-                            REDACTED.clone_into(text);
-                            changed = true;
-                        }
-                    } else if text.len() >= MIN_ANCHOR_LEN {
-                        batch.push(text);
-                        if batch.bytes.len() >= TextBatch::FLUSH_AT {
-                            changed |= self.redact_batch(&mut batch, &mut scratch);
-                        }
-                    }
-                }
+        let mut walk = Walk {
+            changed: false,
+            keys: KeyCache::new(),
+            batch: TextBatch::default(),
+            scratch: Vec::new(),
+        };
+        let mut containers: Vec<&mut Value> = Vec::new();
+        walk.visit(self, value, &mut containers);
+        while let Some(container) = containers.pop() {
+            match container {
                 Value::Array(items) => {
-                    pending.extend(items.iter_mut().map(|item| (item, sensitive)))
+                    for item in items {
+                        walk.visit(self, item, &mut containers);
+                    }
                 }
                 Value::Object(map) => {
+                    // Keys and strings sit in allocations of their own, rarely in cache: one
+                    // read of each, independent of one another, lets the processor fetch
+                    // them together instead of one miss after the other as the checks go.
+                    std::hint::black_box(
+                        map.iter()
+                            .fold(0u8, |acc, (key, item)| acc ^ first_byte(key) ^ touch(item)),
+                    );
                     for (key, item) in map.iter_mut() {
-                        pending.push((item, sensitive || keys.is_sensitive(&self.keys, key)));
+                        if walk.keys.is_sensitive(&self.keys, key) {
+                            walk.changed |= redact_all(item);
+                        } else {
+                            walk.visit(self, item, &mut containers);
+                        }
                     }
                 }
+                _ => {}
             }
         }
-        changed | self.redact_batch(&mut batch, &mut scratch)
+        walk.changed | self.redact_batch(&mut walk.batch, &mut walk.scratch)
     }
 
     /// Redacts the strings of `batch` that hold an anchor and empties the batch; returns
@@ -330,9 +413,17 @@ impl Redactor {
             while batch.texts[next].1 <= found.start() {
                 next += 1;
             }
+            let begin = next
+                .checked_sub(1)
+                .map_or(0, |before| batch.texts[before].1);
             let (text, end) = &mut batch.texts[next];
             pos = *end;
-            if let Some(redacted) = self.redact_text(text, scratch) {
+            // The string's own bytes in the batch (folded, or as they are for the DFA) are
+            // what its first pass would search; no match starts in it before this one.
+            let own = &haystack[begin..*end];
+            if let Some(redacted) =
+                self.redact_text_from(text, automaton, own, found.start() - begin, scratch)
+            {
                 **text = redacted;
                 changed = true;
             }
@@ -414,15 +505,35 @@ impl Redactor {
     /// repeat until one changes nothing (each pass only turns text that is not a marker into
     /// markers; the bound is a guard), and redacting twice changes nothing.
     fn redact_text(&self, text: &str, folded: &mut Vec<u8>) -> Option<String> {
+        let redacted = self.redact_pass(text, folded)?;
+        Some(self.redact_again(redacted, folded))
+    }
+
+    /// [`Self::redact_text`] whose first pass searches `haystack` (the text's bytes as
+    /// `automaton` wants them, see [`Self::redact_pass`]) from `from`, where no anchor
+    /// match starts before `from`: the walk's batch search has already found the first.
+    fn redact_text_from(
+        &self,
+        text: &str,
+        automaton: &AhoCorasick,
+        haystack: &[u8],
+        from: usize,
+        folded: &mut Vec<u8>,
+    ) -> Option<String> {
+        let redacted = self.redact_pass_in(text, automaton, haystack, from)?;
+        Some(self.redact_again(redacted, folded))
+    }
+
+    /// The passes of [`Self::redact_text`] after the first changed `redacted`.
+    fn redact_again(&self, mut redacted: String, folded: &mut Vec<u8>) -> String {
         const MAX_PASSES: usize = 8;
-        let mut redacted = self.redact_pass(text, folded)?;
         for _ in 1..MAX_PASSES {
             match self.redact_pass(&redacted, folded) {
                 Some(again) => redacted = again,
                 None => break,
             }
         }
-        Some(redacted)
+        redacted
     }
 
     /// One left-to-right pass of [`Self::redact_text`].
@@ -438,9 +549,23 @@ impl Redactor {
             folded.extend(bytes.iter().map(u8::to_ascii_lowercase));
             (&self.anchors, folded.as_slice())
         };
+        self.redact_pass_in(text, automaton, haystack, 0)
+    }
+
+    /// One pass over `text` whose anchors `automaton` finds in `haystack` (`text` itself
+    /// for [`Redactor::short_anchors`], its ASCII-lowercased bytes for
+    /// [`Redactor::anchors`]), searching from `from`.
+    fn redact_pass_in(
+        &self,
+        text: &str,
+        automaton: &AhoCorasick,
+        haystack: &[u8],
+        from: usize,
+    ) -> Option<String> {
+        let bytes = text.as_bytes();
         let mut out: Option<String> = None;
         let mut copied = 0;
-        let mut pos = 0;
+        let mut pos = from;
         while pos < bytes.len() {
             let Some(found) = automaton.find(Input::new(haystack).range(pos..)) else {
                 break;
@@ -506,6 +631,14 @@ impl Redactor {
     /// name before the password); a shorter secret under a longer one that differs in case.
     fn secret_hidden_by(&self, text: &[u8], from: usize, to: usize) -> Option<Range<usize>> {
         let automaton = self.secret_anchors.as_ref()?;
+        // A registered secret matches exactly, so it starts with one of their first bytes.
+        if !text
+            .get(from..to)?
+            .iter()
+            .any(|&b| self.secret_starts[usize::from(b)])
+        {
+            return None;
+        }
         // Overlapping matches come in the order they end; one starting before `to` ends
         // before `to + longest_secret`.
         let end = text.len().min(to + self.longest_secret);

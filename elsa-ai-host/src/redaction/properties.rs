@@ -179,6 +179,53 @@ fn document(texts: Vec<String>) -> impl Strategy<Value = Value> {
     })
 }
 
+/// What [`Redactor::redact_value`] must produce, by its definition: under a sensitive key
+/// every scalar is the marker (nulls stay), elsewhere every string is redacted on its own
+/// with [`Redactor::redact_str`]. The batched walk must agree with it exactly.
+fn reference(redactor: &Redactor, value: &Value, sensitive: bool) -> Value {
+    match value {
+        Value::Null => Value::Null,
+        Value::Bool(_) | Value::Number(_) if sensitive => Value::String(REDACTED.to_owned()),
+        Value::Bool(_) | Value::Number(_) => value.clone(),
+        Value::String(_) if sensitive => Value::String(REDACTED.to_owned()),
+        Value::String(text) => Value::String(redactor.redact_str(text).into_owned()),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|item| reference(redactor, item, sensitive))
+                .collect(),
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(key, item)| {
+                    let sensitive = sensitive || redactor.is_sensitive_key(key);
+                    (key.clone(), reference(redactor, item, sensitive))
+                })
+                .collect(),
+        ),
+    }
+}
+
+/// A larger document: `records` objects of ordinary and sensitive keys whose strings are
+/// `texts` (cycled), enough bytes that the walk searches its strings in several batches.
+fn large_document(texts: Vec<String>, records: usize) -> Value {
+    const KEYS: &[&str] = &["name", "note", "url", "password", "apiKey", "log", "x"];
+    let mut items = Vec::with_capacity(records);
+    for i in 0..records {
+        let text = |k: usize| Value::String(texts[(i * 7 + k) % texts.len()].clone());
+        let mut record = Map::new();
+        for (k, key) in KEYS.iter().enumerate() {
+            record.insert((*key).to_owned(), text(k));
+        }
+        record.insert(
+            "nested".to_owned(),
+            serde_json::json!({"list": [text(8), i, text(9)], "token": i, "deep": {"v": text(10)}}),
+        );
+        items.push(Value::Object(record));
+    }
+    serde_json::json!({ "items": items })
+}
+
 /// Every string in a document, keys excluded.
 fn strings(value: &Value, out: &mut Vec<String>) {
     match value {
@@ -242,6 +289,34 @@ proptest! {
         prop_assert_eq!(&reread, &redacted);
         let mut twice = redacted.clone();
         prop_assert!(!redactor.redact_value(&mut twice), "redacting twice changed {redacted}");
-        prop_assert_eq!(twice, redacted);
+        prop_assert_eq!(&twice, &redacted);
+        prop_assert_eq!(&redacted, &reference(redactor, &value, false), "as each string alone");
+    }
+}
+
+proptest! {
+    // Each case walks up to a few hundred records through both the batched walk and the
+    // reference: fewer cases than above keep the test's time in line with the others.
+    #![proptest_config(weaver_testkit::property::config(200))]
+
+    #[test]
+    fn a_large_document_is_redacted_as_each_string_alone(
+        texts in prop::collection::vec(
+            prop_oneof![
+                registered().prop_flat_map(text_with),
+                prop::collection::vec(fragment(), 0..8).prop_map(|f| f.concat()),
+                "[a-zA-Z0-9 /.:]{0,40}",
+            ],
+            1..24,
+        ),
+        records in 1usize..160,
+    ) {
+        let redactor = redactor();
+        let value = large_document(texts, records);
+        let mut redacted = value.clone();
+        let changed = redactor.redact_value(&mut redacted);
+        let expected = reference(redactor, &value, false);
+        prop_assert_eq!(changed, expected != value, "whether anything changed");
+        prop_assert_eq!(&redacted, &expected);
     }
 }
