@@ -312,7 +312,7 @@ async fn finish(
                     "durationMs": duration_ms,
                 }),
             );
-            if let Err(audit) = core.record(event).await {
+            if let Err(audit) = core.record_turn_end(event).await {
                 tracing::error!(code = audit.code(), "turn.failed could not be audited");
             }
             turn.slot

@@ -62,6 +62,9 @@ struct Channels {
 
 const MIN_SWEEP: usize = 64;
 
+/// How long a turn keeps trying to journal its end while the store is unavailable.
+pub(crate) const TERMINAL_RETRY_LIMIT: Duration = Duration::from_secs(30);
+
 impl StreamHub {
     pub fn new(
         journal: Arc<dyn AiStreamJournal>,
@@ -494,15 +497,55 @@ impl TurnSlot {
 
     /// Appends the turn's terminal event and frees the conversation in the same step, so a
     /// new turn's events always follow this one's end.
+    ///
+    /// While the journal is unavailable (503) the write is tried again, for up to
+    /// [`TERMINAL_RETRY_LIMIT`]: a turn's end is what tells every reader the stream is
+    /// complete, so a store that is away for a moment must not leave the stream open for good.
+    /// The turn still holds its conversation meanwhile, so nothing else can end it.
     pub async fn finish(
         self,
         event_type: AiStreamEventType,
         data: Value,
     ) -> Result<AiStreamEvent, AiError> {
         debug_assert!(event_type.is_terminal());
-        self.channel
-            .append_ending(event_type, data, Some(self.number))
-            .await
+        let channel = &self.channel;
+        let before = *channel.last.lock().await;
+        let deadline = tokio::time::Instant::now() + TERMINAL_RETRY_LIMIT;
+        let mut pause = Duration::from_millis(100);
+        loop {
+            let error = match channel
+                .append_ending(event_type, data.clone(), Some(self.number))
+                .await
+            {
+                Ok(event) => return Ok(event),
+                Err(error) => error,
+            };
+            if error.status() != 503 || tokio::time::Instant::now() >= deadline {
+                return Err(error);
+            }
+            tracing::warn!(code = error.code(), conversation = %channel.id, "the turn's end could not be journaled; trying again");
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_secs(2));
+            // A commit whose answer was lost may have landed: then the journal holds the end
+            // already (nothing but this turn can end the conversation while it runs).
+            if let Some(before) = before
+                && let Ok(written) = channel
+                    .journal()
+                    .read_after(
+                        &channel.id,
+                        &channel.tenant_id,
+                        before,
+                        channel.replay_batch(),
+                    )
+                    .await
+                && let Some(end) = written.iter().find(|e| e.event_type.is_terminal())
+            {
+                let mut last = channel.last.lock().await;
+                *last = written.last().map(|e| e.sequence);
+                let _ = channel.sender.send(end.clone());
+                return Ok(end.clone());
+            }
+        }
     }
 }
 

@@ -284,6 +284,10 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
         seen.refused.len()
     );
     assert!(seen.broken.is_empty(), "{:#?}", seen.broken);
+    assert_eq!(
+        unterminated, 0,
+        "every accepted turn's stream ends with a journaled end, the outage notwithstanding"
+    );
     assert!(
         !seen.refused.is_empty(),
         "requests were refused while PostgreSQL was down"
@@ -328,7 +332,7 @@ async fn weaver_on_a_restarted_postgres_refuses_with_503_and_loses_no_acknowledg
         let ended = match ended.as_deref() {
             Some("conversation.completed") => "turn.completed",
             Some(_) => "turn.failed",
-            None => continue,
+            None => unreachable!("every turn ended, as asserted above"),
         };
         assert_eq!(
             recorded(conversation, ended).len(),
