@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use elsa_ai_abstractions::{
-    AiConversation, AiMessage, AiStreamEvent, AiStreamEventType, AiTurnClaim, AiTurnClaims,
-    ConversationId, MessageRole, TURN_IN_PROGRESS,
+    AiConversation, AiConversationStore, AiMessage, AiStreamEvent, AiStreamEventType, AiTurnClaim,
+    AiTurnClaims, ConversationId, MessageRole, TURN_IN_PROGRESS,
 };
 use elsa_workflows::TenantId;
 use serde_json::json;
@@ -73,11 +73,12 @@ async fn a_conversation_is_claimed_once_even_in_batches_with_its_creation(db: Te
         let id = id.clone();
         async move {
             let (from_a, from_b) = (claim(&tenant, &id, "a"), claim(&tenant, &id, "b"));
-            let store = a.shared();
+            let (store, claims_a, claims_b) = (a.shared(), claims(&a), claims(&b));
+            let created = conversation(&tenant, &id);
             let (created, mine, theirs) = tokio::join!(
-                store.create(&conversation(&tenant, &id)),
-                claims(&a).claim(&from_a, Utc::now()),
-                claims(&b).claim(&from_b, Utc::now()),
+                store.create(&created),
+                claims_a.claim(&from_a, Utc::now()),
+                claims_b.claim(&from_b, Utc::now()),
             );
             (created, mine.map(|()| from_a), theirs.map(|()| from_b))
         }
@@ -93,7 +94,9 @@ async fn a_conversation_is_claimed_once_even_in_batches_with_its_creation(db: Te
         assert_eq!((refused.status(), refused.code()), (409, TURN_IN_PROGRESS));
         let held = claims(&reader).current(&tenant, id).await.unwrap();
         assert_eq!(held.map(|c| c.turn_id), Some(winner.turn_id), "{id}");
-        let stored = reader.shared().find(id, &tenant).await.unwrap();
+        let stored = AiConversationStore::find(&*reader.shared(), id, &tenant)
+            .await
+            .unwrap();
         assert_eq!(stored.map(|c| c.messages.len()), Some(1), "{id}");
     }
 }
