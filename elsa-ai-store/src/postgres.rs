@@ -316,10 +316,11 @@ impl BatchInsert for AuditInserts {
     }
 }
 
-/// Stream-journal batches: one transaction that checks each row is exactly the next sequence
-/// of its tenant's conversation (the batch's earlier rows included; one lookup for the whole
-/// batch) and inserts them all. The primary key refuses a row another process appended
-/// meanwhile; the batch is then retried row by row.
+/// Stream-journal batches: one lookup that checks each row is exactly the next sequence of
+/// its tenant's conversation (the batch's earlier rows included), then one statement that
+/// inserts them all, ends the claims of turns whose terminal event is among them and
+/// announces the new ends (two round trips, one commit). The primary key refuses a row
+/// another process appended meanwhile; the batch is then retried row by row.
 struct JournalInserts {
     pool: PgPool,
     concurrency: usize,
@@ -331,7 +332,13 @@ impl BatchInsert for JournalInserts {
     type Error = sqlx::Error;
 
     async fn insert(&self, rows: &[StreamRow]) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
+        // No transaction around the lookup and the insert: each statement reads its own
+        // snapshot anyway (read committed), and the check stays sound without one. A
+        // lookup that is behind (another process appended meanwhile) lets through only a
+        // sequence that now exists, which the primary key refuses; so the journal stays
+        // gap-free, and the insert, the ended claims and the notices commit together as
+        // one statement.
+        let mut connection = self.pool.acquire().await?;
         let tenants: Vec<&str> = rows.iter().map(|r| r.tenant_id.as_str()).collect();
         let conversations: Vec<&str> = rows.iter().map(|r| r.conversation_id.as_str()).collect();
         let found: Vec<(String, String, i64)> = sqlx::query_as(
@@ -342,7 +349,7 @@ impl BatchInsert for JournalInserts {
         )
         .bind(&tenants)
         .bind(&conversations)
-        .fetch_all(&mut *tx)
+        .fetch_all(&mut *connection)
         .await?;
         let mut last: HashMap<(&str, &str), i64> = found
             .iter()
@@ -361,37 +368,12 @@ impl BatchInsert for JournalInserts {
             }
             *known = row.sequence;
         }
-        sqlx::query(
-            "INSERT INTO stream_events (tenant_id, conversation_id, sequence, event_type, \
-             occurred_at_ns, body) SELECT tenant_id, conversation_id, sequence, event_type, \
-             occurred_at_ns, body::json FROM UNNEST($1::text[], $2::text[], $3::int8[], \
-             $4::text[], $5::int8[], $6::text[]) \
-             AS batch (tenant_id, conversation_id, sequence, event_type, occurred_at_ns, body)",
-        )
-        .bind(&tenants)
-        .bind(&conversations)
-        .bind(rows.iter().map(|r| r.sequence).collect::<Vec<_>>())
-        .bind(rows.iter().map(|r| r.event_type).collect::<Vec<_>>())
-        .bind(rows.iter().map(|r| r.occurred_at_ns).collect::<Vec<_>>())
-        .bind(rows.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
-        .execute(&mut *tx)
-        .await?;
         // A turn's terminal event ends its claim in the same commit.
         let ended: Vec<(&str, &str)> = rows
             .iter()
             .filter(|r| is_terminal(r.event_type))
             .map(|r| (r.tenant_id.as_str(), r.conversation_id.as_str()))
             .collect();
-        if !ended.is_empty() {
-            sqlx::query(
-                "DELETE FROM turn_claims WHERE (tenant_id, conversation_id) IN \
-                 (SELECT * FROM UNNEST($1::text[], $2::text[]))",
-            )
-            .bind(ended.iter().map(|(t, _)| *t).collect::<Vec<_>>())
-            .bind(ended.iter().map(|(_, c)| *c).collect::<Vec<_>>())
-            .execute(&mut *tx)
-            .await?;
-        }
         // Every replica hears, at commit, how far each conversation's journal now reaches.
         let notices: Vec<String> = last
             .iter()
@@ -400,12 +382,30 @@ impl BatchInsert for JournalInserts {
                 JournalNotice::encode(tenant, conversation, *sequence)
             })
             .collect();
-        sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
-            .bind(JOURNAL_CHANNEL)
-            .bind(&notices)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await
+        // The rows, the ended claims and the notices in one statement: one round trip.
+        sqlx::query(
+            "WITH appended AS (INSERT INTO stream_events (tenant_id, conversation_id, \
+             sequence, event_type, occurred_at_ns, body) SELECT tenant_id, conversation_id, \
+             sequence, event_type, occurred_at_ns, body::json FROM UNNEST($1::text[], \
+             $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[]) \
+             AS batch (tenant_id, conversation_id, sequence, event_type, occurred_at_ns, body)), \
+             ended AS (DELETE FROM turn_claims WHERE (tenant_id, conversation_id) IN \
+             (SELECT * FROM UNNEST($7::text[], $8::text[]))) \
+             SELECT pg_notify($9, payload) FROM UNNEST($10::text[]) AS n (payload)",
+        )
+        .bind(&tenants)
+        .bind(&conversations)
+        .bind(rows.iter().map(|r| r.sequence).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.event_type).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.occurred_at_ns).collect::<Vec<_>>())
+        .bind(rows.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
+        .bind(ended.iter().map(|(t, _)| *t).collect::<Vec<_>>())
+        .bind(ended.iter().map(|(_, c)| *c).collect::<Vec<_>>())
+        .bind(JOURNAL_CHANNEL)
+        .bind(&notices)
+        .execute(&mut *connection)
+        .await?;
+        Ok(())
     }
 
     fn concurrent_batches(&self) -> usize {
@@ -474,12 +474,65 @@ impl ConversationWrite {
 }
 
 /// Conversation batches: one transaction with a statement per kind of write (the columns
-/// travel as arrays). A write that cannot stand on its own (an id that exists, a
+/// travel as arrays); a batch of creations and claims only (what new conversations' turns
+/// wait for) is one statement. A write that cannot stand on its own (an id that exists, a
 /// conversation that is not in the tenant, a conversation claimed already) refuses the batch,
 /// which is then retried row by row.
 struct ConversationWrites {
     pool: PgPool,
     concurrency: usize,
+}
+
+/// A new conversation as a batch writes it: its row (id, tenant, owner, agent, title,
+/// created, updated) and its messages (conversation id, role, content, time).
+type CreatedRow = (String, String, String, String, String, i64, i64);
+type MessageRow<'a> = (&'a str, &'a str, &'a str, i64);
+
+impl ConversationWrites {
+    /// Creations and claims in one statement (data-modifying `WITH` clauses), so in one
+    /// round trip and one commit: all rows or none. A claim on a conversation another claim
+    /// holds, like an id that exists, is a unique violation that refuses the batch (then
+    /// retried row by row).
+    async fn create_and_claim(
+        &self,
+        created: &[&CreatedRow],
+        messages: &[MessageRow<'_>],
+        claims: &[&ClaimRow],
+    ) -> Result<(), sqlx::Error> {
+        let claim_column =
+            |f: fn(&ClaimRow) -> &String| claims.iter().map(|c| f(c).as_str()).collect::<Vec<_>>();
+        sqlx::query(
+            "WITH created AS (INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
+             created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
+             $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])), \
+             messages AS (INSERT INTO conversation_messages (conversation_id, role, content, \
+             created_at_ns) SELECT id, role, content, at FROM UNNEST($8::text[], $9::text[], \
+             $10::text[], $11::int8[]) WITH ORDINALITY AS m (id, role, content, at, n) \
+             ORDER BY n) \
+             INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
+             lease_until_ns) SELECT * FROM UNNEST($12::text[], $13::text[], $14::text[], \
+             $15::text[], $16::int8[])",
+        )
+        .bind(created.iter().map(|r| r.0.as_str()).collect::<Vec<_>>())
+        .bind(created.iter().map(|r| r.1.as_str()).collect::<Vec<_>>())
+        .bind(created.iter().map(|r| r.2.as_str()).collect::<Vec<_>>())
+        .bind(created.iter().map(|r| r.3.as_str()).collect::<Vec<_>>())
+        .bind(created.iter().map(|r| r.4.as_str()).collect::<Vec<_>>())
+        .bind(created.iter().map(|r| r.5).collect::<Vec<_>>())
+        .bind(created.iter().map(|r| r.6).collect::<Vec<_>>())
+        .bind(messages.iter().map(|m| m.0).collect::<Vec<_>>())
+        .bind(messages.iter().map(|m| m.1).collect::<Vec<_>>())
+        .bind(messages.iter().map(|m| m.2).collect::<Vec<_>>())
+        .bind(messages.iter().map(|m| m.3).collect::<Vec<_>>())
+        .bind(claim_column(|c| &c.tenant_id))
+        .bind(claim_column(|c| &c.conversation_id))
+        .bind(claim_column(|c| &c.turn_id))
+        .bind(claim_column(|c| &c.replica_id))
+        .bind(claims.iter().map(|c| c.lease_until_ns).collect::<Vec<_>>())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -488,7 +541,6 @@ impl BatchInsert for ConversationWrites {
     type Error = sqlx::Error;
 
     async fn insert(&self, rows: &[ConversationWrite]) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
         let mut created = Vec::new();
         let mut messages: Vec<(&str, &str, &str, i64)> = Vec::new();
         let mut appended: Vec<(&str, &str, i64)> = Vec::new();
@@ -528,6 +580,11 @@ impl BatchInsert for ConversationWrites {
                 ConversationWrite::Claim(claim) => claims.push(claim),
             }
         }
+        if appended.is_empty() && sessions.is_empty() {
+            // What a new conversation's turn waits for: one statement, its own transaction.
+            return self.create_and_claim(&created, &messages, &claims).await;
+        }
+        let mut tx = self.pool.begin().await?;
         if !created.is_empty() {
             sqlx::query(
                 "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \

@@ -154,7 +154,8 @@ impl Core {
     }
 
     /// Stage 3, the claim: one turn at a time per conversation, in this process (409
-    /// `turn_in_progress`) and then across replicas through the shared claim store.
+    /// `turn_in_progress`) and then across replicas through the shared claim store. A new
+    /// conversation's claim runs alongside stages 4 to 6 (see `execute_chat`).
     pub(super) async fn claim(
         &self,
         caller: &AiCaller,

@@ -398,23 +398,39 @@ impl AiOrchestrator for ChatOrchestrator {
         let trace_id = core.traces.trace_id(&span);
         let turn_span = span.clone();
         let accepted: Result<AiChatStream, AiError> = async move {
-            let claimed = core.claim(&caller, &target).await?;
-            let mut resolved = core.resolve(&caller, &target, &attachments).await?;
-            let session = core
-                .open_session(&caller, &target, &mut resolved.opening)
-                .await?;
             let message = core.redactor.redact_str(&message).into_owned();
-            let written = core
-                .write_opening_records(
-                    &caller,
-                    &target,
-                    &session,
-                    &message,
-                    &attachments,
-                    &mut resolved,
-                )
-                .await;
-            core.or_close(&session, &target, written).await?;
+            let opening = async {
+                let mut resolved = core.resolve(&caller, &target, &attachments).await?;
+                let session = core
+                    .open_session(&caller, &target, &mut resolved.opening)
+                    .await?;
+                let written = core
+                    .write_opening_records(
+                        &caller,
+                        &target,
+                        &session,
+                        &message,
+                        &attachments,
+                        &mut resolved,
+                    )
+                    .await;
+                core.or_close(&session, &target, written).await?;
+                Ok::<_, AiError>((resolved, session))
+            };
+            // A conversation continued is claimed before anything else happens for the turn
+            // (a parallel turn gets 409 and leaves no record). A new conversation's id is
+            // known to no one until `conversation.started` names it, so its claim cannot be
+            // contested: it is taken while the opening is resolved and audited, and the turn
+            // waits for the store once less. Either way the claim holds before the user
+            // message is stored and before anything streams.
+            let (claimed, opened) = if target.existing.is_some() {
+                let claimed = core.claim(&caller, &target).await?;
+                (Ok(claimed), opening.await)
+            } else {
+                tokio::join!(core.claim(&caller, &target), opening)
+            };
+            let (resolved, session) = opened?;
+            let claimed = core.or_close(&session, &target, claimed).await?;
             let history = core.history(&target);
             let stored = core.store_user_message(&caller, &target, &message).await;
             core.or_close(&session, &target, stored).await?;

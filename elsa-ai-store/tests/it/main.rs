@@ -4,6 +4,7 @@
 
 mod support;
 
+mod claims;
 mod conformance;
 mod crash;
 mod durability;

@@ -1,0 +1,151 @@
+//! Turn claims through two store handles (as two replicas hold them): a conversation is
+//! claimed by one turn only, even when the claims share batches with the conversations
+//! being created, and the commit that journals a turn's terminal event ends its claim.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use elsa_ai_abstractions::{
+    AiConversation, AiConversationStore, AiMessage, AiStreamEvent, AiStreamEventType, AiTurnClaim,
+    AiTurnClaims, ConversationId, MessageRole, TURN_IN_PROGRESS,
+};
+use elsa_workflows::TenantId;
+use serde_json::json;
+
+use crate::support::{ConcreteStore, TestDb, on_both_backends};
+
+on_both_backends!(
+    a_conversation_is_claimed_once_even_in_batches_with_its_creation,
+    the_commit_of_a_terminal_event_ends_the_claim,
+);
+
+fn tenant() -> TenantId {
+    TenantId::new(format!("tenant-{}", ConversationId::generate()))
+}
+
+fn claims(store: &ConcreteStore) -> Arc<dyn AiTurnClaims> {
+    match store {
+        ConcreteStore::Sqlite(store) => Arc::new(store.clone()),
+        ConcreteStore::Postgres(store) => Arc::new(store.clone()),
+    }
+}
+
+fn conversation(tenant: &TenantId, id: &ConversationId) -> AiConversation {
+    let now = Utc::now();
+    AiConversation {
+        id: id.clone(),
+        tenant_id: tenant.clone(),
+        owner_id: "alice".into(),
+        agent: "default".into(),
+        title: "a question".into(),
+        created_at: now,
+        updated_at: now,
+        messages: vec![AiMessage {
+            role: MessageRole::User,
+            content: "a question".into(),
+            timestamp: now,
+        }],
+    }
+}
+
+fn claim(tenant: &TenantId, id: &ConversationId, replica: &str) -> AiTurnClaim {
+    AiTurnClaim {
+        tenant_id: tenant.clone(),
+        conversation_id: id.clone(),
+        turn_id: format!("turn-{}", ConversationId::generate()),
+        replica_id: replica.into(),
+        lease_until: Utc::now() + Duration::seconds(30),
+        attached_until: None,
+    }
+}
+
+async fn a_conversation_is_claimed_once_even_in_batches_with_its_creation(db: TestDb) {
+    const CONVERSATIONS: usize = 40;
+    let (a, b) = (db.open_concrete().await, db.open_concrete().await);
+    let tenant = tenant();
+    let ids: Vec<ConversationId> = (0..CONVERSATIONS)
+        .map(|_| ConversationId::generate())
+        .collect();
+    // Replica A creates each conversation and claims it at once (as a new conversation's
+    // turn does); replica B claims it at the same time.
+    let attempts = ids.iter().map(|id| {
+        let (a, b, tenant) = (a.clone(), b.clone(), tenant.clone());
+        let id = id.clone();
+        async move {
+            let (from_a, from_b) = (claim(&tenant, &id, "a"), claim(&tenant, &id, "b"));
+            let (store, claims_a, claims_b) = (a.shared(), claims(&a), claims(&b));
+            let created = conversation(&tenant, &id);
+            let (created, mine, theirs) = tokio::join!(
+                store.create(&created),
+                claims_a.claim(&from_a, Utc::now()),
+                claims_b.claim(&from_b, Utc::now()),
+            );
+            (created, mine.map(|()| from_a), theirs.map(|()| from_b))
+        }
+    });
+    let results = futures::future::join_all(attempts).await;
+    let reader = db.open_concrete().await;
+    for (id, (created, mine, theirs)) in ids.iter().zip(results) {
+        created.unwrap_or_else(|error| panic!("the creation of {id} failed: {error}"));
+        let (winner, refused) = match (mine, theirs) {
+            (Ok(won), Err(refused)) | (Err(refused), Ok(won)) => (won, refused),
+            (mine, theirs) => panic!("exactly one claim of {id} wins: {mine:?} / {theirs:?}"),
+        };
+        assert_eq!((refused.status(), refused.code()), (409, TURN_IN_PROGRESS));
+        let held = claims(&reader).current(&tenant, id).await.unwrap();
+        assert_eq!(held.map(|c| c.turn_id), Some(winner.turn_id), "{id}");
+        let stored = AiConversationStore::find(&*reader.shared(), id, &tenant)
+            .await
+            .unwrap();
+        assert_eq!(stored.map(|c| c.messages.len()), Some(1), "{id}");
+    }
+}
+
+async fn the_commit_of_a_terminal_event_ends_the_claim(db: TestDb) {
+    let (a, b) = (db.open_concrete().await, db.open_concrete().await);
+    let tenant = tenant();
+    let id = ConversationId::generate();
+    a.shared()
+        .create(&conversation(&tenant, &id))
+        .await
+        .unwrap();
+    claims(&a)
+        .claim(&claim(&tenant, &id, "a"), Utc::now())
+        .await
+        .unwrap();
+    let event = |sequence, event_type, data| AiStreamEvent {
+        event_type,
+        conversation_id: id.clone(),
+        sequence,
+        timestamp: Utc::now(),
+        data,
+    };
+    let journal = a.shared();
+    journal
+        .append(
+            &tenant,
+            &event(1, AiStreamEventType::AssistantDelta, json!({"text": "hi"})),
+        )
+        .await
+        .unwrap();
+    let busy = claims(&b)
+        .claim(&claim(&tenant, &id, "b"), Utc::now())
+        .await
+        .expect_err("the turn still runs");
+    assert_eq!(busy.code(), TURN_IN_PROGRESS);
+    journal
+        .append(
+            &tenant,
+            &event(2, AiStreamEventType::ConversationCompleted, json!({})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        claims(&b).current(&tenant, &id).await.unwrap().is_none(),
+        "the terminal event's commit deleted the claim"
+    );
+    claims(&b)
+        .claim(&claim(&tenant, &id, "b"), Utc::now())
+        .await
+        .expect("the next turn claims the conversation anywhere at once");
+}
