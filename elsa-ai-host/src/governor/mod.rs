@@ -259,6 +259,11 @@ struct BoundToolInvoker {
 #[async_trait]
 impl AiProviderToolInvoker for BoundToolInvoker {
     async fn invoke(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
+        // No subscriber takes `info` spans: `tool_span` would make a disabled span, so its
+        // name is not redacted for nothing.
+        if !tracing::level_enabled!(tracing::Level::INFO) {
+            return self.govern(invocation).await;
+        }
         // The name comes from the model: it reaches the trace only after redaction.
         let parent = self.scope.span.clone().unwrap_or_else(Span::current);
         let span = tool_span(

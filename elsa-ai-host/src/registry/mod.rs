@@ -70,6 +70,10 @@ impl RegisteredTool {
     /// Validates arguments against the compiled input schema: 400 `invalid_arguments`
     /// naming where and why, never echoing argument values.
     pub fn validate_arguments(&self, arguments: &Value) -> Result<(), AiError> {
+        // The usual case answers without building error values; only a refusal lists them.
+        if self.validator.is_valid(arguments) {
+            return Ok(());
+        }
         let mut violations = self.validator.iter_errors(arguments).peekable();
         if violations.peek().is_none() {
             return Ok(());

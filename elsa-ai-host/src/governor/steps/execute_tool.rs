@@ -1,11 +1,14 @@
 //! Step 9: validate the arguments and execute the tool.
 
 use std::panic::AssertUnwindSafe;
+use std::pin::pin;
+use std::task::Poll;
 use std::time::Duration;
 
 use elsa_ai_abstractions::{AiError, AiToolExecutionContext};
 use futures::FutureExt;
 use serde_json::Value;
+use tokio::time::error::Elapsed;
 
 use crate::registry::RegisteredTool;
 
@@ -38,24 +41,45 @@ impl ExecuteTool {
             ..context
         };
         let name = &tool.definition().name;
+        let cancelled = || {
+            own.cancel();
+            Err(AiError::unavailable(
+                "tool_cancelled",
+                format!("tool '{name}' was cancelled with its turn"),
+            ))
+        };
+        // A turn cancelled before the call runs no tool (as the biased select below would).
+        if turn.is_cancelled() {
+            return cancelled();
+        }
+        let finished = |finished: Result<std::thread::Result<_>, Elapsed>| match finished {
+            Ok(Ok(result)) => result,
+            Ok(Err(_panic)) => Err(AiError::internal(
+                "tool_panicked",
+                format!("tool '{name}' failed unexpectedly"),
+            )),
+            Err(_elapsed) => {
+                own.cancel();
+                Err(AiError::unavailable(
+                    "tool_timeout",
+                    format!(
+                        "tool '{name}' did not finish within {} ms",
+                        timeout.as_millis()
+                    ),
+                ))
+            }
+        };
         let execution = AssertUnwindSafe(tool.tool().execute(context)).catch_unwind();
+        let mut execution = pin!(tokio::time::timeout(timeout, execution));
+        // Most tools answer on their first poll: they then need no waiter on the turn's
+        // cancellation (registering and removing one takes its lock twice).
+        if let Poll::Ready(done) = futures::poll!(execution.as_mut()) {
+            return finished(done);
+        }
         tokio::select! {
             biased;
-            () = turn.cancelled() => {
-                own.cancel();
-                Err(AiError::unavailable("tool_cancelled", format!("tool '{name}' was cancelled with its turn")))
-            }
-            finished = tokio::time::timeout(timeout, execution) => match finished {
-                Ok(Ok(result)) => result,
-                Ok(Err(_panic)) => Err(AiError::internal("tool_panicked", format!("tool '{name}' failed unexpectedly"))),
-                Err(_elapsed) => {
-                    own.cancel();
-                    Err(AiError::unavailable(
-                        "tool_timeout",
-                        format!("tool '{name}' did not finish within {} ms", timeout.as_millis()),
-                    ))
-                }
-            },
+            () = turn.cancelled() => cancelled(),
+            done = execution => finished(done),
         }
     }
 }
@@ -148,6 +172,23 @@ mod tests {
         let registered = harness.registry.registered("demo.slow").unwrap();
         let (result, ()) = tokio::join!(step.run(registered, context), cancel);
         assert_eq!(result.unwrap_err().code(), "tool_cancelled");
+    }
+
+    #[tokio::test]
+    async fn a_turn_cancelled_before_the_call_runs_no_tool() {
+        let tool = Arc::new(TestTool::echo(read_tool("demo.read")));
+        let harness = GovernanceHarness::builder().tool(tool.clone()).build();
+        let step = ExecuteTool {
+            default_timeout: Duration::from_secs(5),
+        };
+        let turn = CancellationToken::new();
+        turn.cancel();
+        let mut context = execution_context(&harness, json!({}));
+        context.cancellation = turn;
+        let registered = harness.registry.registered("demo.read").unwrap();
+        let error = step.run(registered, context).await.unwrap_err();
+        assert_eq!((error.status(), error.code()), (503, "tool_cancelled"));
+        assert_eq!(tool.calls(), 0, "the tool never ran");
     }
 
     #[tokio::test]
