@@ -224,6 +224,7 @@
 
 mod agents;
 mod audit;
+mod backoff;
 mod clamp;
 mod context;
 mod conversation;

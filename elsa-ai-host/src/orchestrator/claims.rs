@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Core;
 use super::turn::failed_data;
+use crate::backoff::Backoff;
 
 /// How long a claim lives without a heartbeat unless configured.
 pub const DEFAULT_TURN_LEASE: Duration = Duration::from_secs(30);
@@ -112,14 +113,12 @@ async fn release(store: Arc<dyn AiTurnClaims>, claim: AiTurnClaim) {
     };
     tracing::warn!(code = error.code(), conversation = %claim.conversation_id, "a turn claim could not be released; trying again until it is");
     tokio::spawn(async move {
-        let mut pause = Duration::from_millis(250);
-        loop {
-            tokio::time::sleep(pause).await;
+        let mut backoff = Backoff::new(Duration::from_millis(250), Duration::from_secs(5));
+        while backoff.wait().await {
             if try_release(store.as_ref(), &claim).await.is_ok() {
                 tracing::info!(conversation = %claim.conversation_id, "the turn claim was released");
                 return;
             }
-            pause = (pause * 2).min(Duration::from_secs(5));
         }
     });
 }

@@ -37,7 +37,7 @@ use crate::conversation::find_owned_conversation;
 use crate::governor::ToolGovernor;
 use crate::redaction::Redactor;
 use crate::stream::ConversationEvents;
-use crate::stream::{HubLimits, StreamEnd, StreamHub, TERMINAL_RETRY_LIMIT};
+use crate::stream::{HubLimits, StreamEnd, StreamHub, turn_end_backoff};
 use crate::telemetry::TraceIdSource;
 use admission::TurnParts;
 pub use claims::DEFAULT_TURN_LEASE;
@@ -328,25 +328,21 @@ impl Core {
         })
     }
 
-    /// Writes `events` all at once, so that a group-committing sink commits them together
-    /// (one wait instead of one per record); succeeds once every one is written.
     /// Records the audit event of a turn's end, trying again while the store is unavailable
     /// (503) for as long as the turn tries to journal its end: the trail must say how every
     /// streamed turn ended.
     async fn record_turn_end(&self, event: AiAuditEvent) -> Result<(), AiError> {
-        let deadline = tokio::time::Instant::now() + TERMINAL_RETRY_LIMIT;
-        let mut pause = Duration::from_millis(100);
+        let mut backoff = turn_end_backoff();
         loop {
-            match self.record(event.clone()).await {
-                Err(error) if error.status() == 503 && tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_secs(2));
-                }
-                other => return other,
+            let recorded = self.record(event.clone()).await;
+            if !matches!(&recorded, Err(error) if error.status() == 503) || !backoff.wait().await {
+                return recorded;
             }
         }
     }
 
+    /// Writes `events` all at once, so that a group-committing sink commits them together
+    /// (one wait instead of one per record); succeeds once every one is written.
     async fn record_all(&self, events: Vec<AiAuditEvent>) -> Result<(), AiError> {
         future::try_join_all(events.into_iter().map(|event| self.record(event)))
             .await

@@ -17,6 +17,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::subscription::{StreamEnd, Subscription};
+use crate::backoff::Backoff;
 use crate::redaction::Redactor;
 
 /// How the hub is tuned.
@@ -62,8 +63,15 @@ struct Channels {
 
 const MIN_SWEEP: usize = 64;
 
-/// How long a turn keeps trying to journal its end while the store is unavailable.
-pub(crate) const TERMINAL_RETRY_LIMIT: Duration = Duration::from_secs(30);
+/// The pauses of a turn trying to write its end (terminal event, end record) while the store
+/// is unavailable: 100 ms doubling to 2 s, for up to 30 s.
+pub(crate) fn turn_end_backoff() -> Backoff {
+    Backoff::within(
+        Duration::from_millis(100),
+        Duration::from_secs(2),
+        Duration::from_secs(30),
+    )
+}
 
 impl StreamHub {
     pub fn new(
@@ -499,7 +507,7 @@ impl TurnSlot {
     /// new turn's events always follow this one's end.
     ///
     /// While the journal is unavailable (503) the write is tried again, for up to
-    /// [`TERMINAL_RETRY_LIMIT`]: a turn's end is what tells every reader the stream is
+    /// 30 s ([`turn_end_backoff`]): a turn's end is what tells every reader the stream is
     /// complete, so a store that is away for a moment must not leave the stream open for good.
     /// The turn still holds its conversation meanwhile, so nothing else can end it.
     pub async fn finish(
@@ -510,8 +518,7 @@ impl TurnSlot {
         debug_assert!(event_type.is_terminal());
         let channel = &self.channel;
         let before = *channel.last.lock().await;
-        let deadline = tokio::time::Instant::now() + TERMINAL_RETRY_LIMIT;
-        let mut pause = Duration::from_millis(100);
+        let mut backoff = turn_end_backoff();
         loop {
             let error = match channel
                 .append_ending(event_type, data.clone(), Some(self.number))
@@ -520,12 +527,13 @@ impl TurnSlot {
                 Ok(event) => return Ok(event),
                 Err(error) => error,
             };
-            if error.status() != 503 || tokio::time::Instant::now() >= deadline {
+            if error.status() != 503 {
                 return Err(error);
             }
-            tracing::warn!(code = error.code(), conversation = %channel.id, "the turn's end could not be journaled; trying again");
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_secs(2));
+            tracing::warn!(code = error.code(), conversation = %channel.id, "the turn's end could not be journaled");
+            if !backoff.wait().await {
+                return Err(error);
+            }
             // A commit whose answer was lost may have landed: then the journal holds the end
             // already (nothing but this turn can end the conversation while it runs).
             if let Some(before) = before

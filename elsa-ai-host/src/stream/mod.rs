@@ -16,7 +16,7 @@ mod publisher;
 mod subscription;
 
 use hub::Activity;
-pub(crate) use hub::{Channel, HubLimits, StreamHub, TERMINAL_RETRY_LIMIT, TurnSlot};
+pub(crate) use hub::{Channel, HubLimits, StreamHub, TurnSlot, turn_end_backoff};
 pub use journal::InMemoryStreamJournal;
 pub use publisher::ConversationEvents;
 pub(crate) use subscription::StreamEnd;
