@@ -15,7 +15,14 @@ macro_rules! string_id {
         impl $name {
             /// A fresh, time-ordered id (UUID v7).
             pub fn generate() -> Self {
-                Self(uuid::Uuid::now_v7().to_string())
+                // Encoded straight into its buffer; `to_string` goes through the formatter.
+                let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
+                Self(
+                    uuid::Uuid::now_v7()
+                        .hyphenated()
+                        .encode_lower(&mut text)
+                        .to_owned(),
+                )
             }
 
             /// Wraps an existing id.

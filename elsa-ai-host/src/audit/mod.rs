@@ -78,11 +78,14 @@ impl InMemoryAuditLog {
 #[async_trait]
 impl AiAuditSink for InMemoryAuditLog {
     async fn record(&self, event: AiAuditEvent) -> Result<(), AiError> {
-        self.tenants
-            .write()
-            .entry(event.tenant_id.clone())
-            .or_default()
-            .push(event);
+        let mut tenants = self.tenants.write();
+        // Looked up before inserting: `entry` would copy the tenant id on every record.
+        match tenants.get_mut(&event.tenant_id) {
+            Some(events) => events.push(event),
+            None => {
+                tenants.insert(event.tenant_id.clone(), vec![event]);
+            }
+        }
         Ok(())
     }
 }

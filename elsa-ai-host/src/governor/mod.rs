@@ -14,14 +14,15 @@ mod events;
 mod step;
 mod steps;
 
-use std::sync::Arc;
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
     AiProviderToolInvocation, AiProviderToolInvoker, AiToolExecutionContext, AiToolResult,
-    AiToolServices, Clock, ConversationId,
+    AiToolServices, Clock, ConversationId, Permission,
 };
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -234,6 +235,7 @@ impl ToolGovernor {
             governor: self.governor.clone(),
             scope,
             ownership: OnceCell::new(),
+            permissions: OnceLock::new(),
         })
     }
 
@@ -254,6 +256,8 @@ struct BoundToolInvoker {
     scope: ToolCallScope,
     /// Step 6's ownership verdict, computed at most once per turn.
     ownership: OnceCell<Result<(), AiError>>,
+    /// Step 2's effective permissions, computed at most once per turn.
+    permissions: OnceLock<BTreeSet<Permission>>,
 }
 
 #[async_trait]
@@ -313,6 +317,7 @@ impl BoundToolInvoker {
             GovernanceStep::ResolveAgentScope,
             ResolveAgentScope {
                 agents: g.registry.agents(),
+                permissions: &self.permissions,
             }
             .run(actor, &scope.agent, tool_name),
         )?;
@@ -412,7 +417,7 @@ impl BoundToolInvoker {
             caller: AiCaller {
                 actor_id: scope.caller.actor_id.clone(),
                 tenant_id: scope.caller.tenant_id.clone(),
-                permissions: agent_scope.permissions,
+                permissions: agent_scope.permissions.into_owned(),
             },
             agent: scope.agent.clone(),
             conversation_id: scope.conversation_id.clone(),

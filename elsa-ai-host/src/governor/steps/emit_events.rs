@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiError, AiToolOutcome, AiToolResult, AuditAction,
-    AuditBehavior, AuditOutcome, Clock, ConversationId,
+    AuditBehavior, AuditEventId, AuditOutcome, Clock, ConversationId,
 };
 use serde_json::{Map, Value, json};
 
@@ -168,17 +168,22 @@ impl EmitEvents<'_> {
         details: Value,
         result: AiToolResult,
     ) -> AiToolResult {
-        let mut event = AiAuditEvent::new(
-            record.caller.tenant_id.clone(),
-            record.caller.actor_id.clone(),
+        // Built whole: `AiAuditEvent::new` would read the system clock for a timestamp that
+        // the governor's clock replaces.
+        let event = AiAuditEvent {
+            id: AuditEventId::generate(),
+            timestamp: self.clock.now(),
+            tenant_id: record.caller.tenant_id.clone(),
+            actor_id: record.caller.actor_id.clone(),
             action,
             outcome,
+            conversation_id: record.conversation_id.cloned(),
+            proposal_id: None,
+            tool_name: Some(record.tool_name.to_owned()),
             summary,
-        );
-        event.timestamp = self.clock.now();
-        event.conversation_id = record.conversation_id.cloned();
-        event.tool_name = Some(record.tool_name.to_owned());
-        event.details = details;
+            details,
+            trace_id: None,
+        };
         match self.audit.record(event).await {
             Ok(()) => result,
             Err(error) => {

@@ -9,6 +9,7 @@ use elsa_ai_abstractions::{AiError, AiToolExecutionContext};
 use futures::FutureExt;
 use serde_json::Value;
 use tokio::time::error::Elapsed;
+use tokio_util::sync::CancellationToken;
 
 use crate::registry::RegisteredTool;
 
@@ -35,7 +36,10 @@ impl ExecuteTool {
         tool.validate_arguments(&context.arguments)?;
         let timeout = self.timeout_for(tool);
         let turn = context.cancellation.clone();
-        let own = turn.child_token();
+        // The tool's own token, not a child of the turn's: making a child locks the turn's
+        // token twice per call. The turn's cancellation still reaches it: a tool that is
+        // still running is raced against the turn below, which cancels this token.
+        let own = CancellationToken::new();
         let context = AiToolExecutionContext {
             cancellation: own.clone(),
             ..context
@@ -93,10 +97,6 @@ mod tests {
 
     use super::*;
     use crate::testing::governance::{GovernanceHarness, TestTool, execution_context, read_tool};
-
-    fn harness(tool: TestTool) -> GovernanceHarness {
-        GovernanceHarness::builder().tool(Arc::new(tool)).build()
-    }
 
     #[tokio::test]
     async fn schema_invalid_arguments_are_refused_before_the_tool_runs() {
@@ -157,8 +157,11 @@ mod tests {
 
     #[tokio::test]
     async fn the_turns_cancellation_stops_the_tool() {
-        let slow = TestTool::sleeping(read_tool("demo.slow"), Duration::from_secs(30));
-        let harness = harness(slow);
+        let slow = Arc::new(TestTool::sleeping(
+            read_tool("demo.slow"),
+            Duration::from_secs(30),
+        ));
+        let harness = GovernanceHarness::builder().tool(slow.clone()).build();
         let step = ExecuteTool {
             default_timeout: Duration::from_secs(30),
         };
@@ -172,6 +175,8 @@ mod tests {
         let registered = harness.registry.registered("demo.slow").unwrap();
         let (result, ()) = tokio::join!(step.run(registered, context), cancel);
         assert_eq!(result.unwrap_err().code(), "tool_cancelled");
+        // Work the tool spawned sees its own token cancelled with the turn.
+        assert!(slow.last_context().unwrap().cancellation.is_cancelled());
     }
 
     #[tokio::test]

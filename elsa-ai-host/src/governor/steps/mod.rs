@@ -40,6 +40,8 @@ pub(crate) fn scope_for<'a>(
             .run(caller)
             .expect("test callers are authenticated"),
         agent,
-        permissions: crate::AgentRegistry::effective_permissions(caller, agent),
+        permissions: std::borrow::Cow::Owned(crate::AgentRegistry::effective_permissions(
+            caller, agent,
+        )),
     }
 }

@@ -1,6 +1,8 @@
 //! Step 2: resolve the agent scope.
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
+use std::sync::OnceLock;
 
 use elsa_ai_abstractions::{AiAgentDefinition, AiError, Permission};
 
@@ -14,7 +16,7 @@ pub(crate) struct AgentScope<'a> {
     pub actor: Actor<'a>,
     pub agent: &'a AiAgentDefinition,
     /// The caller's permissions intersected with the agent's.
-    pub permissions: BTreeSet<Permission>,
+    pub permissions: Cow<'a, BTreeSet<Permission>>,
 }
 
 /// The agent must exist (404 `agent_not_found`), be enabled (403 `agent_disabled`) and name
@@ -23,6 +25,9 @@ pub(crate) struct AgentScope<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResolveAgentScope<'r> {
     pub agents: &'r AgentRegistry,
+    /// The effective permissions, computed on the first call of a bound turn: its caller and
+    /// agent do not change, and neither do the registered agents.
+    pub permissions: &'r OnceLock<BTreeSet<Permission>>,
 }
 
 pub(crate) fn outside_scope(agent: &str, tool_name: &str) -> AiError {
@@ -46,8 +51,11 @@ impl<'r> ResolveAgentScope<'r> {
         if !agent_names_tool(agent, tool_name) {
             return Err(outside_scope(&agent.name, tool_name));
         }
+        let permissions = self
+            .permissions
+            .get_or_init(|| AgentRegistry::effective_permissions(actor.caller, agent));
         Ok(AgentScope {
-            permissions: AgentRegistry::effective_permissions(actor.caller, agent),
+            permissions: Cow::Borrowed(permissions),
             actor,
             agent,
         })
@@ -83,12 +91,21 @@ mod tests {
             [Permission::READ_WORKFLOWS, Permission::ADMIN_AI],
         );
         let actor = ResolveActor.run(&caller).unwrap();
-        let scope = ResolveAgentScope { agents: &agents }
-            .run(actor, WORKFLOW_AUTHOR, "workflow.getDefinition")
-            .unwrap();
+        let permissions = OnceLock::new();
+        let scope = ResolveAgentScope {
+            agents: &agents,
+            permissions: &permissions,
+        }
+        .run(actor, WORKFLOW_AUTHOR, "workflow.getDefinition")
+        .unwrap();
         assert_eq!(
-            scope.permissions.into_iter().collect::<Vec<_>>(),
-            [Permission::READ_WORKFLOWS]
+            scope.permissions.iter().collect::<Vec<_>>(),
+            [&Permission::READ_WORKFLOWS]
+        );
+        assert_eq!(
+            permissions.get(),
+            Some(&*scope.permissions),
+            "kept for the turn"
         );
     }
 
@@ -96,7 +113,11 @@ mod tests {
     fn unknown_disabled_and_out_of_scope_are_refused() {
         let agents = registry();
         let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
-        let step = ResolveAgentScope { agents: &agents };
+        let permissions = OnceLock::new();
+        let step = ResolveAgentScope {
+            agents: &agents,
+            permissions: &permissions,
+        };
         let actor = ResolveActor.run(&caller).unwrap();
         assert_eq!(
             step.run(actor, "ghost", "demo.read").unwrap_err().code(),
