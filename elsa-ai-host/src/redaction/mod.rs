@@ -256,11 +256,18 @@ struct Walk<'a> {
     keys: KeyCache<'a>,
     batch: TextBatch<'a>,
     scratch: Vec<u8>,
+    /// How many more short strings are redacted where they are met instead of batched.
+    direct: usize,
 }
 
+/// The first strings of a walk are redacted one by one: a tool's arguments or result hold a
+/// handful of short strings, for which filling a batch costs more than searching each.
+const DIRECT_STRINGS: usize = 16;
+
 impl<'a> Walk<'a> {
-    /// A value under a key that is not sensitive: a string joins the batch, a container
-    /// waits on the stack, other scalars stay as they are.
+    /// A value under a key that is not sensitive: a string is redacted (one of the walk's
+    /// first short ones) or joins the batch, a container waits on the stack, other scalars
+    /// stay as they are.
     #[inline]
     fn visit(
         &mut self,
@@ -270,7 +277,16 @@ impl<'a> Walk<'a> {
     ) {
         match value {
             Value::String(text) => {
-                if text.len() >= MIN_ANCHOR_LEN {
+                if text.len() < MIN_ANCHOR_LEN {
+                    return;
+                }
+                if self.direct > 0 && text.len() <= SHORT_TEXT {
+                    self.direct -= 1;
+                    if let Some(redacted) = redactor.redact_text(text, &mut self.scratch) {
+                        *text = redacted;
+                        self.changed = true;
+                    }
+                } else {
                     self.batch.push(text);
                     if self.batch.bytes.len() >= TextBatch::FLUSH_AT {
                         self.changed |= redactor.redact_batch(&mut self.batch, &mut self.scratch);
@@ -358,10 +374,12 @@ impl Redactor {
             keys: KeyCache::new(),
             batch: TextBatch::default(),
             scratch: Vec::new(),
+            direct: DIRECT_STRINGS,
         };
         let mut containers: Vec<&mut Value> = Vec::new();
-        walk.visit(self, value, &mut containers);
-        while let Some(container) = containers.pop() {
+        // The root is walked without a trip through the stack: a flat object needs none.
+        let mut root = Some(value);
+        while let Some(container) = root.take().or_else(|| containers.pop()) {
             match container {
                 Value::Array(items) => {
                     for item in items {
@@ -384,7 +402,7 @@ impl Redactor {
                         }
                     }
                 }
-                _ => {}
+                scalar => walk.visit(self, scalar, &mut containers),
             }
         }
         walk.changed | self.redact_batch(&mut walk.batch, &mut walk.scratch)
