@@ -6,10 +6,15 @@
 //! audit sink. Criterion reports the whole turn, and the governed call on its own (the same
 //! governor, tool and arguments).
 //!
+//! The whole turn is measured twice: on a current-thread runtime, where the client and the
+//! turn share one thread as the peers' benchmarks share one event loop, and on two worker
+//! threads with the client running as a task, as the server's request handlers do (there
+//! the turn's events may wake the client on the other thread).
+//!
 //! Run with `cargo bench -p weaver-benches --bench turn_like_peers`.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -63,8 +68,24 @@ fn harness() -> ChatHarness {
         .build()
 }
 
+/// Runs `iters` turns on one harness (so the in-memory audit log and journal stay small) and
+/// returns their time.
+async fn turns(iters: u64) -> Duration {
+    let harness = harness();
+    let started = Instant::now();
+    for _ in 0..iters {
+        let events = harness.run(harness.request("Echo hello.")).await;
+        std::hint::black_box(events);
+    }
+    started.elapsed()
+}
+
 fn turn_like_peers(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let workers = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
@@ -87,16 +108,12 @@ fn turn_like_peers(c: &mut Criterion) {
         assert!(!seen.contains(SECRET), "the secret is redacted everywhere");
     });
 
-    // One harness per batch of turns, so the in-memory audit log and journal stay small.
     c.bench_function("turn_like_peers/whole_turn", |b| {
-        b.to_async(&runtime).iter_custom(|iters| async move {
-            let harness = harness();
-            let started = Instant::now();
-            for _ in 0..iters {
-                let events = harness.run(harness.request("Echo hello.")).await;
-                std::hint::black_box(events);
-            }
-            started.elapsed()
+        b.to_async(&runtime).iter_custom(turns);
+    });
+    c.bench_function("turn_like_peers/whole_turn_multi_thread", |b| {
+        b.to_async(&workers).iter_custom(|iters| async move {
+            tokio::spawn(turns(iters)).await.expect("the turns ran")
         });
     });
 
