@@ -15,10 +15,11 @@ mod step;
 mod steps;
 
 use std::collections::BTreeSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use async_trait::async_trait;
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
     AiProviderToolInvocation, AiProviderToolInvoker, AiToolExecutionContext, AiToolResult,
@@ -260,13 +261,22 @@ struct BoundToolInvoker {
     permissions: OnceLock<BTreeSet<Permission>>,
 }
 
-#[async_trait]
+// Written out rather than through `async_trait`: its future would hold the invocation and
+// both spans beside the governed call's future, and that one allocation per call would grow
+// past what the allocator serves from its fast per-thread cache.
 impl AiProviderToolInvoker for BoundToolInvoker {
-    async fn invoke(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
+    fn invoke<'a, 'f>(
+        &'a self,
+        invocation: AiProviderToolInvocation,
+    ) -> Pin<Box<dyn Future<Output = AiToolResult> + Send + 'f>>
+    where
+        'a: 'f,
+        Self: 'f,
+    {
         // No subscriber takes `info` spans: `tool_span` would make a disabled span, so its
         // name is not redacted for nothing.
         if !tracing::level_enabled!(tracing::Level::INFO) {
-            return self.govern(invocation).await;
+            return Box::pin(self.govern(invocation));
         }
         // The name comes from the model: it reaches the trace only after redaction.
         let parent = self.scope.span.clone().unwrap_or_else(Span::current);
@@ -275,7 +285,7 @@ impl AiProviderToolInvoker for BoundToolInvoker {
             &self.governor.redactor.redact_str(&invocation.tool_name),
             &invocation.call_id,
         );
-        self.govern(invocation).instrument(span).await
+        Box::pin(self.govern(invocation).instrument(span))
     }
 }
 
@@ -363,18 +373,18 @@ impl BoundToolInvoker {
         Ok((tool, agent_scope))
     }
 
+    /// The eleven steps. This future is allocated for every call, so it is kept small: the
+    /// checks, the execution and the report are boxed futures of their own (each smaller
+    /// than the allocator's per-thread cache serves), and each value is made in the
+    /// narrowest block that needs it (a local in scope at an await keeps its space after it
+    /// has moved on).
     async fn govern(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
         let g = &*self.governor;
         let scope = &self.scope;
         g.metrics.tools.invoked();
-        let AiProviderToolInvocation {
-            call_id,
-            tool_name,
-            arguments,
-        } = invocation;
         let record = CallRecord {
-            call_id: &call_id,
-            tool_name: &tool_name,
+            call_id: &invocation.call_id,
+            tool_name: &invocation.tool_name,
             caller: &scope.caller,
             agent: &scope.agent,
             conversation_id: scope.conversation_id.as_ref(),
@@ -390,59 +400,68 @@ impl BoundToolInvoker {
         let redact_result = RedactResult {
             redactor: &g.redactor,
         };
+        let call_id = record.call_id;
 
-        let (tool, agent_scope) = match self.check(&call_id, &tool_name, &arguments).await {
-            Ok(checked) => checked,
-            Err(Refusal { step, error }) => {
-                let error = redact_result.redact_error(error);
-                self.passed(&call_id, GovernanceStep::RedactResult);
-                let result = emit
-                    .refused(&record, step, arguments, AiToolResult::denied(&error))
-                    .await;
-                self.passed(&call_id, GovernanceStep::EmitEvents);
-                return result;
-            }
-        };
+        let (tool, agent_scope) =
+            match Box::pin(self.check(call_id, record.tool_name, &invocation.arguments)).await {
+                Ok(checked) => checked,
+                Err(Refusal { step, error }) => {
+                    let refused = {
+                        let error = redact_result.redact_error(error);
+                        self.passed(call_id, GovernanceStep::RedactResult);
+                        emit.refused(
+                            &record,
+                            step,
+                            invocation.arguments,
+                            AiToolResult::denied(&error),
+                        )
+                    };
+                    let result = Box::pin(refused).await;
+                    self.passed(call_id, GovernanceStep::EmitEvents);
+                    return result;
+                }
+            };
 
         let arguments = RedactArguments {
             redactor: &g.redactor,
         }
-        .run(arguments);
-        self.passed(&call_id, GovernanceStep::RedactArguments);
+        .run(invocation.arguments);
+        self.passed(call_id, GovernanceStep::RedactArguments);
         emit.started(&record, &arguments).await;
 
-        let context = AiToolExecutionContext {
-            call_id: call_id.clone(),
-            // Tools act with the caller's permissions narrowed by the agent: least privilege.
-            caller: AiCaller {
-                actor_id: scope.caller.actor_id.clone(),
-                tenant_id: scope.caller.tenant_id.clone(),
-                permissions: agent_scope.permissions.into_owned(),
-            },
-            agent: scope.agent.clone(),
-            conversation_id: scope.conversation_id.clone(),
-            arguments: arguments.clone(),
-            attachments: scope.attachments.clone(),
-            services: g.services.clone(),
-            cancellation: scope.cancellation.clone(),
+        let execution = {
+            let context = AiToolExecutionContext {
+                call_id: call_id.to_owned(),
+                // Tools act with the caller's permissions narrowed by the agent: least
+                // privilege.
+                caller: AiCaller {
+                    actor_id: scope.caller.actor_id.clone(),
+                    tenant_id: scope.caller.tenant_id.clone(),
+                    permissions: agent_scope.permissions.into_owned(),
+                },
+                agent: scope.agent.clone(),
+                conversation_id: scope.conversation_id.clone(),
+                arguments: arguments.clone(),
+                attachments: scope.attachments.clone(),
+                services: g.services.clone(),
+                cancellation: scope.cancellation.clone(),
+            };
+            ExecuteTool {
+                default_timeout: g.default_timeout,
+            }
+            .run(tool, context)
         };
-        let executed = ExecuteTool {
-            default_timeout: g.default_timeout,
-        }
-        .run(tool, context)
-        .await;
-        let executed = self
-            .observe(&call_id, GovernanceStep::ExecuteTool, executed)
-            .map_err(|r| r.error);
-
-        let redacted = redact_result.run(executed);
-        let result = ClampResult { clamp: &g.clamp }.run(redacted);
-        self.passed(&call_id, GovernanceStep::RedactResult);
-
-        let result = emit
-            .finished(&record, tool.definition().audit_behavior, arguments, result)
-            .await;
-        self.passed(&call_id, GovernanceStep::EmitEvents);
+        let finished = {
+            let executed = Box::pin(execution).await;
+            let executed = self
+                .observe(call_id, GovernanceStep::ExecuteTool, executed)
+                .map_err(|r| r.error);
+            let result = ClampResult { clamp: &g.clamp }.run(redact_result.run(executed));
+            self.passed(call_id, GovernanceStep::RedactResult);
+            emit.finished(&record, tool.definition().audit_behavior, arguments, result)
+        };
+        let result = Box::pin(finished).await;
+        self.passed(call_id, GovernanceStep::EmitEvents);
         result
     }
 }

@@ -159,15 +159,17 @@ impl EmitEvents<'_> {
         value
     }
 
-    async fn audit(
-        &self,
+    /// Hands the record to the sink now and waits for its answer when awaited: the record
+    /// moves into the sink's future instead of being kept in the governor's.
+    fn audit<'s>(
+        &'s self,
         record: &CallRecord<'_>,
         action: AuditAction,
         outcome: AuditOutcome,
         summary: String,
         details: Value,
         result: AiToolResult,
-    ) -> AiToolResult {
+    ) -> impl Future<Output = AiToolResult> + 's {
         // Built whole: `AiAuditEvent::new` would read the system clock for a timestamp that
         // the governor's clock replaces.
         let event = AiAuditEvent {
@@ -184,18 +186,21 @@ impl EmitEvents<'_> {
             details,
             trace_id: None,
         };
-        match self.audit.record(event).await {
-            Ok(()) => result,
-            Err(error) => {
-                self.counters.audit_failed();
-                tracing::error!(
-                    code = error.code(),
-                    "audit record of a tool call could not be written"
-                );
-                AiToolResult::error(&AiError::audit_failed(
-                    &error,
-                    "the tool call could not be audited, so its result is withheld",
-                ))
+        let recorded = self.audit.record(event);
+        async move {
+            match recorded.await {
+                Ok(()) => result,
+                Err(error) => {
+                    self.counters.audit_failed();
+                    tracing::error!(
+                        code = error.code(),
+                        "audit record of a tool call could not be written"
+                    );
+                    AiToolResult::error(&AiError::audit_failed(
+                        &error,
+                        "the tool call could not be audited, so its result is withheld",
+                    ))
+                }
             }
         }
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use elsa_ai_abstractions::{AiError, AiToolExecutionContext};
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::error::Elapsed;
 use tokio_util::sync::CancellationToken;
@@ -28,64 +29,100 @@ impl ExecuteTool {
         tool.definition().timeout.unwrap_or(self.default_timeout)
     }
 
-    pub async fn run(
+    /// Validates and starts the call now, then races it against its timeout and the turn's
+    /// cancellation when awaited. Only what the race needs is kept across the await, not
+    /// the execution context, which keeps the governor's future small.
+    pub fn run<'a>(
         &self,
+        tool: &'a RegisteredTool,
+        context: AiToolExecutionContext,
+    ) -> impl Future<Output = Result<Value, AiError>> + 'a {
+        let timeout = self.timeout_for(tool);
+        let name = &tool.definition().name;
+        let started = Self::start(tool, context);
+        async move {
+            let Started {
+                execution,
+                turn,
+                own,
+            } = started?;
+            let finished = |finished: Result<std::thread::Result<_>, Elapsed>| match finished {
+                Ok(Ok(result)) => result,
+                Ok(Err(_panic)) => Err(AiError::internal(
+                    "tool_panicked",
+                    format!("tool '{name}' failed unexpectedly"),
+                )),
+                Err(_elapsed) => {
+                    own.cancel();
+                    Err(AiError::unavailable(
+                        "tool_timeout",
+                        format!(
+                            "tool '{name}' did not finish within {} ms",
+                            timeout.as_millis()
+                        ),
+                    ))
+                }
+            };
+            let execution = AssertUnwindSafe(execution).catch_unwind();
+            let mut execution = pin!(tokio::time::timeout(timeout, execution));
+            // Most tools answer on their first poll: they then need no waiter on the turn's
+            // cancellation (registering and removing one takes its lock twice).
+            if let Poll::Ready(done) = futures::poll!(execution.as_mut()) {
+                return finished(done);
+            }
+            tokio::select! {
+                biased;
+                () = turn.cancelled() => {
+                    own.cancel();
+                    Err(cancelled(name))
+                }
+                done = execution => finished(done),
+            }
+        }
+    }
+
+    /// Validates the arguments and makes the tool's future (which runs nothing until it is
+    /// polled), with the tool's own cancellation token.
+    fn start(
         tool: &RegisteredTool,
         context: AiToolExecutionContext,
-    ) -> Result<Value, AiError> {
+    ) -> Result<Started<'_>, AiError> {
         tool.validate_arguments(&context.arguments)?;
-        let timeout = self.timeout_for(tool);
         let turn = context.cancellation.clone();
+        // A turn cancelled before the call runs no tool (as the biased select would).
+        if turn.is_cancelled() {
+            return Err(cancelled(&tool.definition().name));
+        }
         // The tool's own token, not a child of the turn's: making a child locks the turn's
         // token twice per call. The turn's cancellation still reaches it: a tool that is
-        // still running is raced against the turn below, which cancels this token.
+        // still running is raced against the turn, which cancels this token.
         let own = CancellationToken::new();
         let context = AiToolExecutionContext {
             cancellation: own.clone(),
             ..context
         };
-        let name = &tool.definition().name;
-        let cancelled = || {
-            own.cancel();
-            Err(AiError::unavailable(
-                "tool_cancelled",
-                format!("tool '{name}' was cancelled with its turn"),
-            ))
-        };
-        // A turn cancelled before the call runs no tool (as the biased select below would).
-        if turn.is_cancelled() {
-            return cancelled();
-        }
-        let finished = |finished: Result<std::thread::Result<_>, Elapsed>| match finished {
-            Ok(Ok(result)) => result,
-            Ok(Err(_panic)) => Err(AiError::internal(
-                "tool_panicked",
-                format!("tool '{name}' failed unexpectedly"),
-            )),
-            Err(_elapsed) => {
-                own.cancel();
-                Err(AiError::unavailable(
-                    "tool_timeout",
-                    format!(
-                        "tool '{name}' did not finish within {} ms",
-                        timeout.as_millis()
-                    ),
-                ))
-            }
-        };
-        let execution = AssertUnwindSafe(tool.tool().execute(context)).catch_unwind();
-        let mut execution = pin!(tokio::time::timeout(timeout, execution));
-        // Most tools answer on their first poll: they then need no waiter on the turn's
-        // cancellation (registering and removing one takes its lock twice).
-        if let Poll::Ready(done) = futures::poll!(execution.as_mut()) {
-            return finished(done);
-        }
-        tokio::select! {
-            biased;
-            () = turn.cancelled() => cancelled(),
-            done = execution => finished(done),
-        }
+        Ok(Started {
+            execution: tool.tool().execute(context),
+            turn,
+            own,
+        })
     }
+}
+
+/// A tool call made but not yet polled.
+struct Started<'a> {
+    execution: BoxFuture<'a, Result<Value, AiError>>,
+    /// The turn's cancellation.
+    turn: CancellationToken,
+    /// The tool's own cancellation, handed to it in its context.
+    own: CancellationToken,
+}
+
+fn cancelled(name: &str) -> AiError {
+    AiError::unavailable(
+        "tool_cancelled",
+        format!("tool '{name}' was cancelled with its turn"),
+    )
 }
 
 #[cfg(test)]
