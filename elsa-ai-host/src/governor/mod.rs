@@ -427,7 +427,7 @@ impl BoundToolInvoker {
         }
         .run(invocation.arguments);
         self.passed(call_id, GovernanceStep::RedactArguments);
-        emit.started(&record, &arguments).await;
+        emit.started(&record, &arguments).done().await;
 
         let execution = {
             let context = AiToolExecutionContext {

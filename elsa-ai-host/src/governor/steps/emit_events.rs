@@ -6,6 +6,7 @@ use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiError, AiToolOutcome, AiToolResult, AuditAction,
     AuditBehavior, AuditEventId, AuditOutcome, Clock, ConversationId,
 };
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::governor::{GovernanceStep, ToolEvent, ToolEventSink};
@@ -38,15 +39,14 @@ pub(crate) struct EmitEvents<'r> {
     pub clock: &'r dyn Clock,
 }
 
-impl EmitEvents<'_> {
+impl<'r> EmitEvents<'r> {
     /// `tool.started` for a call that passed the checks, with its redacted arguments.
-    pub async fn started(&self, record: &CallRecord<'_>, arguments: &Value) {
+    pub fn started(&self, record: &CallRecord<'_>, arguments: &Value) -> Publication<'r> {
         self.publish(|| ToolEvent::Started {
             call_id: record.call_id.to_owned(),
             tool_name: record.tool_name.to_owned(),
             arguments: arguments.clone(),
         })
-        .await;
     }
 
     /// Reports a call a check step refused: always audited as a denial.
@@ -58,38 +58,43 @@ impl EmitEvents<'_> {
         result: AiToolResult,
     ) -> AiToolResult {
         self.counters.denied_at(step);
-        let arguments = self.redacted(raw_arguments);
         // The name comes from the model; it is only echoed after redaction.
         let tool_name = self.redactor.redact_str(record.tool_name).into_owned();
-        let code = result.error.as_ref().map_or("denied", |e| e.code.as_str());
-        let summary = format!(
-            "tool '{tool_name}' denied at step {} ({}): {code}",
-            step.number(),
-            step.as_str()
-        );
-        let details = json!({
-            "callId": record.call_id,
-            "agent": record.agent,
-            "step": step.as_str(),
-            "stepNumber": step.number(),
-            "arguments": arguments,
-            "error": result.error,
-        });
         let record = CallRecord {
             tool_name: &tool_name,
             ..*record
         };
-        let result = self
-            .audit(
+        // Both reports are made in a block of its own (they run in order when awaited), so
+        // that what they are made from is not kept while they are written.
+        let (audited, started) = {
+            let arguments = self.redacted(raw_arguments);
+            let code = result.error.as_ref().map_or("denied", |e| e.code.as_str());
+            let summary = format!(
+                "tool '{tool_name}' denied at step {} ({}): {code}",
+                step.number(),
+                step.as_str()
+            );
+            let details = json!({
+                "callId": record.call_id,
+                "agent": record.agent,
+                "step": step.as_str(),
+                "stepNumber": step.number(),
+                "arguments": arguments,
+                "error": result.error,
+            });
+            let started = self.started(&record, &arguments);
+            let audited = self.audit(
                 &record,
                 AuditAction::TOOL_DENIED,
                 AuditOutcome::Denied,
                 summary,
                 details,
                 result,
-            )
-            .await;
-        self.started(&record, &arguments).await;
+            );
+            (audited, started)
+        };
+        let result = audited.await;
+        started.done().await;
         // Until step 3 has found it, the name is the model's: it gets no label of its own.
         let label = if step.number() <= GovernanceStep::FindTool.number() {
             telemetry::UNRECOGNISED_TOOL
@@ -111,45 +116,49 @@ impl EmitEvents<'_> {
         let result = if success && behavior == AuditBehavior::None {
             result
         } else {
-            // Built field by field: the arguments move in rather than being serialised again.
-            let mut details = Map::with_capacity(8);
-            details.insert("callId".into(), record.call_id.into());
-            details.insert("agent".into(), record.agent.into());
-            details.insert("arguments".into(), arguments);
-            details.insert("outcome".into(), json!(result.outcome));
-            details.insert(
-                "durationMs".into(),
-                u64::try_from(record.started.elapsed().as_millis())
-                    .unwrap_or(u64::MAX)
-                    .into(),
-            );
-            details.insert("truncated".into(), result.truncated.into());
-            if let Some(error) = &result.error {
-                details.insert("error".into(), json!(error));
-            }
-            if success && behavior == AuditBehavior::RecordInvocationAndResult {
-                details.insert("result".into(), result.content.clone());
-            }
-            let details = Value::Object(details);
-            let (outcome, summary) = match &result.error {
-                None => (
-                    AuditOutcome::Success,
-                    format!("tool '{}' succeeded", record.tool_name),
-                ),
-                Some(error) => (
-                    AuditOutcome::Failure,
-                    format!("tool '{}' failed: {}", record.tool_name, error.code),
-                ),
+            // Made in a block of its own, so that what the record is built from is not kept
+            // while it is written.
+            let audited = {
+                // Built field by field: the arguments move in rather than being serialised again.
+                let mut details = Map::with_capacity(8);
+                details.insert("callId".into(), record.call_id.into());
+                details.insert("agent".into(), record.agent.into());
+                details.insert("arguments".into(), arguments);
+                details.insert("outcome".into(), json!(result.outcome));
+                details.insert(
+                    "durationMs".into(),
+                    u64::try_from(record.started.elapsed().as_millis())
+                        .unwrap_or(u64::MAX)
+                        .into(),
+                );
+                details.insert("truncated".into(), result.truncated.into());
+                if let Some(error) = &result.error {
+                    details.insert("error".into(), json!(error));
+                }
+                if success && behavior == AuditBehavior::RecordInvocationAndResult {
+                    details.insert("result".into(), result.content.clone());
+                }
+                let details = Value::Object(details);
+                let (outcome, summary) = match &result.error {
+                    None => (
+                        AuditOutcome::Success,
+                        format!("tool '{}' succeeded", record.tool_name),
+                    ),
+                    Some(error) => (
+                        AuditOutcome::Failure,
+                        format!("tool '{}' failed: {}", record.tool_name, error.code),
+                    ),
+                };
+                self.audit(
+                    record,
+                    AuditAction::TOOL_INVOKED,
+                    outcome,
+                    summary,
+                    details,
+                    result,
+                )
             };
-            self.audit(
-                record,
-                AuditAction::TOOL_INVOKED,
-                outcome,
-                summary,
-                details,
-                result,
-            )
-            .await
+            audited.await
         };
         self.finish(record, result, record.tool_name).await
     }
@@ -228,6 +237,7 @@ impl EmitEvents<'_> {
                 }
             }
         })
+        .done()
         .await;
         self.counters
             .finished(label, result.outcome, result.truncated);
@@ -247,12 +257,29 @@ impl EmitEvents<'_> {
         result
     }
 
-    /// Publishes the event `event` makes, which is only made when the call has a sink.
-    async fn publish(&self, event: impl FnOnce() -> ToolEvent) {
-        let Some(events) = self.events else {
-            return;
-        };
-        if let Err(error) = events.publish(event()).await {
+    /// Hands the event `event` makes to the sink, which only happens when the call has one.
+    /// The event moves into the sink's future at once rather than waiting in the caller's.
+    fn publish(&self, event: impl FnOnce() -> ToolEvent) -> Publication<'r> {
+        Publication {
+            sending: self.events.map(|events| events.publish(event())),
+            counters: self.counters,
+        }
+    }
+}
+
+/// A tool event handed to the sink, published when [`Publication::done`] is awaited.
+#[must_use = "nothing is published until `done` is awaited"]
+pub(crate) struct Publication<'r> {
+    sending: Option<BoxFuture<'r, Result<(), AiError>>>,
+    counters: &'r ToolCounters,
+}
+
+impl Publication<'_> {
+    /// Publishes the event; a failure is logged and counted.
+    pub async fn done(self) {
+        if let Some(sending) = self.sending
+            && let Err(error) = sending.await
+        {
             self.counters.event_failed();
             tracing::warn!(code = error.code(), "a tool event could not be published");
         }
