@@ -488,6 +488,52 @@ struct ConversationWrites {
 type CreatedRow = (String, String, String, String, String, i64, i64);
 type MessageRow<'a> = (&'a str, &'a str, &'a str, i64);
 
+/// A statement whose columns travel as arrays.
+type ArrayQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+/// Binds the seven columns of new conversations, in [`CreatedRow`] order.
+fn bind_created<'q>(query: ArrayQuery<'q>, created: &[&'q CreatedRow]) -> ArrayQuery<'q> {
+    let text = |f: fn(&CreatedRow) -> &String| {
+        created
+            .iter()
+            .map(|r| f(r).as_str())
+            .collect::<Vec<&'q str>>()
+    };
+    query
+        .bind(text(|r| &r.0))
+        .bind(text(|r| &r.1))
+        .bind(text(|r| &r.2))
+        .bind(text(|r| &r.3))
+        .bind(text(|r| &r.4))
+        .bind(created.iter().map(|r| r.5).collect::<Vec<_>>())
+        .bind(created.iter().map(|r| r.6).collect::<Vec<_>>())
+}
+
+/// Binds the four columns of messages, in [`MessageRow`] order.
+fn bind_messages<'q>(query: ArrayQuery<'q>, messages: &[MessageRow<'q>]) -> ArrayQuery<'q> {
+    query
+        .bind(messages.iter().map(|m| m.0).collect::<Vec<_>>())
+        .bind(messages.iter().map(|m| m.1).collect::<Vec<_>>())
+        .bind(messages.iter().map(|m| m.2).collect::<Vec<_>>())
+        .bind(messages.iter().map(|m| m.3).collect::<Vec<_>>())
+}
+
+/// Binds the five columns of turn claims: tenant, conversation, turn, replica, lease.
+fn bind_claims<'q>(query: ArrayQuery<'q>, claims: &[&'q ClaimRow]) -> ArrayQuery<'q> {
+    let text = |f: fn(&ClaimRow) -> &String| {
+        claims
+            .iter()
+            .map(|c| f(c).as_str())
+            .collect::<Vec<&'q str>>()
+    };
+    query
+        .bind(text(|c| &c.tenant_id))
+        .bind(text(|c| &c.conversation_id))
+        .bind(text(|c| &c.turn_id))
+        .bind(text(|c| &c.replica_id))
+        .bind(claims.iter().map(|c| c.lease_until_ns).collect::<Vec<_>>())
+}
+
 impl ConversationWrites {
     /// Creations and claims in one statement (data-modifying `WITH` clauses), so in one
     /// round trip and one commit: all rows or none. A claim on a conversation another claim
@@ -499,9 +545,7 @@ impl ConversationWrites {
         messages: &[MessageRow<'_>],
         claims: &[&ClaimRow],
     ) -> Result<(), sqlx::Error> {
-        let claim_column =
-            |f: fn(&ClaimRow) -> &String| claims.iter().map(|c| f(c).as_str()).collect::<Vec<_>>();
-        sqlx::query(
+        let query = sqlx::query(
             "WITH created AS (INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
              created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
              $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])), \
@@ -512,23 +556,11 @@ impl ConversationWrites {
              INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
              lease_until_ns) SELECT * FROM UNNEST($12::text[], $13::text[], $14::text[], \
              $15::text[], $16::int8[])",
+        );
+        bind_claims(
+            bind_messages(bind_created(query, created), messages),
+            claims,
         )
-        .bind(created.iter().map(|r| r.0.as_str()).collect::<Vec<_>>())
-        .bind(created.iter().map(|r| r.1.as_str()).collect::<Vec<_>>())
-        .bind(created.iter().map(|r| r.2.as_str()).collect::<Vec<_>>())
-        .bind(created.iter().map(|r| r.3.as_str()).collect::<Vec<_>>())
-        .bind(created.iter().map(|r| r.4.as_str()).collect::<Vec<_>>())
-        .bind(created.iter().map(|r| r.5).collect::<Vec<_>>())
-        .bind(created.iter().map(|r| r.6).collect::<Vec<_>>())
-        .bind(messages.iter().map(|m| m.0).collect::<Vec<_>>())
-        .bind(messages.iter().map(|m| m.1).collect::<Vec<_>>())
-        .bind(messages.iter().map(|m| m.2).collect::<Vec<_>>())
-        .bind(messages.iter().map(|m| m.3).collect::<Vec<_>>())
-        .bind(claim_column(|c| &c.tenant_id))
-        .bind(claim_column(|c| &c.conversation_id))
-        .bind(claim_column(|c| &c.turn_id))
-        .bind(claim_column(|c| &c.replica_id))
-        .bind(claims.iter().map(|c| c.lease_until_ns).collect::<Vec<_>>())
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -586,20 +618,12 @@ impl BatchInsert for ConversationWrites {
         }
         let mut tx = self.pool.begin().await?;
         if !created.is_empty() {
-            sqlx::query(
+            let query = sqlx::query(
                 "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
                  created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
                  $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])",
-            )
-            .bind(created.iter().map(|r| r.0.as_str()).collect::<Vec<_>>())
-            .bind(created.iter().map(|r| r.1.as_str()).collect::<Vec<_>>())
-            .bind(created.iter().map(|r| r.2.as_str()).collect::<Vec<_>>())
-            .bind(created.iter().map(|r| r.3.as_str()).collect::<Vec<_>>())
-            .bind(created.iter().map(|r| r.4.as_str()).collect::<Vec<_>>())
-            .bind(created.iter().map(|r| r.5).collect::<Vec<_>>())
-            .bind(created.iter().map(|r| r.6).collect::<Vec<_>>())
-            .execute(&mut *tx)
-            .await?;
+            );
+            bind_created(query, &created).execute(&mut *tx).await?;
         }
         if !appended.is_empty() {
             // Every appended-to conversation must be in its tenant, or the batch is refused.
@@ -631,18 +655,13 @@ impl BatchInsert for ConversationWrites {
             );
         }
         if !messages.is_empty() {
-            sqlx::query(
+            let query = sqlx::query(
                 "INSERT INTO conversation_messages (conversation_id, role, content, \
                  created_at_ns) SELECT id, role, content, at FROM UNNEST($1::text[], \
                  $2::text[], $3::text[], $4::int8[]) WITH ORDINALITY \
                  AS m (id, role, content, at, n) ORDER BY n",
-            )
-            .bind(messages.iter().map(|m| m.0).collect::<Vec<_>>())
-            .bind(messages.iter().map(|m| m.1).collect::<Vec<_>>())
-            .bind(messages.iter().map(|m| m.2).collect::<Vec<_>>())
-            .bind(messages.iter().map(|m| m.3).collect::<Vec<_>>())
-            .execute(&mut *tx)
-            .await?;
+            );
+            bind_messages(query, &messages).execute(&mut *tx).await?;
         }
         for (id, tenant_id, session) in &sessions {
             let touched = sqlx::query(
@@ -659,39 +678,15 @@ impl BatchInsert for ConversationWrites {
             }
         }
         if !claims.is_empty() {
-            let inserted = sqlx::query(
+            let query = sqlx::query(
                 "INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
                  lease_until_ns) SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], \
                  $4::text[], $5::int8[]) ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
-            )
-            .bind(
-                claims
-                    .iter()
-                    .map(|c| c.tenant_id.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                claims
-                    .iter()
-                    .map(|c| c.conversation_id.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                claims
-                    .iter()
-                    .map(|c| c.turn_id.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(
-                claims
-                    .iter()
-                    .map(|c| c.replica_id.as_str())
-                    .collect::<Vec<_>>(),
-            )
-            .bind(claims.iter().map(|c| c.lease_until_ns).collect::<Vec<_>>())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
+            );
+            let inserted = bind_claims(query, &claims)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
             if inserted != claims.len() as u64 {
                 return Err(sqlx::Error::RowNotFound);
             }
