@@ -317,10 +317,17 @@ impl BatchInsert for AuditInserts {
 }
 
 /// Stream-journal batches: one lookup that checks each row is exactly the next sequence of
-/// its tenant's conversation (the batch's earlier rows included), then one statement that
-/// inserts them all, ends the claims of turns whose terminal event is among them and
-/// announces the new ends (two round trips, one commit). The primary key refuses a row
-/// another process appended meanwhile; the batch is then retried row by row.
+/// its tenant's conversation (the batch's earlier rows included; one index probe per
+/// conversation), then one statement that inserts them all and ends the claims of turns
+/// whose terminal event is among them (one commit), then the announcement of the new ends
+/// in a transaction of its own. The primary key refuses a row another process appended
+/// meanwhile; the batch is then retried row by row.
+///
+/// The announcement is apart because PostgreSQL serialises the commits of all notifying
+/// transactions of the cluster, holding a lock through each one's WAL flush: with the
+/// notices inside, the journal's batches could not commit together. Apart, it writes no
+/// data, so its commit waits for no flush and holds that lock only for an instant. A replica that dies between the two leaves followers without the
+/// notice; they read the journal at every heartbeat anyway.
 struct JournalInserts {
     pool: PgPool,
     concurrency: usize,
@@ -341,11 +348,12 @@ impl BatchInsert for JournalInserts {
         let mut connection = self.pool.acquire().await?;
         let tenants: Vec<&str> = rows.iter().map(|r| r.tenant_id.as_str()).collect();
         let conversations: Vec<&str> = rows.iter().map(|r| r.conversation_id.as_str()).collect();
-        let found: Vec<(String, String, i64)> = sqlx::query_as(
-            "SELECT tenant_id, conversation_id, MAX(sequence) FROM stream_events \
-             WHERE (tenant_id, conversation_id) IN \
-             (SELECT * FROM UNNEST($1::text[], $2::text[])) \
-             GROUP BY tenant_id, conversation_id",
+        let found: Vec<(String, String, Option<i64>)> = sqlx::query_as(
+            "SELECT k.tenant_id, k.conversation_id, (SELECT e.sequence FROM stream_events e \
+             WHERE e.tenant_id = k.tenant_id AND e.conversation_id = k.conversation_id \
+             ORDER BY e.sequence DESC LIMIT 1) \
+             FROM (SELECT DISTINCT * FROM UNNEST($1::text[], $2::text[])) \
+             AS k (tenant_id, conversation_id)",
         )
         .bind(&tenants)
         .bind(&conversations)
@@ -354,7 +362,10 @@ impl BatchInsert for JournalInserts {
         let mut last: HashMap<(&str, &str), i64> = found
             .iter()
             .map(|(tenant, conversation, sequence)| {
-                ((tenant.as_str(), conversation.as_str()), *sequence)
+                (
+                    (tenant.as_str(), conversation.as_str()),
+                    sequence.unwrap_or(0),
+                )
             })
             .collect();
         for row in rows {
@@ -374,7 +385,8 @@ impl BatchInsert for JournalInserts {
             .filter(|r| is_terminal(r.event_type))
             .map(|r| (r.tenant_id.as_str(), r.conversation_id.as_str()))
             .collect();
-        // Every replica hears, at commit, how far each conversation's journal now reaches.
+        // Every replica hears, after the commit, how far each conversation's journal now
+        // reaches.
         let notices: Vec<String> = last
             .iter()
             .filter(|(_, sequence)| **sequence > 0)
@@ -382,7 +394,7 @@ impl BatchInsert for JournalInserts {
                 JournalNotice::encode(tenant, conversation, *sequence)
             })
             .collect();
-        // The rows, the ended claims and the notices in one statement: one round trip.
+        // The rows and the ended claims in one statement: one round trip.
         sqlx::query(
             "WITH appended AS (INSERT INTO stream_events (tenant_id, conversation_id, \
              sequence, event_type, occurred_at_ns, body) SELECT tenant_id, conversation_id, \
@@ -390,8 +402,8 @@ impl BatchInsert for JournalInserts {
              $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[]) \
              AS batch (tenant_id, conversation_id, sequence, event_type, occurred_at_ns, body)), \
              ended AS (DELETE FROM turn_claims WHERE (tenant_id, conversation_id) IN \
-             (SELECT * FROM UNNEST($7::text[], $8::text[]))) \
-             SELECT pg_notify($9, payload) FROM UNNEST($10::text[]) AS n (payload)",
+             (SELECT * FROM UNNEST($7::text[], $8::text[]) AS e (tenant_id, conversation_id))) \
+             SELECT 1",
         )
         .bind(&tenants)
         .bind(&conversations)
@@ -401,10 +413,20 @@ impl BatchInsert for JournalInserts {
         .bind(rows.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
         .bind(ended.iter().map(|(t, _)| *t).collect::<Vec<_>>())
         .bind(ended.iter().map(|(_, c)| *c).collect::<Vec<_>>())
-        .bind(JOURNAL_CHANNEL)
-        .bind(&notices)
         .execute(&mut *connection)
         .await?;
+        if !notices.is_empty()
+            && let Err(error) =
+                sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
+                    .bind(JOURNAL_CHANNEL)
+                    .bind(&notices)
+                    .execute(&mut *connection)
+                    .await
+        {
+            // The rows are committed: their callers succeed; followers elsewhere read
+            // them at their next heartbeat.
+            tracing::warn!(%error, "announcing journal commits failed");
+        }
         Ok(())
     }
 
