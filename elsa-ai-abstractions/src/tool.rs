@@ -213,7 +213,8 @@ pub struct AiToolExecutionContext {
 impl AiToolExecutionContext {
     /// Deserialises the arguments into the tool's input type.
     pub fn arguments<T: serde::de::DeserializeOwned>(&self) -> Result<T, AiError> {
-        serde_json::from_value(self.arguments.clone())
+        // Read in place: the arguments are not copied to be deserialised.
+        T::deserialize(&self.arguments)
             .map_err(|e| AiError::bad_request("invalid_arguments", e.to_string()))
     }
 }
