@@ -75,4 +75,6 @@ pub use tool::{
 
 pub use inventory;
 /// Re-exported so that tool modules register with the same `inventory` this crate collects.
-pub use turn_claims::{AiTurnClaim, AiTurnClaims, TURN_CLAIM_LAPSED, TURN_IN_PROGRESS};
+pub use turn_claims::{
+    AiHeldClaim, AiTurnClaim, AiTurnClaims, TURN_CLAIM_LAPSED, TURN_IN_PROGRESS,
+};

@@ -136,9 +136,10 @@ pub trait AiOrchestrator: Send + Sync {
         after_sequence: u64,
     ) -> Result<AiChatStream, AiError>;
 
-    /// Stops the turn running in a conversation the caller owns; the turn ends with
-    /// `conversation.failed`, code `cancelled`. 404 for a conversation the caller does not
-    /// own, 409 `no_turn_in_progress` when none runs.
+    /// Stops the turn running in a conversation the caller owns (on another replica, through
+    /// the shared turn claims); the turn ends with `conversation.failed`, code `cancelled`.
+    /// 404 for a conversation the caller does not own, 409 `no_turn_in_progress` when none
+    /// runs.
     async fn cancel(
         &self,
         caller: &AiCaller,

@@ -28,6 +28,15 @@ pub struct AiTurnClaim {
     pub attached_until: Option<DateTime<Utc>>,
 }
 
+/// A claim a replica still holds, as its heartbeat finds it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AiHeldClaim {
+    /// The turn holding the claim.
+    pub turn_id: String,
+    /// Whether a client (of any replica) asked for the turn to be cancelled.
+    pub cancel_requested: bool,
+}
+
 /// The code of [`AiTurnClaims::claim`]'s refusal while another turn holds a live claim.
 pub const TURN_IN_PROGRESS: &str = "turn_in_progress";
 /// The code of [`AiTurnClaims::claim`]'s refusal when the claim in the way has lapsed: its
@@ -54,14 +63,24 @@ pub trait AiTurnClaims: Send + Sync {
 
     /// The replica's heartbeat: extends the lease of each of its claims to `lease_until` and
     /// marks the claims of `watching` (conversations this replica's clients follow, whose
-    /// turns run elsewhere) as watched until then. Returns the turn ids the replica still
+    /// turns run elsewhere) as watched until then. Returns the claims the replica still
     /// holds (a claim taken over after it lapsed is missing).
     async fn renew(
         &self,
         replica_id: &str,
         lease_until: DateTime<Utc>,
         watching: &[(TenantId, ConversationId)],
-    ) -> Result<Vec<String>, AiError>;
+    ) -> Result<Vec<AiHeldClaim>, AiError>;
+
+    /// Asks the replica running the conversation's turn to cancel it (a client of another
+    /// replica asked): marks the live claim, which that replica's next heartbeat reads, and
+    /// tells it at once where the store can. `false` when no live claim exists.
+    async fn request_cancel(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AiError>;
 
     /// Deletes the turn's claim if it still holds it.
     async fn release(

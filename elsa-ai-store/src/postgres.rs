@@ -7,10 +7,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
-    AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent, AiStreamJournal,
-    AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId,
-    ProposalQuery, ToolEnablement,
+    AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError,
+    AiHeldClaim, AiMessage, AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent,
+    AiStreamJournal, AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId,
+    ProposalId, ProposalQuery, ToolEnablement,
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
@@ -176,6 +176,9 @@ impl PostgresStore {
 /// The channel on which every journal commit announces how far its conversations reach.
 const JOURNAL_CHANNEL: &str = "weaver_journal";
 
+/// The channel on which a replica asks the replica running a turn to cancel it.
+const CANCEL_CHANNEL: &str = "weaver_cancel";
+
 /// How far one conversation's journal reaches, as a commit announced it to every replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JournalNotice {
@@ -208,14 +211,42 @@ impl JournalNotice {
 pub enum JournalFeed {
     /// A commit appended to a conversation's journal.
     Appended(JournalNotice),
+    /// A client asked another replica to cancel the conversation's turn: the replica
+    /// running it cancels it.
+    CancelRequested {
+        /// The conversation's tenant.
+        tenant_id: TenantId,
+        /// The conversation.
+        conversation_id: ConversationId,
+        /// The turn to cancel (a later turn of the conversation is not).
+        turn_id: String,
+    },
     /// The listening connection was lost (and is being restored): announcements made
-    /// meanwhile are gone, so whoever follows a journal reads it again.
+    /// meanwhile are gone, so whoever follows a journal reads it again (and cancel requests
+    /// are read from the claims at the next heartbeat).
     Missed,
+}
+
+impl JournalFeed {
+    /// What a notification on `channel` with `payload` says, if it is one of Weaver's.
+    fn decode(channel: &str, payload: &str) -> Option<Self> {
+        if channel == CANCEL_CHANNEL {
+            let (tenant_id, conversation_id, turn_id): (String, String, String) =
+                serde_json::from_str(payload).ok()?;
+            return Some(Self::CancelRequested {
+                tenant_id: TenantId::new(tenant_id),
+                conversation_id: ConversationId::new(conversation_id),
+                turn_id,
+            });
+        }
+        JournalNotice::decode(payload).map(Self::Appended)
+    }
 }
 
 impl PostgresStore {
     /// Listens for the journal commits of every replica (PostgreSQL `LISTEN`): each commit
-    /// announces, per conversation it appended to, the last sequence it wrote. The feed ends
+    /// announces, per conversation it appended to, the last sequence it wrote; and for the
+    /// cancel requests of every replica ([`AiTurnClaims::request_cancel`]). The feed ends
     /// when the store closes or the receiver is dropped.
     ///
     /// # Errors
@@ -226,17 +257,19 @@ impl PostgresStore {
             .await
             .map_err(StoreError::Connect)?;
         listener
-            .listen(JOURNAL_CHANNEL)
+            .listen_all([JOURNAL_CHANNEL, CANCEL_CHANNEL])
             .await
             .map_err(StoreError::Connect)?;
         let (feed, heard) = mpsc::channel(4096);
         tokio::spawn(async move {
             loop {
                 let next = match listener.try_recv().await {
-                    Ok(Some(notification)) => match JournalNotice::decode(notification.payload()) {
-                        Some(notice) => JournalFeed::Appended(notice),
-                        None => continue,
-                    },
+                    Ok(Some(notification)) => {
+                        match JournalFeed::decode(notification.channel(), notification.payload()) {
+                            Some(heard) => heard,
+                            None => continue,
+                        }
+                    }
                     Ok(None) => JournalFeed::Missed,
                     Err(sqlx::Error::PoolClosed) => return,
                     Err(error) => {
@@ -1194,7 +1227,7 @@ impl AiTurnClaims for PostgresStore {
         replica_id: &str,
         lease_until: DateTime<Utc>,
         watching: &[(TenantId, ConversationId)],
-    ) -> Result<Vec<String>, AiError> {
+    ) -> Result<Vec<AiHeldClaim>, AiError> {
         let until = to_nanos(lease_until, "turn lease")?;
         let doing = "renewing turn claims";
         if !watching.is_empty() {
@@ -1209,15 +1242,47 @@ impl AiTurnClaims for PostgresStore {
             .await
             .map_err(|e| failed(doing, e))?;
         }
-        sqlx::query_scalar(
+        let held: Vec<(String, bool)> = sqlx::query_as(
             "UPDATE turn_claims SET lease_until_ns = GREATEST(lease_until_ns, $1) \
-             WHERE replica_id = $2 RETURNING turn_id",
+             WHERE replica_id = $2 RETURNING turn_id, cancel_requested_ns IS NOT NULL",
         )
         .bind(until)
         .bind(replica_id)
         .fetch_all(&self.pool)
         .await
-        .map_err(|e| failed(doing, e))
+        .map_err(|e| failed(doing, e))?;
+        Ok(held
+            .into_iter()
+            .map(|(turn_id, cancel_requested)| AiHeldClaim {
+                turn_id,
+                cancel_requested,
+            })
+            .collect())
+    }
+
+    async fn request_cancel(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AiError> {
+        // The mark and the notice in one statement: the replica running the turn hears of it
+        // at once, and reads the mark at its next heartbeat if the notice is lost.
+        let marked: Vec<(String,)> = sqlx::query_as(
+            "WITH marked AS (UPDATE turn_claims SET cancel_requested_ns = $3 \
+             WHERE tenant_id = $1 AND conversation_id = $2 AND lease_until_ns >= $3 \
+             RETURNING tenant_id, conversation_id, turn_id) \
+             SELECT pg_notify($4, json_build_array(tenant_id, conversation_id, turn_id)::text)\
+             ::text FROM marked",
+        )
+        .bind(tenant_id.as_str())
+        .bind(conversation_id.as_str())
+        .bind(clamp_nanos(now))
+        .bind(CANCEL_CHANNEL)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(|e| failed("asking for a turn to be cancelled", e))?;
+        Ok(!marked.is_empty())
     }
 
     async fn release(
@@ -1263,7 +1328,7 @@ impl AiTurnClaims for PostgresStore {
         // One conditional statement: of replicas racing for the claim, one matches.
         let taken = sqlx::query(
             "UPDATE turn_claims SET turn_id = $1, replica_id = $2, lease_until_ns = $3, \
-             attached_until_ns = NULL WHERE tenant_id = $4 AND conversation_id = $5 \
+             attached_until_ns = NULL, cancel_requested_ns = NULL WHERE tenant_id = $4 AND conversation_id = $5 \
              AND turn_id = $6 AND lease_until_ns < $7",
         )
         .bind(&row.turn_id)

@@ -254,9 +254,35 @@ impl Core {
         Ok(())
     }
 
+    /// Cancels this replica's turn of the conversation if it still runs under `turn_id`'s
+    /// claim (a cancel asked through another replica, or through the store).
+    pub(super) fn cancel_claimed(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        turn_id: &str,
+    ) {
+        let Some(claims) = &self.claims else {
+            return;
+        };
+        let key = (tenant_id.clone(), conversation_id.clone());
+        let running = claims
+            .running
+            .lock()
+            .get(&key)
+            .is_some_and(|c| c.turn_id == turn_id);
+        if let Some(stop) = running
+            .then(|| self.stops.lock().get(&key).cloned())
+            .flatten()
+        {
+            stop.cancel();
+        }
+    }
+
     /// One beat: renews this replica's claims (and marks the turns its clients follow as
-    /// watched), fires the lost token of turns whose claims were taken over, then closes the
-    /// turns of lapsed claims.
+    /// watched), fires the lost token of turns whose claims were taken over, cancels those
+    /// a client asked through another replica to cancel, then closes the turns of lapsed
+    /// claims.
     pub(super) async fn beat(&self, claims: &ReplicaClaims) {
         let watching = self.hub.watched();
         let running: Vec<((TenantId, ConversationId), RunningClaim)> = claims
@@ -273,7 +299,12 @@ impl Core {
                 .await
             {
                 Ok(held) => {
-                    let held: HashSet<String> = held.into_iter().collect();
+                    let cancelled: HashSet<&str> = held
+                        .iter()
+                        .filter(|h| h.cancel_requested)
+                        .map(|h| h.turn_id.as_str())
+                        .collect();
+                    let held: HashSet<&str> = held.iter().map(|h| h.turn_id.as_str()).collect();
                     for (key, claim) in running {
                         // Only a turn still running under the same claim can have lost it.
                         let current = claims
@@ -281,9 +312,11 @@ impl Core {
                             .lock()
                             .get(&key)
                             .is_some_and(|c| c.turn_id == claim.turn_id);
-                        if !held.contains(&claim.turn_id) && current {
+                        if !held.contains(claim.turn_id.as_str()) && current {
                             tracing::warn!(conversation = %key.1, "another replica took this turn's claim over");
                             claim.lost.cancel();
+                        } else if cancelled.contains(claim.turn_id.as_str()) {
+                            self.cancel_claimed(&key.0, &key.1, &claim.turn_id);
                         }
                     }
                 }

@@ -277,6 +277,18 @@ impl ChatOrchestrator {
             .journal_advanced(tenant_id, conversation_id, Some(sequence));
     }
 
+    /// A client asked another replica to cancel the tenant's conversation's turn
+    /// `turn_id`: if it runs here, it is cancelled (as `POST /ai/chat/{id}/cancel` would).
+    pub fn cancel_requested(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        turn_id: &str,
+    ) {
+        self.core
+            .cancel_claimed(tenant_id, conversation_id, turn_id);
+    }
+
     /// Announcements of other replicas' appends may have been missed (the listening
     /// connection was lost): every followed conversation catches up from its journal.
     pub fn journal_missed(&self) {
@@ -497,16 +509,27 @@ impl AiOrchestrator for ChatOrchestrator {
             .lock()
             .get(&(caller.tenant_id.clone(), conversation_id.clone()))
             .cloned();
-        match stop {
-            Some(stop) => {
-                stop.cancel();
-                Ok(())
-            }
-            None => Err(AiError::Conflict {
-                code: "no_turn_in_progress".into(),
-                message: format!("no turn is running in conversation '{conversation_id}'"),
-                current_state: None,
-            }),
+        if let Some(stop) = stop {
+            stop.cancel();
+            return Ok(());
         }
+        // The turn may run on another replica: the store passes the request on.
+        let asked = match &self.core.claims {
+            Some(claims) => {
+                claims
+                    .store
+                    .request_cancel(&caller.tenant_id, conversation_id, self.core.clock.now())
+                    .await?
+            }
+            None => false,
+        };
+        if asked {
+            return Ok(());
+        }
+        Err(AiError::Conflict {
+            code: "no_turn_in_progress".into(),
+            message: format!("no turn is running in conversation '{conversation_id}'"),
+            current_state: None,
+        })
     }
 }

@@ -124,8 +124,8 @@ fn sse_event(event: AiStreamEvent) -> Event {
     Event::default().event(name).id(id).data(data)
 }
 
-/// Stops the turn running in one of the caller's conversations. The turn ends with
-/// `conversation.failed`, code `cancelled`, on its stream.
+/// Stops the turn running in one of the caller's conversations, on whichever replica runs
+/// it. The turn ends with `conversation.failed`, code `cancelled`, on its stream.
 #[utoipa::path(
     post,
     path = "/ai/chat/{conversationId}/cancel",
@@ -138,6 +138,7 @@ fn sse_event(event: AiStreamEvent) -> Event {
         (status = 401, description = "No or invalid credentials.", body = ErrorBody),
         (status = 404, description = "No such conversation of the caller's.", body = ErrorBody),
         (status = 409, description = "No turn is running in the conversation (`no_turn_in_progress`).", body = ErrorBody),
+        (status = 503, description = "The turn runs on another replica and the shared store could not be reached to ask it (`store_unavailable`).", body = ErrorBody),
     )
 )]
 pub(crate) async fn cancel(

@@ -15,7 +15,7 @@ use super::Weaver;
 impl Weaver {
     /// Starts the background work: the retention sweep and the proposal expiry, hourly; the
     /// turn claims' heartbeat and sweep; other replicas' journal commits to this one's
-    /// clients.
+    /// clients, and their clients' cancel requests to this one's turns.
     fn start_background(&mut self) {
         let orchestrator = self.orchestrator.clone();
         let stop = self.background.clone();
@@ -35,6 +35,11 @@ impl Weaver {
                             &notice.conversation_id,
                             notice.sequence,
                         ),
+                        Some(JournalFeed::CancelRequested {
+                            tenant_id,
+                            conversation_id,
+                            turn_id,
+                        }) => orchestrator.cancel_requested(&tenant_id, &conversation_id, &turn_id),
                         Some(JournalFeed::Missed) => orchestrator.journal_missed(),
                         None => return,
                     }

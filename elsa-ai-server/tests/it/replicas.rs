@@ -1,7 +1,8 @@
 //! Several real `weaver` processes on one store: two replicas on one PostgreSQL (a client
 //! follows on B a turn running on A, live and exactly once; B refuses a parallel turn; A is
 //! killed with SIGKILL mid-turn and B closes the turn with `replica_lost`; the conversation
-//! goes on on B), and one process on SQLite killed mid-turn and started again.
+//! goes on on B; a turn running on A is cancelled through B), and one process on SQLite
+//! killed mid-turn and started again.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -19,15 +20,15 @@ const MODEL_KEY: &str = "sk-replica-model-key-0001";
 const LEASE_SECS: u64 = 2;
 
 /// The configuration every process shares: the store `store` names (a `[store]` line), the
-/// scripted model, alice's key, a short lease and grace window.
-fn config(store: &str, model: &ScriptedModelServer) -> String {
+/// scripted model, alice's key, a lease and grace window of `lease_secs`.
+fn config(store: &str, model: &ScriptedModelServer, lease_secs: u64) -> String {
     format!(
         "[store]\n{store}\n\
          [provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
          api_key_env = \"OPENAI_API_KEY\"\napi = \"chat\"\n\
          [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
          permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n\
-         [limits]\ngrace_window_secs = {LEASE_SECS}\nturn_lease_secs = {LEASE_SECS}\n",
+         [limits]\ngrace_window_secs = {lease_secs}\nturn_lease_secs = {lease_secs}\n",
         model.base_url()
     )
 }
@@ -109,6 +110,18 @@ impl Replica {
         } else {
             (status, None, response.json().await.unwrap_or(Value::Null))
         }
+    }
+
+    /// `POST /ai/chat/{conversation}/cancel`: the status and the body.
+    async fn cancel(&self, conversation: &str) -> (StatusCode, Value) {
+        let response = reqwest::Client::new()
+            .post(format!("{}/ai/chat/{conversation}/cancel", self.base))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .unwrap();
+        let status = response.status();
+        (status, response.json().await.unwrap_or(Value::Null))
     }
 
     /// The conversation's stream from after `after`.
@@ -195,7 +208,11 @@ async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_
     let model = ScriptedModelServer::start(paced_turn(16, Duration::from_millis(250)))
         .await
         .unwrap();
-    let config = config(&format!("postgres = \"{}\"", database.url()), &model);
+    let config = config(
+        &format!("postgres = \"{}\"", database.url()),
+        &model,
+        LEASE_SECS,
+    );
     let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = Replica::start(dir_a.path(), &config).await;
     let b = Replica::start(dir_b.path(), &config).await;
@@ -330,6 +347,66 @@ async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_running_on_one_replica_is_cancelled_through_the_other() {
+    let database = TestDatabase::create().await;
+    let model = ScriptedModelServer::start(paced_turn(200, Duration::from_millis(100)))
+        .await
+        .unwrap();
+    // A lease of 30 s: the heartbeat, every 10 s, is far slower than a cancel must be.
+    let config = config(&format!("postgres = \"{}\"", database.url()), &model, 30);
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = Replica::start(dir_a.path(), &config).await;
+    let b = Replica::start(dir_b.path(), &config).await;
+
+    // A 20-second turn on A, its client attached there.
+    let (status, stream, _) = a.chat(json!({"message": "Talk for a while"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut on_a = stream.unwrap();
+    let seen = on_a.until(&["assistant.delta"]).await;
+    let conversation = seen[0].json()["data"]["conversationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    // Cancelled through B: A stops the turn within seconds, not at its next heartbeat.
+    let (status, body) = b.cancel(&conversation).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let asked = Instant::now();
+    let rest = tokio::time::timeout(Duration::from_secs(5), on_a.collect())
+        .await
+        .expect("A ends the turn B was asked to cancel");
+    let cancelled_after = asked.elapsed();
+    let last = rest.last().unwrap().json();
+    assert_eq!(last["type"], "conversation.failed", "{rest:#?}");
+    assert_eq!(last["data"]["code"], "cancelled", "{last}");
+    assert!(
+        cancelled_after < Duration::from_secs(5),
+        "{cancelled_after:?}"
+    );
+    gap_free_journal(&b, &conversation).await;
+
+    // Nothing runs any more, on either replica; the next turn runs on B.
+    for replica in [&a, &b] {
+        let (status, body) = replica.cancel(&conversation).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (StatusCode::CONFLICT, Some("no_turn_in_progress"))
+        );
+    }
+    model.push([ModelReply::Text("Short this time.".into())]);
+    let (status, stream, body) = b
+        .chat(json!({"conversationId": conversation, "message": "Briefly?"}))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let next = stream.unwrap().collect().await;
+    assert_eq!(
+        next.last().unwrap().event,
+        "conversation.completed",
+        "{next:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_sqlite_server_killed_mid_turn_closes_the_turn_after_a_restart() {
     let model = ScriptedModelServer::start(paced_turn(40, Duration::from_millis(250)))
         .await
@@ -339,6 +416,7 @@ async fn a_sqlite_server_killed_mid_turn_closes_the_turn_after_a_restart() {
     let config = config(
         &format!("sqlite = {:?}", database.display().to_string()),
         &model,
+        LEASE_SECS,
     );
     let server = Replica::start(dir.path(), &config).await;
     let (status, stream, body) = server.chat(json!({"message": "What does it do?"})).await;

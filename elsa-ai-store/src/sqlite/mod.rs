@@ -9,10 +9,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError, AiMessage,
-    AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent, AiStreamJournal,
-    AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId, ProposalId,
-    ProposalQuery, ToolEnablement,
+    AiAuditEvent, AiAuditLog, AiAuditSink, AiConversation, AiConversationStore, AiError,
+    AiHeldClaim, AiMessage, AiProposal, AiProposalStore, AiSessionHandle, AiStreamEvent,
+    AiStreamJournal, AiToolEnablementStore, AiTurnClaim, AiTurnClaims, AuditQuery, ConversationId,
+    ProposalId, ProposalQuery, ToolEnablement,
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use rusqlite::{OptionalExtension, params};
@@ -654,7 +654,7 @@ impl AiTurnClaims for SqliteStore {
         replica_id: &str,
         lease_until: DateTime<Utc>,
         watching: &[(TenantId, ConversationId)],
-    ) -> Result<Vec<String>, AiError> {
+    ) -> Result<Vec<AiHeldClaim>, AiError> {
         let until = to_nanos(lease_until, "turn lease")?;
         let replica_id = replica_id.to_owned();
         let watching: Vec<(String, String)> = watching
@@ -676,9 +676,17 @@ impl AiTurnClaims for SqliteStore {
                     .execute(params![until, tenant_id, conversation_id])?;
                 }
                 let held = tx
-                    .prepare_cached("SELECT turn_id FROM turn_claims WHERE replica_id = ?1")?
-                    .query_map([&replica_id], |row| row.get(0))?
-                    .collect::<Result<Vec<String>, _>>()?;
+                    .prepare_cached(
+                        "SELECT turn_id, cancel_requested_ns IS NOT NULL FROM turn_claims \
+                         WHERE replica_id = ?1",
+                    )?
+                    .query_map([&replica_id], |row| {
+                        Ok(AiHeldClaim {
+                            turn_id: row.get(0)?,
+                            cancel_requested: row.get(1)?,
+                        })
+                    })?
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(held)
             })
             .await
@@ -709,6 +717,31 @@ impl AiTurnClaims for SqliteStore {
             .map_err(|e| e.into_ai("releasing a turn claim"))
     }
 
+    async fn request_cancel(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AiError> {
+        let key = (
+            tenant_id.as_str().to_owned(),
+            conversation_id.as_str().to_owned(),
+            clamp_nanos(now),
+        );
+        self.writer
+            .run(move |tx| {
+                let marked = tx
+                    .prepare_cached(
+                        "UPDATE turn_claims SET cancel_requested_ns = ?3 \
+                         WHERE tenant_id = ?1 AND conversation_id = ?2 AND lease_until_ns >= ?3",
+                    )?
+                    .execute(params![key.0, key.1, key.2])?;
+                Ok(marked == 1)
+            })
+            .await
+            .map_err(|e| e.into_ai("asking for a turn to be cancelled"))
+    }
+
     async fn lapsed(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<AiTurnClaim>, AiError> {
         let rows: Vec<TurnClaimRow> = sqlx::query_as(
             "SELECT tenant_id, conversation_id, turn_id, replica_id, lease_until_ns, \
@@ -736,7 +769,8 @@ impl AiTurnClaims for SqliteStore {
                 let taken = tx
                     .prepare_cached(
                         "UPDATE turn_claims SET turn_id = ?1, replica_id = ?2, \
-                         lease_until_ns = ?3, attached_until_ns = NULL \
+                         lease_until_ns = ?3, attached_until_ns = NULL, \
+                         cancel_requested_ns = NULL \
                          WHERE tenant_id = ?4 AND conversation_id = ?5 AND turn_id = ?6 \
                          AND lease_until_ns < ?7",
                     )?

@@ -1,13 +1,14 @@
 //! Turn claims through two store handles (as two replicas hold them): a conversation is
 //! claimed by one turn only, even when the claims share batches with the conversations
-//! being created, and the commit that journals a turn's terminal event ends its claim.
+//! being created, the commit that journals a turn's terminal event ends its claim, and a
+//! cancel asked through one handle reaches the heartbeat of the replica holding the claim.
 
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
 use elsa_ai_abstractions::{
-    AiConversation, AiConversationStore, AiMessage, AiStreamEvent, AiStreamEventType, AiTurnClaim,
-    AiTurnClaims, ConversationId, MessageRole, TURN_IN_PROGRESS,
+    AiConversation, AiConversationStore, AiHeldClaim, AiMessage, AiStreamEvent, AiStreamEventType,
+    AiTurnClaim, AiTurnClaims, ConversationId, MessageRole, TURN_IN_PROGRESS,
 };
 use elsa_workflows::TenantId;
 use serde_json::json;
@@ -17,6 +18,7 @@ use crate::support::{ConcreteStore, TestDb, on_both_backends};
 on_both_backends!(
     a_conversation_is_claimed_once_even_in_batches_with_its_creation,
     the_commit_of_a_terminal_event_ends_the_claim,
+    a_cancel_request_marks_the_live_claim_for_its_replicas_heartbeat,
 );
 
 fn tenant() -> TenantId {
@@ -148,4 +150,58 @@ async fn the_commit_of_a_terminal_event_ends_the_claim(db: TestDb) {
         .claim(&claim(&tenant, &id, "b"), Utc::now())
         .await
         .expect("the next turn claims the conversation anywhere at once");
+}
+
+async fn a_cancel_request_marks_the_live_claim_for_its_replicas_heartbeat(db: TestDb) {
+    let (a, b) = (db.open_concrete().await, db.open_concrete().await);
+    let tenant = tenant();
+    let (running, idle, lapsed) = (
+        ConversationId::generate(),
+        ConversationId::generate(),
+        ConversationId::generate(),
+    );
+    let held = claim(&tenant, &running, "a");
+    claims(&a).claim(&held, Utc::now()).await.unwrap();
+    let mut old = claim(&tenant, &lapsed, "gone");
+    old.lease_until = Utc::now() - Duration::seconds(1);
+    claims(&a)
+        .claim(&old, Utc::now() - Duration::seconds(31))
+        .await
+        .unwrap();
+    let renew = || async {
+        claims(&a)
+            .renew("a", Utc::now() + Duration::seconds(30), &[])
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        renew().await,
+        [AiHeldClaim {
+            turn_id: held.turn_id.clone(),
+            cancel_requested: false
+        }]
+    );
+    // No turn runs in `idle`, and `lapsed`'s replica is gone: nothing to ask.
+    for id in [&idle, &lapsed] {
+        let asked = claims(&b).request_cancel(&tenant, id, Utc::now()).await;
+        assert!(!asked.unwrap(), "{id}");
+    }
+    // Another tenant's conversation of the same id is not the one running.
+    let other = claims(&b)
+        .request_cancel(&self::tenant(), &running, Utc::now())
+        .await;
+    assert!(!other.unwrap());
+    assert!(
+        claims(&b)
+            .request_cancel(&tenant, &running, Utc::now())
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        renew().await,
+        [AiHeldClaim {
+            turn_id: held.turn_id.clone(),
+            cancel_requested: true
+        }]
+    );
 }
