@@ -1,8 +1,8 @@
 //! Several real `weaver` processes on one store: two replicas on one PostgreSQL (a client
 //! follows on B a turn running on A, live and exactly once; B refuses a parallel turn; A is
 //! killed with SIGKILL mid-turn and B closes the turn with `replica_lost`; the conversation
-//! goes on on B; a turn running on A is cancelled through B), and one process on SQLite
-//! killed mid-turn and started again.
+//! goes on on B; a turn running on A is cancelled through B, and by its heartbeat when the
+//! notice was lost), and one process on SQLite killed mid-turn and started again.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +12,7 @@ use elsa_ai_server::testing::{SseEvent, SseStream};
 use elsa_ai_store::testing::postgres::TestDatabase;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use sqlx::Connection;
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 const KEY: &str = "replica-test-key-alice-0001";
@@ -404,6 +405,43 @@ async fn a_turn_running_on_one_replica_is_cancelled_through_the_other() {
         "conversation.completed",
         "{next:#?}"
     );
+}
+
+/// A cancel request whose notice never arrived (the listening connection was down): the
+/// replica running the turn reads the claim's mark at its next heartbeat and cancels it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_mark_whose_notice_was_lost_is_read_at_the_next_heartbeat() {
+    let database = TestDatabase::create().await;
+    let model = ScriptedModelServer::start(paced_turn(200, Duration::from_millis(100)))
+        .await
+        .unwrap();
+    let config = config(
+        &format!("postgres = \"{}\"", database.url()),
+        &model,
+        LEASE_SECS,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let a = Replica::start(dir.path(), &config).await;
+    let (status, stream, _) = a.chat(json!({"message": "Talk for a while"})).await;
+    assert_eq!(status, StatusCode::OK);
+    let mut on_a = stream.unwrap();
+    on_a.until(&["assistant.delta"]).await;
+
+    // The mark as a cancel through another replica writes it, without the notice.
+    let mut connection = sqlx::PgConnection::connect(database.url()).await.unwrap();
+    let marked = sqlx::query("UPDATE turn_claims SET cancel_requested_ns = 1")
+        .execute(&mut connection)
+        .await
+        .unwrap()
+        .rows_affected();
+    assert_eq!(marked, 1, "the running turn's claim");
+    // A heartbeat comes every third of the lease.
+    let rest = tokio::time::timeout(Duration::from_secs(2 * LEASE_SECS), on_a.collect())
+        .await
+        .expect("the heartbeat cancels the marked turn");
+    let last = rest.last().unwrap().json();
+    assert_eq!(last["type"], "conversation.failed", "{rest:#?}");
+    assert_eq!(last["data"]["code"], "cancelled", "{last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
