@@ -203,30 +203,69 @@ async fn gap_free_journal(replica: &Replica, conversation: &str) -> Vec<SseEvent
     journal
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_a_kill_9() {
-    let database = TestDatabase::create().await;
-    let model = ScriptedModelServer::start(paced_turn(16, Duration::from_millis(250)))
-        .await
-        .unwrap();
-    let config = config(
-        &format!("postgres = \"{}\"", database.url()),
-        &model,
-        LEASE_SECS,
-    );
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = Replica::start(dir_a.path(), &config).await;
-    let b = Replica::start(dir_b.path(), &config).await;
+/// `count` replicas of one configuration (the scripted model, a lease of `lease_secs`) on
+/// a fresh PostgreSQL database, each serving from a directory of its own.
+struct OnPostgres {
+    // Dropped in this order: the processes end before their directories and the database go.
+    replicas: Vec<Replica>,
+    _dirs: Vec<tempfile::TempDir>,
+    database: TestDatabase,
+}
 
-    // A turn on A; its client leaves once the turn streams, and a client follows it on B.
-    let (status, stream, _) = a.chat(json!({"message": "What does it do?"})).await;
-    assert_eq!(status, StatusCode::OK);
-    let mut on_a = stream.unwrap();
-    let seen_on_a = on_a.until(&["tool.completed"]).await;
-    let conversation = seen_on_a[0].json()["data"]["conversationId"]
+impl OnPostgres {
+    async fn start(model: &ScriptedModelServer, lease_secs: u64, count: usize) -> Self {
+        let database = TestDatabase::create().await;
+        let config = config(
+            &format!("postgres = \"{}\"", database.url()),
+            model,
+            lease_secs,
+        );
+        let dirs: Vec<tempfile::TempDir> =
+            (0..count).map(|_| tempfile::tempdir().unwrap()).collect();
+        let mut replicas = Vec::with_capacity(count);
+        for dir in &dirs {
+            replicas.push(Replica::start(dir.path(), &config).await);
+        }
+        Self {
+            replicas,
+            _dirs: dirs,
+            database,
+        }
+    }
+}
+
+/// Starts a new conversation's turn on `replica` and reads its stream up to the first of
+/// `until`: the stream, the events read and the conversation's id.
+async fn turn_until(
+    replica: &Replica,
+    message: &str,
+    until: &[&str],
+) -> (SseStream, Vec<SseEvent>, String) {
+    let (status, stream, body) = replica.chat(json!({ "message": message })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut stream = stream.unwrap();
+    let seen = stream.until(until).await;
+    let conversation = seen[0].json()["data"]["conversationId"]
         .as_str()
         .unwrap()
         .to_owned();
+    (stream, seen, conversation)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_a_kill_9() {
+    let model = ScriptedModelServer::start(paced_turn(16, Duration::from_millis(250)))
+        .await
+        .unwrap();
+    let mut cluster = OnPostgres::start(&model, LEASE_SECS, 2).await;
+    let (b, a) = (
+        cluster.replicas.pop().unwrap(),
+        cluster.replicas.pop().unwrap(),
+    );
+
+    // A turn on A; its client leaves once the turn streams, and a client follows it on B.
+    let (on_a, seen_on_a, conversation) =
+        turn_until(&a, "What does it do?", &["tool.completed"]).await;
     drop(on_a);
     let resumed_at = seen_on_a.last().unwrap().sequence();
     let mut on_b = b.resume(&conversation, resumed_at).await;
@@ -349,25 +388,17 @@ async fn two_replicas_on_one_postgres_share_streams_and_turn_claims_and_survive_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_running_on_one_replica_is_cancelled_through_the_other() {
-    let database = TestDatabase::create().await;
     let model = ScriptedModelServer::start(paced_turn(200, Duration::from_millis(100)))
         .await
         .unwrap();
     // A lease of 30 s: the heartbeat, every 10 s, is far slower than a cancel must be.
-    let config = config(&format!("postgres = \"{}\"", database.url()), &model, 30);
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let a = Replica::start(dir_a.path(), &config).await;
-    let b = Replica::start(dir_b.path(), &config).await;
+    let cluster = OnPostgres::start(&model, 30, 2).await;
+    let [a, b] = &cluster.replicas[..] else {
+        unreachable!("two replicas")
+    };
 
     // A 20-second turn on A, its client attached there.
-    let (status, stream, _) = a.chat(json!({"message": "Talk for a while"})).await;
-    assert_eq!(status, StatusCode::OK);
-    let mut on_a = stream.unwrap();
-    let seen = on_a.until(&["assistant.delta"]).await;
-    let conversation = seen[0].json()["data"]["conversationId"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (on_a, _, conversation) = turn_until(a, "Talk for a while", &["assistant.delta"]).await;
 
     // Cancelled through B: A stops the turn within seconds, not at its next heartbeat.
     let (status, body) = b.cancel(&conversation).await;
@@ -384,10 +415,10 @@ async fn a_turn_running_on_one_replica_is_cancelled_through_the_other() {
         cancelled_after < Duration::from_secs(5),
         "{cancelled_after:?}"
     );
-    gap_free_journal(&b, &conversation).await;
+    gap_free_journal(b, &conversation).await;
 
     // Nothing runs any more, on either replica; the next turn runs on B.
-    for replica in [&a, &b] {
+    for replica in [a, b] {
         let (status, body) = replica.cancel(&conversation).await;
         assert_eq!(
             (status, body["code"].as_str()),
@@ -411,24 +442,21 @@ async fn a_turn_running_on_one_replica_is_cancelled_through_the_other() {
 /// replica running the turn reads the claim's mark at its next heartbeat and cancels it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_mark_whose_notice_was_lost_is_read_at_the_next_heartbeat() {
-    let database = TestDatabase::create().await;
     let model = ScriptedModelServer::start(paced_turn(200, Duration::from_millis(100)))
         .await
         .unwrap();
-    let config = config(
-        &format!("postgres = \"{}\"", database.url()),
-        &model,
-        LEASE_SECS,
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let a = Replica::start(dir.path(), &config).await;
-    let (status, stream, _) = a.chat(json!({"message": "Talk for a while"})).await;
-    assert_eq!(status, StatusCode::OK);
-    let mut on_a = stream.unwrap();
-    on_a.until(&["assistant.delta"]).await;
+    let cluster = OnPostgres::start(&model, LEASE_SECS, 1).await;
+    let (on_a, _, _) = turn_until(
+        &cluster.replicas[0],
+        "Talk for a while",
+        &["assistant.delta"],
+    )
+    .await;
 
     // The mark as a cancel through another replica writes it, without the notice.
-    let mut connection = sqlx::PgConnection::connect(database.url()).await.unwrap();
+    let mut connection = sqlx::PgConnection::connect(cluster.database.url())
+        .await
+        .unwrap();
     let marked = sqlx::query("UPDATE turn_claims SET cancel_requested_ns = 1")
         .execute(&mut connection)
         .await
