@@ -133,9 +133,14 @@ impl TraceLog {
             .with_ansi(false)
             .with_writer(move || writer.clone())
             .finish();
+        let installed = tracing::subscriber::set_default(subscriber);
+        // A callsite that another test's thread registered while this subscriber was being
+        // installed may keep the interest computed without it (and skip its events here):
+        // computed again now that it is in place.
+        tracing::callsite::rebuild_interest_cache();
         Self {
             buffer,
-            _installed: tracing::subscriber::set_default(subscriber),
+            _installed: installed,
         }
     }
 
