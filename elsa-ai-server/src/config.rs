@@ -201,7 +201,11 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     refuse a second turn (409 turn_in_progress) while it runs;
                                     a turn whose server died (killed, crashed) is closed with
                                     conversation.failed, code replica_lost, by another replica
-                                    or by the restarted one, within this plus a third of it."#;
+                                    or by the restarted one, within this plus a third of it.
+  stalled_connection_secs = 300     A connection whose client has left written data unread
+                                    (or unacknowledged) this long is closed: a stream nobody
+                                    reads no longer holds its connection (and counts as a
+                                    client) for ever. 0 leaves it to the operating system."#;
 
 /// The whole configuration.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -632,6 +636,9 @@ pub struct LimitsConfig {
     pub proposal_ttl_days: Option<u32>,
     /// The lease of a running turn's claim in a shared store, in seconds.
     pub turn_lease_secs: Option<u64>,
+    /// How long written data may stay unread by a client before its connection is closed,
+    /// in seconds (0: the operating system's default).
+    pub stalled_connection_secs: Option<u64>,
 }
 
 /// Why a configuration cannot be used.
@@ -989,6 +996,7 @@ mod tests {
             "retention_days",
             "proposal_ttl_days",
             "turn_lease_secs",
+            "stalled_connection_secs",
             "WEAVER_DEV_KEY",
             "[[mcp.servers]]",
             "command",

@@ -113,6 +113,9 @@ pub struct Weaver {
     providers: ServedProviders,
     redactor: Arc<Redactor>,
     grace_window: Duration,
+    /// How long a client may leave written data unread before its connection is closed
+    /// (`None`: the operating system's default).
+    stalled_connection: Option<Duration>,
     retention: TimeDelta,
     development_keys: Vec<DevelopmentKey>,
     report: Vec<String>,
@@ -198,6 +201,10 @@ impl Weaver {
         let otlp = config.telemetry.otlp(env.as_ref())?;
         let retention_days = i64::from(limits.retention_days.unwrap_or(30));
         let grace_window = Duration::from_secs(limits.grace_window_secs.unwrap_or(60));
+        let stalled_connection = match limits.stalled_connection_secs.unwrap_or(300) {
+            0 => None,
+            secs => Some(Duration::from_secs(secs)),
+        };
         let mut report = Vec::new();
 
         // Workflow data, per tenant: in memory (a folder or the samples) or an Elsa Server.
@@ -477,6 +484,7 @@ impl Weaver {
             providers,
             redactor: core.redactor().clone(),
             grace_window,
+            stalled_connection,
             retention: TimeDelta::days(retention_days),
             development_keys,
             report,

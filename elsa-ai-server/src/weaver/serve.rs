@@ -106,10 +106,19 @@ impl Weaver {
             });
         }
         // A stream is a series of small writes: with Nagle's algorithm on, an event written
-        // just after the response head waits for the client's (delayed, ~40 ms) ACK.
-        let listener = listener.tap_io(|connection| {
+        // just after the response head waits for the client's (delayed, ~40 ms) ACK. A client
+        // that stops reading (or vanishes) leaves written data unacknowledged: the kernel
+        // closes such a connection after `stalled_connection` (TCP_USER_TIMEOUT), which ends
+        // its stream here and lets the grace window run.
+        let stalled = self.stalled_connection;
+        let listener = listener.tap_io(move |connection| {
             if let Err(error) = connection.set_nodelay(true) {
                 tracing::debug!(%error, "cannot set TCP_NODELAY on a connection");
+            }
+            if let Some(timeout) = stalled
+                && let Err(error) = close_when_stalled(connection, timeout)
+            {
+                tracing::debug!(%error, "cannot set TCP_USER_TIMEOUT on a connection");
             }
         });
         let server = axum::serve(listener, self.router()).with_graceful_shutdown({
@@ -166,4 +175,21 @@ impl Weaver {
         }
         served
     }
+}
+
+/// Has the kernel close `connection` once data written to it stays unacknowledged for
+/// `timeout` (TCP_USER_TIMEOUT, which also bounds a zero window: a client that stopped
+/// reading).
+#[cfg(target_os = "linux")]
+fn close_when_stalled(
+    connection: &tokio::net::TcpStream,
+    timeout: Duration,
+) -> std::io::Result<()> {
+    socket2::SockRef::from(connection).set_tcp_user_timeout(Some(timeout))
+}
+
+/// Elsewhere the operating system's own timeouts apply.
+#[cfg(not(target_os = "linux"))]
+fn close_when_stalled(_: &tokio::net::TcpStream, _: Duration) -> std::io::Result<()> {
+    Ok(())
 }

@@ -7,10 +7,14 @@
 //!
 //! What it shows: a well-behaved client of the same server gets its whole stream, gap-free;
 //! every stalled client's turn still runs to its end and is journaled; the stalled
-//! connections stay open (the server has no write timeout) and the server keeps answering;
+//! connections stay open (for less than `stalled_connection_secs`, 5 minutes by default)
+//! and the server keeps answering;
 //! its resident memory with the stalled clients stays within a per-connection bound of its
 //! memory with none; and it does not grow while the stalled followers miss another 2 MiB of
-//! events each (keeping what they miss would take 200 MiB).
+//! events each (keeping what they miss would take 200 MiB). And a client that stops reading
+//! for longer than `stalled_connection_secs` is cut off, so that its turn ends as
+//! `client_gone` after the grace window instead of running on for a client that is not
+//! there.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -49,13 +53,16 @@ fn reply_text(words: usize, tag: &str) -> String {
         .join(" ")
 }
 
-fn config(model: &ScriptedModelServer, database: &std::path::Path) -> String {
+/// The test's configuration: SQLite at `database`, the scripted model, alice's key, and
+/// `limits` (a `[limits]` table's lines, or nothing for the defaults).
+fn config(model: &ScriptedModelServer, database: &std::path::Path, limits: &str) -> String {
     format!(
         "[store]\nsqlite = {:?}\n\
          [provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted-model\"\n\
          api_key_env = \"OPENAI_API_KEY\"\napi = \"chat\"\n\
          [[auth.api_keys]]\nkey = \"{KEY}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
-         permissions = [\"read:workflows\", \"read:activities\"]\n",
+         permissions = [\"read:workflows\", \"read:activities\", \"admin:ai\"]\n\
+         [limits]\n{limits}",
         database.display().to_string(),
         model.base_url()
     )
@@ -153,7 +160,7 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
     let weaver = WeaverProcess::start(
         env!("CARGO_BIN_EXE_weaver").as_ref(),
         dir.path(),
-        &config(&model, &dir.path().join("weaver.db")),
+        &config(&model, &dir.path().join("weaver.db"), ""),
         &[("OPENAI_API_KEY", MODEL_KEY)],
     )
     .await;
@@ -293,4 +300,87 @@ async fn clients_that_never_read_their_stream_keep_server_memory_bounded() {
     drop(stalled_turns);
     model.push([ModelReply::Text("after them".into())]);
     assert_whole(&chat(&weaver, "after them").await.collect().await, 1, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_stops_reading_is_cut_off_and_its_turn_ends_as_client_gone() {
+    // A 30-second turn of 1 KiB deltas: far more than the connection buffers.
+    let model = ScriptedModelServer::start([ModelReply::Paced {
+        text: reply_text(3000, "s"),
+        pause: Duration::from_millis(10),
+    }])
+    .await
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let weaver = WeaverProcess::start(
+        env!("CARGO_BIN_EXE_weaver").as_ref(),
+        dir.path(),
+        &config(
+            &model,
+            &dir.path().join("weaver.db"),
+            "stalled_connection_secs = 2\ngrace_window_secs = 1\n",
+        ),
+        &[("OPENAI_API_KEY", MODEL_KEY)],
+    )
+    .await;
+    let address = weaver.address();
+    let authorization = format!("ApiKey {KEY}");
+    let body = json!({ "message": "never read" }).to_string();
+    let request = json_post(address, "/ai/chat", &authorization, &body);
+    let mut stalled = stalled_request(address, &request).await.unwrap();
+    let conversation = conversation_of(&mut stalled).await;
+
+    // Cut off after about 2 s of unread data, gone for the 1 s grace window: the turn ends
+    // as client_gone long before its 30 s of text would have. Watched through the audit
+    // trail: a client reading the stream would count as attached.
+    let audit = format!(
+        "{}/ai/audit?conversationId={conversation}",
+        weaver.base_url()
+    );
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    let ended = loop {
+        let records: serde_json::Value = reqwest::Client::new()
+            .get(&audit)
+            .header("authorization", &authorization)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let ended = records["items"].as_array().and_then(|items| {
+            items
+                .iter()
+                .find(|r| r["action"] == "turn.failed" || r["action"] == "turn.completed")
+                .cloned()
+        });
+        if let Some(ended) = ended {
+            break ended;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn still runs for a client that stopped reading"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    assert_eq!(ended["action"], "turn.failed", "{ended}");
+    assert_eq!(ended["details"]["error"]["code"], "client_gone", "{ended}");
+    let events = journal(&weaver, &conversation).await;
+    let last = events.last().unwrap().json();
+    assert_eq!(last["type"], "conversation.failed", "{last}");
+    assert_eq!(last["data"]["code"], "client_gone", "{last}");
+
+    // The server closed the connection: what was buffered reads out, then the end (or a
+    // reset).
+    let mut buffer = vec![0; 64 * 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            match stalled.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the stalled connection is still open");
 }
