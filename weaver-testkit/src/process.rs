@@ -74,6 +74,23 @@ impl WeaverProcess {
     pub fn running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// `GET path` with the `Authorization` header `authorization`: the JSON answer.
+    ///
+    /// # Panics
+    ///
+    /// When the request fails or the answer is not JSON.
+    pub async fn get_json(&self, path: &str, authorization: &str) -> serde_json::Value {
+        reqwest::Client::new()
+            .get(format!("{}{path}", self.base_url()))
+            .header("authorization", authorization)
+            .send()
+            .await
+            .expect("the request is answered")
+            .json()
+            .await
+            .expect("a JSON answer")
+    }
 }
 
 impl Drop for WeaverProcess {

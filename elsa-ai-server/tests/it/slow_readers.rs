@@ -333,21 +333,10 @@ async fn a_client_that_stops_reading_is_cut_off_and_its_turn_ends_as_client_gone
     // Cut off after about 2 s of unread data, gone for the 1 s grace window: the turn ends
     // as client_gone long before its 30 s of text would have. Watched through the audit
     // trail: a client reading the stream would count as attached.
-    let audit = format!(
-        "{}/ai/audit?conversationId={conversation}",
-        weaver.base_url()
-    );
+    let audit = format!("/ai/audit?conversationId={conversation}");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     let ended = loop {
-        let records: serde_json::Value = reqwest::Client::new()
-            .get(&audit)
-            .header("authorization", &authorization)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let records = weaver.get_json(&audit, &authorization).await;
         let ended = records["items"].as_array().and_then(|items| {
             items
                 .iter()
