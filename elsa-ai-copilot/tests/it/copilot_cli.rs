@@ -27,6 +27,12 @@ use tokio_util::sync::CancellationToken;
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 /// The variable the provider reads the endpoint key from, and the key.
+/// The tests of this file run side by side, except the one that captures the provider's
+/// trace log: `tracing` caches per call site whether any subscriber listens, and a call
+/// site first reached by another test's thread while the capture is being installed can
+/// stay muted for it.
+static SIDE_BY_SIDE: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 const KEY_VARIABLE: &str = "WEAVER_TEST_MODEL_KEY";
 const KEY: &str = "sk-weaver-e2e-endpoint-key-0123456789";
 
@@ -171,6 +177,7 @@ fn assert_no_built_ins(server: &ScriptedModelServer, offered: &[&str]) {
 
 #[tokio::test]
 async fn a_governed_turn_runs_end_to_end_through_the_real_cli() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     let server = ScriptedModelServer::start([
         ModelReply::ToolCall {
             name: "workflow_getDefinition".into(),
@@ -310,6 +317,7 @@ async fn a_governed_turn_runs_end_to_end_through_the_real_cli() {
 
 #[tokio::test]
 async fn a_tool_the_caller_may_not_use_is_denied_audited_and_explained_to_the_model() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     // The caller lacks `read:workflows`, so the tool is not offered; the model, as models
     // do, calls it anyway.
     let server = ScriptedModelServer::start([
@@ -372,6 +380,7 @@ async fn a_tool_the_caller_may_not_use_is_denied_audited_and_explained_to_the_mo
 
 #[tokio::test]
 async fn a_model_endpoint_that_refuses_the_key_fails_the_turn_with_503() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     let server = ScriptedModelServer::start((0..8).map(|_| ModelReply::Error {
         status: 401,
         message: "invalid api key".into(),
@@ -449,6 +458,7 @@ async fn run_turn(
 
 #[tokio::test]
 async fn the_cli_starts_lazily_restarts_after_being_killed_and_leaves_no_process_behind() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     let server = ScriptedModelServer::start([
         ModelReply::Text("First answer.".into()),
         ModelReply::Text("Second answer.".into()),
@@ -555,6 +565,7 @@ async fn the_cli_starts_lazily_restarts_after_being_killed_and_leaves_no_process
 
 #[tokio::test]
 async fn a_cancelled_turn_aborts_the_copilot_turn_and_frees_the_session() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     let server = ScriptedModelServer::start([
         ModelReply::ToolCall {
             name: "demo_slow".into(),
@@ -655,6 +666,7 @@ async fn a_cancelled_turn_aborts_the_copilot_turn_and_frees_the_session() {
 
 #[tokio::test]
 async fn a_text_turn_streams_deltas_and_the_model_reads_the_attached_context() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     let server = ScriptedModelServer::start([ModelReply::Text("Just words, no tools.".into())])
         .await
         .unwrap();
@@ -714,6 +726,7 @@ const CLI_ENVIRONMENT: &[&str] = &[
 
 #[tokio::test]
 async fn the_cli_starts_from_a_cleared_environment_plus_the_allowlist() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     let server = ScriptedModelServer::start([]).await.unwrap();
     let provider = provider(&server, "gpt-4.1");
     let agent = test_agent(TEST_AGENT, &[], &all_permissions());
@@ -752,6 +765,7 @@ async fn the_cli_starts_from_a_cleared_environment_plus_the_allowlist() {
 
 #[tokio::test]
 async fn a_cli_that_dies_mid_turn_fails_the_turn_and_the_next_turn_starts_another_cli() {
+    let _side_by_side = SIDE_BY_SIDE.read().await;
     let server = ScriptedModelServer::start([
         ModelReply::Hold,
         ModelReply::Text("Answered by the new CLI.".into()),
@@ -816,6 +830,8 @@ async fn a_cli_that_dies_mid_turn_fails_the_turn_and_the_next_turn_starts_anothe
 
 #[tokio::test]
 async fn provider_events_logged_at_trace_level_pass_the_redactor() {
+    // Alone: see `SIDE_BY_SIDE`.
+    let _alone = SIDE_BY_SIDE.write().await;
     let server = ScriptedModelServer::start([ModelReply::Text(format!(
         "The configured secret is {REGISTERED_SECRET}."
     ))])
