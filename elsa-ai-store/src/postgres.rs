@@ -546,14 +546,14 @@ type MessageRow<'a> = (&'a str, &'a str, &'a str, i64);
 /// A statement whose columns travel as arrays.
 type ArrayQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
+/// One text column of `rows`, as an array to bind.
+fn text_column<'q, R>(rows: &[&'q R], field: fn(&R) -> &String) -> Vec<&'q str> {
+    rows.iter().map(|row| field(row).as_str()).collect()
+}
+
 /// Binds the seven columns of new conversations, in [`CreatedRow`] order.
 fn bind_created<'q>(query: ArrayQuery<'q>, created: &[&'q CreatedRow]) -> ArrayQuery<'q> {
-    let text = |f: fn(&CreatedRow) -> &String| {
-        created
-            .iter()
-            .map(|r| f(r).as_str())
-            .collect::<Vec<&'q str>>()
-    };
+    let text = |field| text_column(created, field);
     query
         .bind(text(|r| &r.0))
         .bind(text(|r| &r.1))
@@ -575,12 +575,7 @@ fn bind_messages<'q>(query: ArrayQuery<'q>, messages: &[MessageRow<'q>]) -> Arra
 
 /// Binds the five columns of turn claims: tenant, conversation, turn, replica, lease.
 fn bind_claims<'q>(query: ArrayQuery<'q>, claims: &[&'q ClaimRow]) -> ArrayQuery<'q> {
-    let text = |f: fn(&ClaimRow) -> &String| {
-        claims
-            .iter()
-            .map(|c| f(c).as_str())
-            .collect::<Vec<&'q str>>()
-    };
+    let text = |field| text_column(claims, field);
     query
         .bind(text(|c| &c.tenant_id))
         .bind(text(|c| &c.conversation_id))
