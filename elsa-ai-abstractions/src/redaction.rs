@@ -2,11 +2,20 @@
 
 use std::borrow::Cow;
 
+use serde_json::value::RawValue;
+
 /// Replaces secrets in text. The host's redactor implements it, so that a provider can
 /// redact what it logs without depending on the host.
 pub trait AiTextRedactor: Send + Sync {
     /// `text` with every secret and credential the redactor knows replaced by its marker.
     fn redact<'a>(&self, text: &'a str) -> Cow<'a, str>;
+
+    /// JSON text with the rules for JSON values applied as well (every value under a
+    /// sensitive key is replaced); the result is JSON text. Without an implementation of
+    /// its own, the text is redacted as free text.
+    fn redact_json<'a>(&self, json: &'a RawValue) -> Cow<'a, str> {
+        self.redact(json.get())
+    }
 }
 
 /// A value that must never be printed, such as an MCP server's secret variable or header.

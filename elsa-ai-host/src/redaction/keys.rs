@@ -32,7 +32,7 @@ const SEPARATORS: &[&str] = &["", "_", "-", ".", " "];
 const SUFFIXES: &[&str] = &["token", "pwd"];
 
 /// Whole keys that are sensitive although too short to match anywhere inside others.
-const EXACT: &[&str] = &["auth", "pat"];
+pub(super) const EXACT: &[&str] = &["auth", "pat"];
 
 /// Keys longer than this are folded on the heap instead of the stack.
 const STACK_KEY: usize = 64;
@@ -42,6 +42,23 @@ const STACK_KEY: usize = 64;
 #[derive(Clone, Debug)]
 pub(super) struct SensitiveKeys {
     contains: AhoCorasick,
+}
+
+/// Literals one of which occurs in every key accepted for containing a word, ending with a
+/// suffix or holding a compound (its second part), ASCII-lowercased: a search of a JSON
+/// text for them and for [`EXACT`] finds the keys worth deciding without reading every key
+/// (see `json_text`). A hit is a candidate only; [`SensitiveKeys::is_sensitive`] decides.
+pub(super) fn contained_literals() -> impl Iterator<Item = &'static str> {
+    WORDS
+        .iter()
+        .chain(SUFFIXES)
+        .copied()
+        .chain(COMPOUNDS.iter().map(|(_, second)| *second))
+}
+
+/// Whether a byte is one of the separators trimmed from a key's end before its checks.
+pub(super) fn is_trailing_separator(byte: u8) -> bool {
+    matches!(byte, b'_' | b'-' | b'.' | b' ')
 }
 
 impl SensitiveKeys {
@@ -75,10 +92,7 @@ impl SensitiveKeys {
     }
 
     fn is_sensitive_folded(&self, folded: &[u8]) -> bool {
-        let trimmed = match folded
-            .iter()
-            .rposition(|b| !matches!(b, b'_' | b'-' | b'.' | b' '))
-        {
+        let trimmed = match folded.iter().rposition(|&b| !is_trailing_separator(b)) {
             Some(last) => &folded[..=last],
             None => folded,
         };

@@ -25,6 +25,7 @@
 //! (case-sensitive where the real format is), and text without anchors allocates nothing
 //! beyond the buffer. Object keys are not rewritten.
 
+mod json_text;
 mod keys;
 mod patterns;
 #[cfg(test)]
@@ -38,6 +39,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
 use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent, AiTextRedactor};
 use serde_json::Value;
 
+use json_text::JsonSearch;
 use keys::SensitiveKeys;
 use patterns::{Anchor, BUILT_IN};
 pub use sink::RedactingAuditSink;
@@ -134,6 +136,7 @@ impl RedactorBuilder {
             .match_kind(MatchKind::LeftmostLongest)
             .build(&literals)
             .map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        let json_search = JsonSearch::new(&literals)?;
         // Short texts skip folding: a case-insensitive DFA without prefilter starts cheapest.
         let short_anchors = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
@@ -152,6 +155,7 @@ impl RedactorBuilder {
         Ok(Redactor {
             anchors,
             short_anchors,
+            json_search,
             secret_anchors,
             longest_secret,
             secret_starts,
@@ -186,6 +190,9 @@ pub struct Redactor {
     anchors: AhoCorasick,
     /// For short text, run over the text itself: the same patterns as a case-insensitive DFA.
     short_anchors: AhoCorasick,
+    /// For JSON text ([`Redactor::redact_json`]), run over its lowercased copy: the anchors
+    /// and the literals of sensitive keys.
+    json_search: JsonSearch,
     /// The registered secrets only (pattern `i` is group `i`); `None` without any.
     secret_anchors: Option<AhoCorasick>,
     /// The length of the longest registered secret, in bytes.
@@ -681,6 +688,10 @@ impl Redactor {
 impl AiTextRedactor for Redactor {
     fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         self.redact_str(text)
+    }
+
+    fn redact_json<'a>(&self, json: &'a serde_json::value::RawValue) -> Cow<'a, str> {
+        Redactor::redact_json(self, json)
     }
 }
 

@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::TestRunner;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use super::patterns::BUILT_IN;
@@ -179,6 +180,65 @@ fn document(texts: Vec<String>) -> impl Strategy<Value = Value> {
     })
 }
 
+/// Keys for JSON text: sensitive ones in spellings the key rules accept, ordinary ones that
+/// share their letters, keys JSON must escape, and random ones.
+fn key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "pat",
+            "PAT_",
+            "auth",
+            "Auth.",
+            "Set-Cookie",
+            "api key",
+            "session_key",
+            "connection.string",
+            "x-api-key",
+            "dbPwd",
+            "refresh_token",
+            "credential",
+            "path",
+            "author",
+            "tokens",
+            "keyValue",
+            "name",
+            "p\"q",
+            "back\\slash",
+            "pass\nword",
+            "日本",
+        ])
+        .prop_map(str::to_owned),
+        "[a-zA-Z_ .-]{0,10}",
+    ]
+}
+
+/// A document like [`document`]'s whose keys come from [`key`].
+fn keyed_document(texts: Vec<String>) -> impl Strategy<Value = Value> {
+    let shapes = prop::collection::vec((key(), 0u8..7, any::<i32>()), texts.len()..=texts.len());
+    shapes.prop_map(move |shapes| {
+        let mut root = Map::new();
+        for ((key, shape, number), text) in shapes.into_iter().zip(&texts) {
+            let leaf = Value::String(text.clone());
+            let value = match shape {
+                0 => leaf,
+                1 => Value::Array(vec![
+                    leaf,
+                    Value::Null,
+                    Value::from(number),
+                    Value::from(-0.5),
+                ]),
+                2 => serde_json::json!({ "inner": leaf, "flag": number % 2 == 0 }),
+                3 => serde_json::json!([{ key.clone(): [leaf] }]),
+                4 => serde_json::json!({ "n": number, "list": [true, leaf, {}], "e": [] }),
+                5 => serde_json::json!({ key.clone(): { "deep": leaf } }),
+                _ => Value::from(number),
+            };
+            root.insert(key, value);
+        }
+        Value::Object(root)
+    })
+}
+
 /// What [`Redactor::redact_value`] must produce, by its definition: under a sensitive key
 /// every scalar is the marker (nulls stay), elsewhere every string is redacted on its own
 /// with [`Redactor::redact_str`]. The batched walk must agree with it exactly.
@@ -291,6 +351,37 @@ proptest! {
         prop_assert!(!redactor.redact_value(&mut twice), "redacting twice changed {redacted}");
         prop_assert_eq!(&twice, &redacted);
         prop_assert_eq!(&redacted, &reference(redactor, &value, false), "as each string alone");
+    }
+}
+
+proptest! {
+    #![proptest_config(weaver_testkit::property::config(4_000))]
+
+    #[test]
+    fn json_text_is_redacted_as_its_parsed_value(
+        (value, pretty) in (
+            prop::collection::vec(
+                prop_oneof![
+                    registered().prop_flat_map(text_with),
+                    prop::collection::vec(fragment(), 0..6).prop_map(|f| f.concat()),
+                ],
+                1..6,
+            )
+            .prop_flat_map(keyed_document),
+            any::<bool>(),
+        )
+    ) {
+        let redactor = redactor();
+        let text = if pretty {
+            serde_json::to_string_pretty(&value)
+        } else {
+            serde_json::to_string(&value)
+        }
+        .expect("a JSON value serialises");
+        let raw = RawValue::from_string(text).expect("serde_json wrote valid JSON");
+        let redacted = redactor.redact_json(&raw);
+        let reread: Value = serde_json::from_str(&redacted).expect("the output is valid JSON");
+        prop_assert_eq!(&reread, &reference(redactor, &value, false), "from {}", raw.get());
     }
 }
 

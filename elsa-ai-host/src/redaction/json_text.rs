@@ -1,0 +1,451 @@
+//! Redaction of JSON text as it stands, without building a tree: for payloads a host holds
+//! as text (a wire message, a stored document, a provider's log line).
+//!
+//! One search of the whole text finds every place where a rule could apply: the anchors
+//! of [`Redactor::redact_value`]'s credential shapes and registered secrets, and literals
+//! found in every sensitive key ([`keys::contained_literals`], [`keys::EXACT`]). The quotes
+//! between one hit and the next tell which string the hit lies in and whether that string
+//! is a key; only those strings are read. A string with an escape is always read, decoded,
+//! since its bytes are not its text. The result parses to exactly what `redact_value` makes
+//! of the parsed input, and keeps the input's formatting outside what it replaces.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::ops::Range;
+
+use aho_corasick::{AhoCorasick, Input, MatchKind};
+use serde_json::value::RawValue;
+
+use super::{Redactor, RedactorError, keys};
+
+/// The marker as a JSON string.
+const REDACTED_JSON: &str = "\"[REDACTED]\"";
+
+/// The search over JSON text: the redactor's anchors and the sensitive keys' literals.
+#[derive(Clone, Debug)]
+pub(super) struct JsonSearch {
+    automaton: AhoCorasick,
+    /// Per pattern: whether it is an exact key ([`keys::EXACT`]), a hit of which counts only
+    /// as a whole string (trailing separators aside), not inside a longer word (`path`).
+    exact: Vec<bool>,
+}
+
+impl JsonSearch {
+    /// The search for `anchors` (lowercase) and the key literals.
+    pub(super) fn new(anchors: &[String]) -> Result<Self, RedactorError> {
+        let mut literals: Vec<String> = anchors.to_vec();
+        for literal in keys::contained_literals() {
+            if !literals.iter().any(|known| known == literal) {
+                literals.push(literal.to_owned());
+            }
+        }
+        let mut exact = vec![false; literals.len()];
+        for literal in keys::EXACT {
+            literals.push((*literal).to_owned());
+            exact.push(true);
+        }
+        let automaton = AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(&literals)
+            .map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        Ok(Self { automaton, exact })
+    }
+}
+
+/// The end of the string opening at `open`: its closing quote, or the text's end.
+fn string_end(bytes: &[u8], open: usize) -> usize {
+    let mut from = open + 1;
+    while let Some(offset) = memchr::memchr(b'"', &bytes[from..]) {
+        let quote = from + offset;
+        let backslashes = bytes[from..quote]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        if backslashes % 2 == 0 {
+            return quote;
+        }
+        from = quote + 1;
+    }
+    bytes.len() - 1
+}
+
+/// The number of quotes in `bytes`, counted a block at a time (a loop the compiler turns
+/// into vector instructions).
+fn count_quotes(bytes: &[u8]) -> usize {
+    bytes
+        .chunks(64)
+        .map(|block| usize::from(block.iter().map(|&b| u8::from(b == b'"')).sum::<u8>()))
+        .sum()
+}
+
+/// The position of the first byte at or after `from` that is not JSON whitespace.
+fn skip_whitespace(bytes: &[u8], from: usize) -> usize {
+    bytes
+        .get(from..)
+        .and_then(|rest| {
+            rest.iter()
+                .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+        })
+        .map_or(bytes.len(), |offset| from + offset)
+}
+
+/// A JSON string's text (`quoted` includes its quotes); `None` if it does not decode, which
+/// valid JSON rules out.
+fn decode(quoted: &str) -> Option<String> {
+    serde_json::from_str(quoted).ok()
+}
+
+/// Replacements of byte ranges of a text, in order and apart.
+#[derive(Default)]
+struct Edits(Vec<(Range<usize>, Cow<'static, str>)>);
+
+impl Edits {
+    fn replace(&mut self, range: Range<usize>, with: impl Into<Cow<'static, str>>) {
+        self.0.push((range, with.into()));
+    }
+
+    fn apply<'a>(self, text: &'a str) -> Cow<'a, str> {
+        if self.0.is_empty() {
+            return Cow::Borrowed(text);
+        }
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        for (range, with) in self.0 {
+            out.push_str(&text[copied..range.start]);
+            out.push_str(&with);
+            copied = range.end;
+        }
+        out.push_str(&text[copied..]);
+        Cow::Owned(out)
+    }
+}
+
+impl Redactor {
+    /// Redacts JSON text without parsing it into a [`serde_json::Value`]: the result parses
+    /// to what [`Redactor::redact_value`] makes of the parsed input, and keeps the input's
+    /// formatting outside the replaced values. Borrowed when nothing needed redaction.
+    ///
+    /// The input is a [`RawValue`] because the search trusts the text to be valid JSON;
+    /// deserialising one checks that, as does `serde_json::value::to_raw_value`.
+    ///
+    /// ```
+    /// use elsa_ai_host::Redactor;
+    /// use serde_json::value::RawValue;
+    ///
+    /// let redactor = Redactor::default();
+    /// let json = RawValue::from_string(
+    ///     r#"{"cookie": "sid=1", "note": "Server=db;Password=hunter2;", "n": 2}"#.to_owned(),
+    /// )?;
+    /// assert_eq!(
+    ///     redactor.redact_json(&json),
+    ///     r#"{"cookie": "[REDACTED]", "note": "Server=db;Password=[REDACTED];", "n": 2}"#
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn redact_json<'a>(&self, json: &'a RawValue) -> Cow<'a, str> {
+        let text = json.get();
+        with_folded(text.as_bytes(), |folded| {
+            self.redact_json_folded(text, folded)
+        })
+    }
+
+    /// [`Redactor::redact_json`] of `text`, whose ASCII-lowercased bytes are `folded`.
+    fn redact_json_folded<'a>(&self, text: &'a str, folded: &[u8]) -> Cow<'a, str> {
+        let bytes = text.as_bytes();
+        let search = &self.json_search;
+        let find = |from: usize| search.automaton.find(Input::new(folded).range(from..));
+        let mut edits = Edits::default();
+        let mut scratch = Vec::new();
+        // A string with an escape is read whether or not the search hits in it: its bytes
+        // may spell a keyword or a secret differently from its text.
+        let mut backslashes = memchr::memchr_iter(b'\\', bytes);
+        let mut backslash = backslashes.next();
+        let mut hit = find(0);
+        // Everything before `pos` is done, and `pos` lies outside any string. Between `pos`
+        // and the next hit or backslash there is no backslash, so every quote there counts.
+        let mut pos = 0;
+        loop {
+            while backslash.is_some_and(|at| at < pos) {
+                backslash = backslashes.next();
+            }
+            if hit.is_some_and(|found| found.start() < pos) {
+                hit = find(pos);
+            }
+            let at = match (hit, backslash) {
+                (Some(found), Some(backslash)) => found.start().min(backslash),
+                (Some(found), None) => found.start(),
+                (None, Some(backslash)) => backslash,
+                (None, None) => break,
+            };
+            if let Some(found) = hit
+                && found.start() == at
+                && search.exact[found.pattern().as_usize()]
+                && !is_whole_string(bytes, found.start(), found.end())
+            {
+                hit = find(at + 1);
+                continue;
+            }
+            let open = if count_quotes(&bytes[pos..at]) % 2 == 1 {
+                memchr::memrchr(b'"', &bytes[pos..at]).map_or(pos, |offset| pos + offset)
+            } else if bytes[at] == b'"' {
+                at
+            } else {
+                // Outside strings only a registered secret can match (in a number, say),
+                // and `redact_value` leaves numbers as they are too.
+                pos = at + 1;
+                continue;
+            };
+            let close = string_end(bytes, open);
+            let escaped = backslash.is_some_and(|at| at < close);
+            let after = skip_whitespace(bytes, close + 1);
+            pos = close + 1;
+            if bytes.get(after) == Some(&b':') {
+                let key = if escaped {
+                    decode(&text[open..=close]).map(Cow::Owned)
+                } else {
+                    Some(Cow::Borrowed(&text[open + 1..close]))
+                };
+                // A key that does not decode is taken as sensitive: fail closed.
+                if key.is_none_or(|key| self.is_sensitive_key(&key)) {
+                    pos = redact_member_value(bytes, after + 1, &mut edits);
+                }
+            } else if escaped {
+                match decode(&text[open..=close]) {
+                    Some(decoded) => {
+                        if let Some(redacted) = self.redact_text(&decoded, &mut scratch) {
+                            let quoted = serde_json::to_string(&redacted)
+                                .unwrap_or_else(|_| REDACTED_JSON.to_owned());
+                            edits.replace(open..close + 1, quoted);
+                        }
+                    }
+                    None => edits.replace(open..close + 1, REDACTED_JSON),
+                }
+            } else {
+                // No anchor starts in the string before the hit: the search is leftmost, and
+                // its literals include every anchor.
+                let content = open + 1..close;
+                let from = at.saturating_sub(content.start);
+                if let Some(redacted) = self.redact_text_from(
+                    &text[content.clone()],
+                    &self.anchors,
+                    &folded[content.clone()],
+                    from,
+                    &mut scratch,
+                ) {
+                    edits.replace(content, redacted);
+                }
+            }
+        }
+        edits.apply(text)
+    }
+}
+
+thread_local! {
+    /// The lowercased copy of the last text this thread redacted, kept for the next: a
+    /// fresh allocation per text costs more in page faults than the folding itself.
+    static FOLDED: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// The most a thread keeps in [`FOLDED`] between texts.
+const KEEP_FOLDED: usize = 4 * 1024 * 1024;
+
+/// Runs `redact` with the ASCII-lowercased `bytes`, in the thread's reused buffer.
+fn with_folded<T>(bytes: &[u8], redact: impl FnOnce(&[u8]) -> T) -> T {
+    let mut buffer = FOLDED.try_with(Cell::take).unwrap_or_default();
+    buffer.clear();
+    buffer.extend_from_slice(bytes);
+    buffer.make_ascii_lowercase();
+    let result = redact(&buffer);
+    if buffer.capacity() <= KEEP_FOLDED {
+        // A thread being torn down has no buffer to keep.
+        let _ = FOLDED.try_with(|cell| cell.set(buffer));
+    }
+    result
+}
+
+/// Whether `start..end` is a whole string but for trailing separators: a quote before it,
+/// separators and a quote after it.
+fn is_whole_string(bytes: &[u8], start: usize, end: usize) -> bool {
+    let rest = &bytes[end..];
+    let separators = rest
+        .iter()
+        .take_while(|&&b| keys::is_trailing_separator(b))
+        .count();
+    start
+        .checked_sub(1)
+        .is_some_and(|before| bytes[before] == b'"')
+        && rest.get(separators) == Some(&b'"')
+}
+
+/// Replaces every scalar of the value starting at or after `from` (behind a sensitive key's
+/// colon) with the marker, as `redact_all` does for a tree: nulls stay, keys stay, strings,
+/// numbers and booleans become the marker. Returns the position after the value.
+fn redact_member_value(bytes: &[u8], from: usize, edits: &mut Edits) -> usize {
+    // Whether each open container is an object, innermost last.
+    let mut containers: Vec<bool> = Vec::new();
+    let mut key_next = false;
+    let mut i = from;
+    loop {
+        i = skip_whitespace(bytes, i);
+        let Some(&byte) = bytes.get(i) else {
+            return i;
+        };
+        match byte {
+            b'{' | b'[' => {
+                containers.push(byte == b'{');
+                key_next = byte == b'{';
+                i += 1;
+                continue;
+            }
+            b'}' | b']' => {
+                containers.pop();
+                i += 1;
+            }
+            b',' => {
+                key_next = containers.last() == Some(&true);
+                i += 1;
+                continue;
+            }
+            b':' => {
+                key_next = false;
+                i += 1;
+                continue;
+            }
+            b'"' => {
+                let close = string_end(bytes, i);
+                let was_key = key_next;
+                if !was_key && &bytes[i..=close] != REDACTED_JSON.as_bytes() {
+                    edits.replace(i..close + 1, REDACTED_JSON);
+                }
+                i = close + 1;
+                if was_key {
+                    continue;
+                }
+            }
+            b'n' => i += "null".len(),
+            _ => {
+                let end = bytes[i..]
+                    .iter()
+                    .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r'))
+                    .map_or(bytes.len(), |offset| i + offset);
+                edits.replace(i..end, REDACTED_JSON);
+                i = end;
+            }
+        }
+        if containers.is_empty() {
+            return i;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::redaction::REDACTED;
+
+    fn raw(text: &str) -> Box<RawValue> {
+        RawValue::from_string(text.to_owned()).unwrap()
+    }
+
+    /// `redact_json` of `text`, checked against `redact_value` of the parsed text.
+    fn agrees(redactor: &Redactor, text: &str) -> String {
+        let out = redactor.redact_json(&raw(text)).into_owned();
+        let mut expected: Value = serde_json::from_str(text).unwrap();
+        redactor.redact_value(&mut expected);
+        let got: Value = serde_json::from_str(&out).expect("the output is valid JSON");
+        assert_eq!(got, expected, "{text} became {out}");
+        out
+    }
+
+    #[test]
+    fn the_json_marker_is_the_marker_quoted() {
+        assert_eq!(REDACTED_JSON, serde_json::to_string(REDACTED).unwrap());
+    }
+
+    #[test]
+    fn sensitive_keys_lose_every_scalar_and_keep_their_shape() {
+        let redactor = Redactor::default();
+        let out = agrees(
+            &redactor,
+            r#"{"pat": 7, "Set-Cookie": ["a", true, null, {"k": 1.5e3}], "path": "/x",
+               "session.key": {"inner": "v"}, "auth_": false, "authors": "ann"}"#,
+        );
+        assert!(out.contains(r#""path": "/x""#), "{out}");
+        assert!(out.contains(r#""authors": "ann""#), "{out}");
+        assert!(
+            out.contains(
+                r#""Set-Cookie": ["[REDACTED]", "[REDACTED]", null, {"k": "[REDACTED]"}]"#
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn escapes_in_keys_and_strings_are_read_as_their_text() {
+        let redactor = Redactor::builder()
+            .secret("quote\"in-secret")
+            .build()
+            .unwrap();
+        let out = agrees(
+            &redactor,
+            r#"{"p\u0061ssword": "x", "note": "Pass\u0077ord=hunter2;", "q": "a quote\"in-secret b",
+               "ok": "line\none", "s\"": "AKIA\u0049OSFODNN7EXAMPLE"}"#,
+        );
+        assert!(
+            !out.contains("hunter2") && !out.contains("in-secret"),
+            "{out}"
+        );
+        assert!(out.contains(r#""ok": "line\none""#), "untouched: {out}");
+    }
+
+    #[test]
+    fn formatting_is_kept_and_clean_text_is_borrowed() {
+        let redactor = Redactor::default();
+        let text = "{\n  \"items\" : [ 1 , \"https://example.com/a\" ],\n  \"name\":\"x\" }";
+        assert!(matches!(redactor.redact_json(&raw(text)), Cow::Borrowed(_)));
+        let secret = "{ \"a\" : [ \"Bearer abcdefghijklmnopqrstuvwxyz\" ] }";
+        assert_eq!(
+            agrees(&redactor, secret),
+            "{ \"a\" : [ \"Bearer [REDACTED]\" ] }"
+        );
+        let once = agrees(&redactor, r#"{"password": 1, "x": "token=abc"}"#);
+        assert!(matches!(
+            redactor.redact_json(&raw(&once)),
+            Cow::Borrowed(_)
+        ));
+    }
+
+    #[test]
+    fn a_secret_in_a_number_or_across_strings_is_handled_like_the_tree() {
+        let redactor = Redactor::builder()
+            .secret("12345678")
+            .secret("a\",\"password")
+            .build()
+            .unwrap();
+        agrees(
+            &redactor,
+            r#"{"n": 12345678, "m": "12345678", "x": ["a","password"]}"#,
+        );
+        agrees(
+            &redactor,
+            r#""a top-level string with ghp_0123456789abcdefghijABCDEFGHIJ012345""#,
+        );
+        agrees(&redactor, "[]");
+        agrees(&redactor, "12345678");
+    }
+
+    #[test]
+    fn strings_at_every_offset_end_at_their_own_quote() {
+        let redactor = Redactor::default();
+        for pad in 0..70 {
+            let text =
+                json!({"p": "x".repeat(pad), "v": "Password=hunter2", "e": "\\\"\\", "token": pad})
+                    .to_string();
+            let out = agrees(&redactor, &text);
+            assert!(!out.contains("hunter2"), "{out}");
+        }
+    }
+}
