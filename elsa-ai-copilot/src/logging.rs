@@ -7,6 +7,7 @@ use std::sync::Arc;
 use elsa_ai_abstractions::AiTextRedactor;
 use github_copilot_sdk::SessionEvent;
 use parking_lot::RwLock;
+use serde_json::value::to_raw_value;
 
 /// Logged instead of text that may hold content while no redactor has been given: the
 /// provider fails closed rather than log it unredacted.
@@ -37,11 +38,16 @@ impl LogRedaction {
         self.text(&error.to_string())
     }
 
-    /// Logs a session event at trace level: its type and its payload, redacted. The payload
-    /// is only serialised when trace logging is on.
+    /// Logs a session event at trace level: its type and its payload, redacted as JSON (so
+    /// that a sensitive key's value goes too, whatever it looks like). The payload is only
+    /// serialised when trace logging is on.
     pub(crate) fn trace_event(&self, session: &str, event: &SessionEvent) {
         if tracing::enabled!(tracing::Level::TRACE) {
-            let data = self.text(&event.data.to_string());
+            let data = match (&*self.redactor.read(), to_raw_value(&event.data)) {
+                (Some(redactor), Ok(json)) => redactor.redact_json(&json).into_owned(),
+                (Some(_), Err(error)) => format!("[not logged: {error}]"),
+                (None, _) => NOT_LOGGED.to_owned(),
+            };
             tracing::trace!(session, event = %event.event_type, %data, "Copilot event");
         }
     }
@@ -78,6 +84,27 @@ mod tests {
         assert!(log.contains("assistant.message_delta"), "{log}");
         assert!(log.contains(&format!("the key is {REDACTED}")), "{log}");
         assert!(!log.contains(SECRET), "{log}");
+    }
+
+    #[test]
+    fn a_sensitive_key_in_a_session_event_is_redacted_whatever_its_value() {
+        let redaction = LogRedaction::default();
+        redaction.set(Arc::new(Redactor::default()));
+        let event: SessionEvent = serde_json::from_value(json!({
+            "id": "e", "timestamp": "2026-01-01T00:00:00Z", "parentId": null,
+            "type": "tool.execution_start",
+            "data": {"toolName": "fetch", "arguments": {"cookie": "sid-plain-value", "auth": 4_242_424_242_u64}},
+        }))
+        .unwrap();
+        let log = TraceLog::capture();
+        redaction.trace_event("weaver-s-1", &event);
+        let log = log.text();
+        assert!(log.contains("fetch"), "{log}");
+        assert!(
+            !log.contains("sid-plain-value") && !log.contains("4242424242"),
+            "{log}"
+        );
+        assert!(log.contains(REDACTED), "{log}");
     }
 
     #[test]
