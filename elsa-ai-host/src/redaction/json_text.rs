@@ -21,34 +21,80 @@ use super::{Redactor, RedactorError, keys};
 /// The marker as a JSON string.
 const REDACTED_JSON: &str = "\"[REDACTED]\"";
 
-/// The search over JSON text: the redactor's anchors and the sensitive keys' literals.
+/// The search over JSON text: the redactor's anchors and the sensitive keys' literals, as
+/// few as find them all.
 #[derive(Clone, Debug)]
 pub(super) struct JsonSearch {
     automaton: AhoCorasick,
-    /// Per pattern: whether it is an exact key ([`keys::EXACT`]), a hit of which counts only
-    /// as a whole string (trailing separators aside), not inside a longer word (`path`).
-    exact: Vec<bool>,
+    /// Per pattern: the length of the word a hit counts for only as a whole string
+    /// (trailing separators aside), not inside a longer one (`pat`, not `spat`): an exact
+    /// key that starts no anchor.
+    whole_words: Vec<Option<usize>>,
+    /// How far before a hit an anchor may start in the same string: a literal that holds
+    /// another is found through it (`api_key` through `key`), so a string is read from this
+    /// far before its hit.
+    reach_back: usize,
 }
 
 impl JsonSearch {
     /// The search for `anchors` (lowercase) and the key literals.
+    ///
+    /// Fewer literals make a faster search, so a literal holding another one is left out
+    /// and found through it, except through an exact key's literal, whose hits inside
+    /// longer words are skipped.
     pub(super) fn new(anchors: &[String]) -> Result<Self, RedactorError> {
-        let mut literals: Vec<String> = anchors.to_vec();
-        for literal in keys::contained_literals() {
-            if !literals.iter().any(|known| known == literal) {
-                literals.push(literal.to_owned());
+        let mut candidates: Vec<String> = anchors
+            .iter()
+            .cloned()
+            .chain(keys::contained_literals().map(str::to_owned))
+            .chain(keys::EXACT.iter().map(|exact| (*exact).to_owned()))
+            .collect();
+        candidates.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
+        candidates.dedup();
+        let whole_string = |literal: &str| {
+            keys::EXACT.contains(&literal)
+                && !candidates
+                    .iter()
+                    .any(|other| other != literal && other.starts_with(literal))
+        };
+        let mut literals: Vec<&str> = Vec::new();
+        let mut reach_back = 0;
+        for candidate in &candidates {
+            let through = literals
+                .iter()
+                .filter(|literal| !whole_string(literal))
+                .filter_map(|literal| candidate.find(literal))
+                .min();
+            match through {
+                Some(offset) => reach_back = reach_back.max(offset),
+                None => literals.push(candidate),
             }
         }
-        let mut exact = vec![false; literals.len()];
-        for literal in keys::EXACT {
-            literals.push((*literal).to_owned());
-            exact.push(true);
+        // A whole-string literal is looked for with what may follow it in a string (a
+        // separator) or end it (a quote), so that the many longer words starting with it
+        // (`path`) are not hits at all.
+        let mut patterns: Vec<String> = Vec::with_capacity(literals.len());
+        let mut whole_words = Vec::with_capacity(literals.len());
+        for literal in literals {
+            if whole_string(literal) {
+                for &end in std::iter::once(&b'"').chain(keys::TRAILING_SEPARATORS) {
+                    patterns.push(format!("{literal}{}", char::from(end)));
+                    whole_words.push(Some(literal.len()));
+                }
+            } else {
+                patterns.push(literal.to_owned());
+                whole_words.push(None);
+            }
         }
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
-            .build(&literals)
+            .build(&patterns)
             .map_err(|e| RedactorError::Patterns(e.to_string()))?;
-        Ok(Self { automaton, exact })
+        Ok(Self {
+            automaton,
+            whole_words,
+            reach_back,
+        })
     }
 }
 
@@ -180,8 +226,8 @@ impl Redactor {
             };
             if let Some(found) = hit
                 && found.start() == at
-                && search.exact[found.pattern().as_usize()]
-                && !is_whole_string(bytes, found.start(), found.end())
+                && let Some(word) = search.whole_words[found.pattern().as_usize()]
+                && !is_whole_string(bytes, at, at + word)
             {
                 hit = find(at + 1);
                 continue;
@@ -222,10 +268,12 @@ impl Redactor {
                     None => edits.replace(open..close + 1, REDACTED_JSON),
                 }
             } else {
-                // No anchor starts in the string before the hit: the search is leftmost, and
-                // its literals include every anchor.
+                // No anchor starts in the string further than `reach_back` before the hit:
+                // the search is leftmost, and each anchor holds one of its literals.
                 let content = open + 1..close;
-                let from = at.saturating_sub(content.start);
+                let from = at
+                    .saturating_sub(search.reach_back)
+                    .saturating_sub(content.start);
                 if let Some(redacted) = self.redact_text_from(
                     &text[content.clone()],
                     &self.anchors,
@@ -399,6 +447,24 @@ mod tests {
             "{out}"
         );
         assert!(out.contains(r#""ok": "line\none""#), "untouched: {out}");
+    }
+
+    #[test]
+    fn anchors_found_through_a_shorter_literal_are_read_from_their_start() {
+        let redactor = Redactor::builder()
+            .secret("host-registered-secret-value")
+            .build()
+            .unwrap();
+        let out = agrees(
+            &redactor,
+            r#"{"a": "x private_key=hunter2 y", "b": "ACCESS_KEY: 'abc'",
+               "c": "uses host-registered-secret-value", "d": "Authorization: Basic dXNlcg",
+               "pat": 1, "e": "github_pat_0123456789abcdefghijkl", "f": "spat pat path"}"#,
+        );
+        for secret in ["hunter2", "abc", "registered", "dXNlcg", "0123456789"] {
+            assert!(!out.contains(secret), "{secret} in {out}");
+        }
+        assert!(out.contains("spat pat path"), "{out}");
     }
 
     #[test]

@@ -56,9 +56,12 @@ pub(super) fn contained_literals() -> impl Iterator<Item = &'static str> {
         .chain(COMPOUNDS.iter().map(|(_, second)| *second))
 }
 
-/// Whether a byte is one of the separators trimmed from a key's end before its checks.
+/// The separators trimmed from a key's end before its checks.
+pub(super) const TRAILING_SEPARATORS: &[u8] = b"_-. ";
+
+/// Whether a byte is one of [`TRAILING_SEPARATORS`].
 pub(super) fn is_trailing_separator(byte: u8) -> bool {
-    matches!(byte, b'_' | b'-' | b'.' | b' ')
+    TRAILING_SEPARATORS.contains(&byte)
 }
 
 impl SensitiveKeys {
