@@ -24,6 +24,8 @@
 //! keeps the automaton's SIMD prefilter; only anchor hits are verified, on the original text
 //! (case-sensitive where the real format is), and text without anchors allocates nothing
 //! beyond the buffer. Object keys are not rewritten.
+//!
+//! JSON held as text is redacted as text, to the same result, by [`Redactor::redact_json`].
 
 mod json_text;
 mod keys;
@@ -372,7 +374,7 @@ impl Redactor {
     /// Redacts a JSON value in place, keeping its shape; returns whether anything changed.
     ///
     /// The walk decides sensitive keys as it goes and gathers the other strings into
-    /// batches (see [`TextBatch`]): one automaton pass over a batch finds the few strings
+    /// batches (see `TextBatch`): one automaton pass over a batch finds the few strings
     /// holding an anchor, and only those are redacted one by one. Only arrays and objects
     /// wait on the walk's stack; their scalars are dealt with where they are met.
     pub fn redact_value(&self, value: &mut Value) -> bool {
