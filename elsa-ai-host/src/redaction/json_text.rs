@@ -16,7 +16,8 @@ use std::ops::Range;
 use aho_corasick::{AhoCorasick, Input, MatchKind};
 use serde_json::value::RawValue;
 
-use super::{Redactor, RedactorError, keys};
+use super::patterns::{self, Anchor};
+use super::{Redactor, RedactorError, SHORT_TEXT, keys};
 
 /// The marker as a JSON string.
 const REDACTED_JSON: &str = "\"[REDACTED]\"";
@@ -26,23 +27,37 @@ const REDACTED_JSON: &str = "\"[REDACTED]\"";
 #[derive(Clone, Debug)]
 pub(super) struct JsonSearch {
     automaton: AhoCorasick,
-    /// Per pattern: the length of the word a hit counts for only as a whole string
-    /// (trailing separators aside), not inside a longer one (`pat`, not `spat`): an exact
-    /// key that starts no anchor.
-    whole_words: Vec<Option<usize>>,
+    /// What a hit of each pattern stands for.
+    hits: Vec<Hit>,
     /// How far before a hit an anchor may start in the same string: a literal that holds
     /// another is found through it (`api_key` through `key`), so a string is read from this
     /// far before its hit.
     reach_back: usize,
 }
 
+/// What a hit of one pattern of [`JsonSearch`] stands for.
+#[derive(Clone, Copy, Debug)]
+enum Hit {
+    /// An exact key's word (its length in bytes), which counts only as a whole string
+    /// (trailing separators aside), not inside a longer one (`pat`, not `spat`).
+    WholeWord(usize),
+    /// An anchor that the redactor's own search reports at the same place, standing for no
+    /// other literal: checked where it is found, and the string is read only if it holds.
+    /// No registered secret can hide under it: one starting where it starts would either
+    /// start with it or be its prefix, and then found through it, and either keeps it a
+    /// [`Hit::Candidate`].
+    Anchor(Anchor),
+    /// Anything else: the string around it is read.
+    Candidate,
+}
+
 impl JsonSearch {
-    /// The search for `anchors` (lowercase) and the key literals.
+    /// The search for `anchors` (lowercase, of the given `kinds`) and the key literals.
     ///
     /// Fewer literals make a faster search, so a literal holding another one is left out
     /// and found through it, except through an exact key's literal, whose hits inside
     /// longer words are skipped.
-    pub(super) fn new(anchors: &[String]) -> Result<Self, RedactorError> {
+    pub(super) fn new(anchors: &[String], kinds: &[Anchor]) -> Result<Self, RedactorError> {
         let mut candidates: Vec<String> = anchors
             .iter()
             .cloned()
@@ -58,32 +73,50 @@ impl JsonSearch {
                     .any(|other| other != literal && other.starts_with(literal))
         };
         let mut literals: Vec<&str> = Vec::new();
+        let mut covers: Vec<&str> = Vec::new();
         let mut reach_back = 0;
         for candidate in &candidates {
-            let through = literals
+            let through: Vec<(&str, usize)> = literals
                 .iter()
                 .filter(|literal| !whole_string(literal))
-                .filter_map(|literal| candidate.find(literal))
-                .min();
-            match through {
-                Some(offset) => reach_back = reach_back.max(offset),
+                .filter_map(|literal| Some((*literal, candidate.find(literal)?)))
+                .collect();
+            match through.iter().map(|(_, offset)| *offset).min() {
+                Some(offset) => {
+                    reach_back = reach_back.max(offset);
+                    covers.extend(through.iter().map(|(literal, _)| *literal));
+                }
                 None => literals.push(candidate),
             }
         }
+        let hit = |literal: &str| {
+            let mut same = anchors.iter().enumerate().filter(|(_, a)| *a == literal);
+            match (same.next(), same.next()) {
+                (Some((index, _)), None)
+                    if !covers.contains(&literal)
+                        && !anchors
+                            .iter()
+                            .any(|other| other != literal && other.starts_with(literal)) =>
+                {
+                    Hit::Anchor(kinds[index])
+                }
+                _ => Hit::Candidate,
+            }
+        };
         // A whole-string literal is looked for with what may follow it in a string (a
         // separator) or end it (a quote), so that the many longer words starting with it
         // (`path`) are not hits at all.
         let mut patterns: Vec<String> = Vec::with_capacity(literals.len());
-        let mut whole_words = Vec::with_capacity(literals.len());
+        let mut hits = Vec::with_capacity(literals.len());
         for literal in literals {
             if whole_string(literal) {
                 for &end in std::iter::once(&b'"').chain(keys::TRAILING_SEPARATORS) {
                     patterns.push(format!("{literal}{}", char::from(end)));
-                    whole_words.push(Some(literal.len()));
+                    hits.push(Hit::WholeWord(literal.len()));
                 }
             } else {
                 patterns.push(literal.to_owned());
-                whole_words.push(None);
+                hits.push(hit(literal));
             }
         }
         let automaton = AhoCorasick::builder()
@@ -92,7 +125,7 @@ impl JsonSearch {
             .map_err(|e| RedactorError::Patterns(e.to_string()))?;
         Ok(Self {
             automaton,
-            whole_words,
+            hits,
             reach_back,
         })
     }
@@ -224,9 +257,10 @@ impl Redactor {
                 (None, Some(backslash)) => backslash,
                 (None, None) => break,
             };
-            if let Some(found) = hit
-                && found.start() == at
-                && let Some(word) = search.whole_words[found.pattern().as_usize()]
+            let kind = hit
+                .filter(|found| found.start() == at)
+                .map(|found| (found, search.hits[found.pattern().as_usize()]));
+            if let Some((_, Hit::WholeWord(word))) = kind
                 && !is_whole_string(bytes, at, at + word)
             {
                 hit = find(at + 1);
@@ -245,8 +279,30 @@ impl Redactor {
             let close = string_end(bytes, open);
             let escaped = backslash.is_some_and(|at| at < close);
             let after = skip_whitespace(bytes, close + 1);
+            let is_key = bytes.get(after) == Some(&b':');
+            // Most anchors found in a string do not hold (a URL without a password): the
+            // search goes on from the next byte, as the string's own search would.
+            if let Some((found, Hit::Anchor(anchor))) = kind
+                && !is_key
+                && !escaped
+                && found.end() <= close
+                && patterns::verify(
+                    anchor,
+                    &bytes[open + 1..close],
+                    found.start() - (open + 1),
+                    found.end() - (open + 1),
+                    &self.secrets,
+                )
+                .is_none()
+            {
+                // The string's opening quote is outside it, so the quotes from there on
+                // still tell what a later hit lies in.
+                pos = open;
+                hit = find(at + 1);
+                continue;
+            }
             pos = close + 1;
-            if bytes.get(after) == Some(&b':') {
+            if is_key {
                 let key = if escaped {
                     decode(&text[open..=close]).map(Cow::Owned)
                 } else {
@@ -274,10 +330,16 @@ impl Redactor {
                 let from = at
                     .saturating_sub(search.reach_back)
                     .saturating_sub(content.start);
+                // A short string is searched as it is by the DFA, which starts cheapest.
+                let (automaton, haystack) = if content.len() <= SHORT_TEXT {
+                    (&self.short_anchors, &bytes[content.clone()])
+                } else {
+                    (&self.anchors, &folded[content.clone()])
+                };
                 if let Some(redacted) = self.redact_text_from(
                     &text[content.clone()],
-                    &self.anchors,
-                    &folded[content.clone()],
+                    automaton,
+                    haystack,
                     from,
                     &mut scratch,
                 ) {
@@ -302,8 +364,7 @@ const KEEP_FOLDED: usize = 4 * 1024 * 1024;
 fn with_folded<T>(bytes: &[u8], redact: impl FnOnce(&[u8]) -> T) -> T {
     let mut buffer = FOLDED.try_with(Cell::take).unwrap_or_default();
     buffer.clear();
-    buffer.extend_from_slice(bytes);
-    buffer.make_ascii_lowercase();
+    buffer.extend(bytes.iter().map(u8::to_ascii_lowercase));
     let result = redact(&buffer);
     if buffer.capacity() <= KEEP_FOLDED {
         // A thread being torn down has no buffer to keep.

@@ -138,7 +138,7 @@ impl RedactorBuilder {
             .match_kind(MatchKind::LeftmostLongest)
             .build(&literals)
             .map_err(|e| RedactorError::Patterns(e.to_string()))?;
-        let json_search = JsonSearch::new(&literals)?;
+        let json_search = JsonSearch::new(&literals, &kinds)?;
         // Short texts skip folding: a case-insensitive DFA without prefilter starts cheapest.
         let short_anchors = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
