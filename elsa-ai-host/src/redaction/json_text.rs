@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 use std::ops::Range;
 
-use aho_corasick::{AhoCorasick, Input, MatchKind};
+use aho_corasick::{AhoCorasick, Input, Match, MatchKind, Span, packed};
 use serde_json::value::RawValue;
 
 use super::patterns::{self, Anchor};
@@ -26,13 +26,40 @@ const REDACTED_JSON: &str = "\"[REDACTED]\"";
 /// few as find them all.
 #[derive(Clone, Debug)]
 pub(super) struct JsonSearch {
-    automaton: AhoCorasick,
+    finder: Finder,
     /// What a hit of each pattern stands for.
     hits: Vec<Hit>,
     /// How far before a hit an anchor may start in the same string: a literal that holds
     /// another is found through it (`api_key` through `key`), so a string is read from this
     /// far before its hit.
     reach_back: usize,
+}
+
+/// The search's engine: the vector searcher alone where the patterns and the processor
+/// allow it (each search starts cheapest there, and a text takes one per hit), otherwise
+/// the automaton.
+#[derive(Clone, Debug)]
+enum Finder {
+    Packed(packed::Searcher),
+    Automaton(AhoCorasick),
+}
+
+#[cfg(test)]
+impl JsonSearch {
+    /// Whether the vector searcher runs this search.
+    pub(super) fn is_packed(&self) -> bool {
+        matches!(self.finder, Finder::Packed(_))
+    }
+}
+
+impl Finder {
+    /// The leftmost-longest match in `haystack` starting at or after `from`.
+    fn find(&self, haystack: &[u8], from: usize) -> Option<Match> {
+        match self {
+            Self::Packed(searcher) => searcher.find_in(haystack, Span::from(from..haystack.len())),
+            Self::Automaton(automaton) => automaton.find(Input::new(haystack).range(from..)),
+        }
+    }
 }
 
 /// What a hit of one pattern of [`JsonSearch`] stands for.
@@ -119,12 +146,22 @@ impl JsonSearch {
                 hits.push(hit(literal));
             }
         }
-        let automaton = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .build(&patterns)
-            .map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        let packed = packed::Config::new()
+            .match_kind(packed::MatchKind::LeftmostLongest)
+            .builder()
+            .extend(&patterns)
+            .build();
+        let finder = match packed {
+            Some(searcher) => Finder::Packed(searcher),
+            None => Finder::Automaton(
+                AhoCorasick::builder()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(&patterns)
+                    .map_err(|e| RedactorError::Patterns(e.to_string()))?,
+            ),
+        };
         Ok(Self {
-            automaton,
+            finder,
             hits,
             reach_back,
         })
@@ -233,7 +270,7 @@ impl Redactor {
     fn redact_json_folded<'a>(&self, text: &'a str, folded: &[u8]) -> Cow<'a, str> {
         let bytes = text.as_bytes();
         let search = &self.json_search;
-        let find = |from: usize| search.automaton.find(Input::new(folded).range(from..));
+        let find = |from: usize| search.finder.find(folded, from);
         let mut edits = Edits::default();
         let mut scratch = Vec::new();
         // A string with an escape is read whether or not the search hits in it: its bytes
