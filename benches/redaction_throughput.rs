@@ -136,7 +136,7 @@ fn bench(c: &mut Criterion) {
     let speed = |d: Duration| bytes as f64 / d.as_secs_f64() / (1024.0 * 1024.0);
     // Each ratio pairs its redaction with a raw scan in the same rounds, so that what a
     // round leaves in the caches weighs on both alike.
-    let mut ratio = |name: &str, redact: &mut dyn FnMut() -> Duration| {
+    let ratio = |name: &str, redact: &mut dyn FnMut() -> Duration| {
         let mut redaction = Vec::new();
         let mut scan = Vec::new();
         for _ in 0..41 {
