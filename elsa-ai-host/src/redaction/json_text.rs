@@ -566,6 +566,26 @@ mod tests {
     }
 
     #[test]
+    fn real_elsa_documents_are_redacted_as_their_parsed_values() {
+        let redactor = Redactor::builder()
+            .secret("registered-secret-42")
+            .build()
+            .unwrap();
+        let mut read = 0;
+        for folder in ["definitions", "instances", "activities"] {
+            for path in weaver_testkit::fixture_files(folder) {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                // The README, licences and the deliberately broken files are not JSON.
+                if RawValue::from_string(text.clone()).is_ok() {
+                    agrees(&redactor, &text);
+                    read += 1;
+                }
+            }
+        }
+        assert!(read >= 20, "only {read} fixture documents read");
+    }
+
+    #[test]
     fn formatting_is_kept_and_clean_text_is_borrowed() {
         let redactor = Redactor::default();
         let text = "{\n  \"items\" : [ 1 , \"https://example.com/a\" ],\n  \"name\":\"x\" }";
