@@ -388,6 +388,30 @@ impl Redactor {
     }
 }
 
+/// Whether `text` may be a JSON object or array, the documents that hold keys.
+pub(super) fn may_be_document(text: &str) -> bool {
+    let text = text.trim_ascii();
+    (text.starts_with('{') && text.ends_with('}')) || (text.starts_with('[') && text.ends_with(']'))
+}
+
+impl Redactor {
+    /// `text` redacted by [`Redactor::redact_json`] when it is a JSON object or array;
+    /// `None` when it is not one, or nothing in it needed redaction.
+    pub(super) fn redact_embedded_json(&self, text: &str) -> Option<String> {
+        if !may_be_document(text) {
+            return None;
+        }
+        let json: &RawValue = serde_json::from_str(text).ok()?;
+        let Cow::Owned(redacted) = self.redact_json(json) else {
+            return None;
+        };
+        // The value leaves out the whitespace around it; the text keeps it.
+        let before = text.len() - text.trim_ascii_start().len();
+        let after = text.len() - text.trim_ascii_end().len();
+        Some([&text[..before], &redacted, &text[text.len() - after..]].concat())
+    }
+}
+
 thread_local! {
     /// The lowercased copy of the last text this thread redacted, kept for the next: a
     /// fresh allocation per text costs more in page faults than the folding itself.

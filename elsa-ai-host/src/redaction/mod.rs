@@ -26,6 +26,9 @@
 //! beyond the buffer. Object keys are not rewritten.
 //!
 //! JSON held as text is redacted as text, to the same result, by [`Redactor::redact_json`].
+//! A string (or free text) that is itself a JSON object or array, as MCP servers return
+//! their results in text blocks, gets the rules for JSON values before the text rules, so
+//! that the key rules see inside it.
 
 mod json_text;
 mod keys;
@@ -289,8 +292,11 @@ impl<'a> Walk<'a> {
                 if text.len() < MIN_ANCHOR_LEN {
                     return;
                 }
-                if self.direct > 0 && text.len() <= SHORT_TEXT {
-                    self.direct -= 1;
+                let direct = self.direct > 0 && text.len() <= SHORT_TEXT;
+                // A JSON document in a string needs its keys read, which the batch's anchor
+                // search does not do.
+                if direct || json_text::may_be_document(text) {
+                    self.direct -= usize::from(direct);
                     if let Some(redacted) = redactor.redact_text(text, &mut self.scratch) {
                         *text = redacted;
                         self.changed = true;
@@ -531,9 +537,16 @@ impl Redactor {
     /// registered secret is a free-standing key once the secret is the marker. So passes
     /// repeat until one changes nothing (each pass only turns text that is not a marker into
     /// markers; the bound is a guard), and redacting twice changes nothing.
+    ///
+    /// Text that is a JSON object or array (an MCP server's text block, a stored payload)
+    /// first gets the rules for JSON values, so that the key rules see inside it.
     fn redact_text(&self, text: &str, folded: &mut Vec<u8>) -> Option<String> {
-        let redacted = self.redact_pass(text, folded)?;
-        Some(self.redact_again(redacted, folded))
+        let embedded = self.redact_embedded_json(text);
+        let text = embedded.as_deref().unwrap_or(text);
+        match self.redact_pass(text, folded) {
+            Some(redacted) => Some(self.redact_again(redacted, folded)),
+            None => embedded,
+        }
     }
 
     /// [`Self::redact_text`] whose first pass searches `haystack` (the text's bytes as
@@ -1068,6 +1081,25 @@ mod tests {
             value["body"],
             "{\"password\":\"[REDACTED]\",\"user\":\"bob\"}"
         );
+    }
+
+    #[test]
+    fn a_json_document_in_a_string_gets_the_key_rules() {
+        let r = redactor();
+        let mut value = json!({"content": [{"type": "text",
+            "text": "{\"cookie\": \"sid-1\", \"rows\": [{\"auth\": 7}], \"name\": \"x\"}"}]});
+        assert!(r.redact_value(&mut value));
+        assert_eq!(
+            value["content"][0]["text"],
+            "{\"cookie\": \"[REDACTED]\", \"rows\": [{\"auth\": \"[REDACTED]\"}], \"name\": \"x\"}"
+        );
+        assert_eq!(
+            r.redact_str(" [{\"Set-Cookie\": \"a\"}] "),
+            " [{\"Set-Cookie\": \"[REDACTED]\"}] "
+        );
+        // Braces around text that is not JSON leave it to the text rules alone.
+        assert_eq!(r.redact_str("{ cookie: sid-1 }"), "{ cookie: sid-1 }");
+        assert_eq!(r.redact_str("[REDACTED]"), "[REDACTED]");
     }
 
     #[test]

@@ -63,6 +63,13 @@ fn fragment() -> impl Strategy<Value = String> {
             "ü",
             "日本",
             "[REDACTED]",
+            "{",
+            "[",
+            "{\"cookie\": \"",
+            "\"}",
+            "{\"auth\": 1}",
+            "[{\"Set-Cookie\": [\"",
+            "\\\"",
         ])
         .prop_map(str::to_owned),
     ]

@@ -83,6 +83,24 @@ mod tests {
     }
 
     #[test]
+    fn json_in_a_text_block_has_its_sensitive_keys_redacted() {
+        // MCP servers commonly return their JSON result as a text block.
+        let redactor = Redactor::default();
+        let step = RedactResult {
+            redactor: &redactor,
+        };
+        let content = step
+            .run(Ok(json!({"content": [
+                {"type": "text", "text": "{\"sessionKey\":\"abc\",\"rows\":3}"}
+            ]})))
+            .unwrap();
+        assert_eq!(
+            content["content"][0]["text"],
+            format!("{{\"sessionKey\":\"{REDACTED}\",\"rows\":3}}")
+        );
+    }
+
+    #[test]
     fn oversize_content_is_clamped_and_marked() {
         let clamp = ResultClamp::new(512);
         let step = ClampResult { clamp: &clamp };
