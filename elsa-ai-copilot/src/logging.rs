@@ -45,7 +45,8 @@ impl LogRedaction {
         if tracing::enabled!(tracing::Level::TRACE) {
             let data = match (&*self.redactor.read(), to_raw_value(&event.data)) {
                 (Some(redactor), Ok(json)) => redactor.redact_json(&json).into_owned(),
-                (Some(_), Err(error)) => format!("[not logged: {error}]"),
+                // A `Value` always serialises; should it not, nothing of it is echoed.
+                (Some(_), Err(_)) => "[not logged: the payload did not serialise]".to_owned(),
                 (None, _) => NOT_LOGGED.to_owned(),
             };
             tracing::trace!(session, event = %event.event_type, %data, "Copilot event");
