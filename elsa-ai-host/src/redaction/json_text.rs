@@ -93,12 +93,18 @@ impl JsonSearch {
             .collect();
         candidates.sort_by(|a, b| a.len().cmp(&b.len()).then_with(|| a.cmp(b)));
         candidates.dedup();
-        let whole_string = |literal: &str| {
-            keys::EXACT.contains(&literal)
-                && !candidates
+        // The exact keys that start no other literal: their hits inside longer words can be
+        // skipped.
+        let whole: Vec<&str> = keys::EXACT
+            .iter()
+            .copied()
+            .filter(|exact| {
+                !candidates
                     .iter()
-                    .any(|other| other != literal && other.starts_with(literal))
-        };
+                    .any(|other| other != exact && other.starts_with(exact))
+            })
+            .collect();
+        let whole_string = |literal: &str| whole.contains(&literal);
         let mut literals: Vec<&str> = Vec::new();
         let mut covers: Vec<&str> = Vec::new();
         let mut reach_back = 0;
