@@ -25,12 +25,17 @@ impl LogRedaction {
         *self.redactor.write() = Some(redactor);
     }
 
-    /// `text` redacted, or [`NOT_LOGGED`] without a redactor.
-    pub(crate) fn text(&self, text: &str) -> String {
+    /// What `redact` makes with the redactor, or [`NOT_LOGGED`] without one.
+    fn redacted(&self, redact: impl FnOnce(&dyn AiTextRedactor) -> String) -> String {
         match &*self.redactor.read() {
-            Some(redactor) => redactor.redact(text).into_owned(),
+            Some(redactor) => redact(redactor.as_ref()),
             None => NOT_LOGGED.to_owned(),
         }
+    }
+
+    /// `text` redacted, or [`NOT_LOGGED`] without a redactor.
+    pub(crate) fn text(&self, text: &str) -> String {
+        self.redacted(|redactor| redactor.redact(text).into_owned())
     }
 
     /// An error's message (the SDK's errors quote what the CLI answered), redacted.
@@ -43,12 +48,11 @@ impl LogRedaction {
     /// serialised when trace logging is on.
     pub(crate) fn trace_event(&self, session: &str, event: &SessionEvent) {
         if tracing::enabled!(tracing::Level::TRACE) {
-            let data = match (&*self.redactor.read(), to_raw_value(&event.data)) {
-                (Some(redactor), Ok(json)) => redactor.redact_json(&json).into_owned(),
+            let data = self.redacted(|redactor| match to_raw_value(&event.data) {
+                Ok(json) => redactor.redact_json(&json).into_owned(),
                 // A `Value` always serialises; should it not, nothing of it is echoed.
-                (Some(_), Err(_)) => "[not logged: the payload did not serialise]".to_owned(),
-                (None, _) => NOT_LOGGED.to_owned(),
-            };
+                Err(_) => "[not logged: the payload did not serialise]".to_owned(),
+            });
             tracing::trace!(session, event = %event.event_type, %data, "Copilot event");
         }
     }
