@@ -444,12 +444,13 @@ impl BoundToolInvoker {
                 arguments: arguments.clone(),
                 attachments: scope.attachments.clone(),
                 services: g.services.clone(),
-                cancellation: scope.cancellation.clone(),
+                // The tool's own token; the turn's reaches it through `ExecuteTool`.
+                cancellation: CancellationToken::new(),
             };
             ExecuteTool {
                 default_timeout: g.default_timeout,
             }
-            .run(tool, context)
+            .run(tool, &scope.cancellation, context)
         };
         let finished = {
             let executed = Box::pin(execution).await;

@@ -30,22 +30,22 @@ impl ExecuteTool {
     }
 
     /// Validates and starts the call now, then races it against its timeout and the turn's
-    /// cancellation when awaited. Only what the race needs is kept across the await, not
-    /// the execution context, which keeps the governor's future small.
+    /// cancellation `turn` when awaited. `context.cancellation` is the tool's own token,
+    /// not the turn's: making a child of the turn's token locks it twice per call, and the
+    /// turn still reaches the tool, because a tool that is still running is raced against
+    /// `turn`, which then cancels the tool's token. Only what the race needs is kept across
+    /// the await, not the execution context, which keeps the governor's future small.
     pub fn run<'a>(
         &self,
         tool: &'a RegisteredTool,
+        turn: &'a CancellationToken,
         context: AiToolExecutionContext,
     ) -> impl Future<Output = Result<Value, AiError>> + 'a {
         let timeout = self.timeout_for(tool);
         let name = &tool.definition().name;
-        let started = Self::start(tool, context);
+        let started = Self::start(tool, turn, context);
         async move {
-            let Started {
-                execution,
-                turn,
-                own,
-            } = started?;
+            let Started { execution, own } = started?;
             let finished = |finished: Result<std::thread::Result<_>, Elapsed>| match finished {
                 Ok(Ok(result)) => result,
                 Ok(Err(_panic)) => Err(AiError::internal(
@@ -82,28 +82,20 @@ impl ExecuteTool {
     }
 
     /// Validates the arguments and makes the tool's future (which runs nothing until it is
-    /// polled), with the tool's own cancellation token.
-    fn start(
-        tool: &RegisteredTool,
+    /// polled).
+    fn start<'a>(
+        tool: &'a RegisteredTool,
+        turn: &CancellationToken,
         context: AiToolExecutionContext,
-    ) -> Result<Started<'_>, AiError> {
+    ) -> Result<Started<'a>, AiError> {
         tool.validate_arguments(&context.arguments)?;
-        let turn = context.cancellation.clone();
         // A turn cancelled before the call runs no tool (as the biased select would).
         if turn.is_cancelled() {
             return Err(cancelled(&tool.definition().name));
         }
-        // The tool's own token, not a child of the turn's: making a child locks the turn's
-        // token twice per call. The turn's cancellation still reaches it: a tool that is
-        // still running is raced against the turn, which cancels this token.
-        let own = CancellationToken::new();
-        let context = AiToolExecutionContext {
-            cancellation: own.clone(),
-            ..context
-        };
+        let own = context.cancellation.clone();
         Ok(Started {
             execution: tool.tool().execute(context),
-            turn,
             own,
         })
     }
@@ -112,8 +104,6 @@ impl ExecuteTool {
 /// A tool call made but not yet polled.
 struct Started<'a> {
     execution: BoxFuture<'a, Result<Value, AiError>>,
-    /// The turn's cancellation.
-    turn: CancellationToken,
     /// The tool's own cancellation, handed to it in its context.
     own: CancellationToken,
 }
@@ -150,9 +140,11 @@ mod tests {
         let step = ExecuteTool {
             default_timeout: Duration::from_secs(5),
         };
+        let turn = CancellationToken::new();
         let error = step
             .run(
                 registered,
+                &turn,
                 execution_context(&harness, json!({"limit": 99, "secretValue": "hunter2"})),
             )
             .await
@@ -166,7 +158,7 @@ mod tests {
         );
         assert_eq!(tool.calls(), 0);
         let ok = step
-            .run(registered, execution_context(&harness, json!({"id": "x"})))
+            .run(registered, &turn, execution_context(&harness, json!({"id": "x"})))
             .await
             .unwrap();
         assert_eq!(ok, json!({"id": "x"}));
@@ -183,8 +175,9 @@ mod tests {
         };
         let registered = harness.registry.registered("demo.slow").unwrap();
         assert_eq!(step.timeout_for(registered), Duration::from_millis(20));
+        let turn = CancellationToken::new();
         let error = step
-            .run(registered, execution_context(&harness, json!({})))
+            .run(registered, &turn, execution_context(&harness, json!({})))
             .await
             .unwrap_err();
         assert_eq!((error.status(), error.code()), (503, "tool_timeout"));
@@ -203,14 +196,13 @@ mod tests {
             default_timeout: Duration::from_secs(30),
         };
         let turn = CancellationToken::new();
-        let mut context = execution_context(&harness, json!({}));
-        context.cancellation = turn.clone();
+        let context = execution_context(&harness, json!({}));
         let cancel = async {
             tokio::time::sleep(Duration::from_millis(10)).await;
             turn.cancel();
         };
         let registered = harness.registry.registered("demo.slow").unwrap();
-        let (result, ()) = tokio::join!(step.run(registered, context), cancel);
+        let (result, ()) = tokio::join!(step.run(registered, &turn, context), cancel);
         assert_eq!(result.unwrap_err().code(), "tool_cancelled");
         // Work the tool spawned sees its own token cancelled with the turn.
         assert!(slow.last_context().unwrap().cancellation.is_cancelled());
@@ -225,10 +217,9 @@ mod tests {
         };
         let turn = CancellationToken::new();
         turn.cancel();
-        let mut context = execution_context(&harness, json!({}));
-        context.cancellation = turn;
+        let context = execution_context(&harness, json!({}));
         let registered = harness.registry.registered("demo.read").unwrap();
-        let error = step.run(registered, context).await.unwrap_err();
+        let error = step.run(registered, &turn, context).await.unwrap_err();
         assert_eq!((error.status(), error.code()), (503, "tool_cancelled"));
         assert_eq!(tool.calls(), 0, "the tool never ran");
     }
@@ -246,8 +237,9 @@ mod tests {
             default_timeout: Duration::from_secs(5),
         };
         let fail = harness.registry.registered("demo.fail").unwrap();
+        let turn = CancellationToken::new();
         assert_eq!(
-            step.run(fail, execution_context(&harness, json!({})))
+            step.run(fail, &turn, execution_context(&harness, json!({})))
                 .await
                 .unwrap_err()
                 .status(),
@@ -255,7 +247,7 @@ mod tests {
         );
         let panic = harness.registry.registered("demo.panic").unwrap();
         let error = step
-            .run(panic, execution_context(&harness, json!({})))
+            .run(panic, &turn, execution_context(&harness, json!({})))
             .await
             .unwrap_err();
         assert_eq!((error.status(), error.code()), (500, "tool_panicked"));
