@@ -216,24 +216,36 @@ const MIN_ANCHOR_LEN: usize = 3;
 const SHORT_TEXT: usize = 64;
 
 /// Remembers recent key decisions during one walk: JSON documents repeat the same keys in
-/// every record, and a comparison is cheaper than the matcher.
+/// every record, and a comparison is cheaper than the matcher. The table is only filled in
+/// once a walk has met more keys than a tool's arguments usually hold: clearing its 64
+/// slots costs more than deciding a handful of keys directly.
 struct KeyCache<'a> {
-    slots: [(&'a str, bool); 64],
+    slots: Option<[(&'a str, bool); 64]>,
+    uncached: usize,
 }
 
 impl<'a> KeyCache<'a> {
+    /// Keys decided directly before the table is made.
+    const DIRECT: usize = 8;
+
     fn new() -> Self {
         Self {
-            slots: [("", false); 64],
+            slots: None,
+            uncached: 0,
         }
     }
 
     fn is_sensitive(&mut self, keys: &SensitiveKeys, key: &'a str) -> bool {
+        if self.uncached < Self::DIRECT {
+            self.uncached += 1;
+            return keys.is_sensitive(key);
+        }
+        let slots = self.slots.get_or_insert([("", false); 64]);
         let bytes = key.as_bytes();
         let first = bytes.first().copied().unwrap_or(0) as usize;
         let last = bytes.last().copied().unwrap_or(0) as usize;
         let middle = bytes.get(bytes.len() / 2).copied().unwrap_or(0) as usize;
-        let slot = &mut self.slots[(bytes.len() * 31 + first * 7 + last * 3 + middle) & 63];
+        let slot = &mut slots[(bytes.len() * 31 + first * 7 + last * 3 + middle) & 63];
         if slot.0 == key {
             return slot.1;
         }
