@@ -140,9 +140,10 @@ impl<'r> EmitEvents<'r> {
                 }
                 let details = Value::Object(details);
                 let (outcome, summary) = match &result.error {
+                    // Joined rather than formatted: this runs on every call.
                     None => (
                         AuditOutcome::Success,
-                        format!("tool '{}' succeeded", record.tool_name),
+                        ["tool '", record.tool_name, "' succeeded"].concat(),
                     ),
                     Some(error) => (
                         AuditOutcome::Failure,
