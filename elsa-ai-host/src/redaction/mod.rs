@@ -793,6 +793,35 @@ mod tests {
     }
 
     #[test]
+    fn keys_are_decided_alike_before_and_after_the_walk_caches_them() {
+        // Records that repeat their keys, and more distinct keys than the cache has slots:
+        // the first keys of the walk are decided directly, the rest through the cache.
+        let records: Vec<Value> = (0..40)
+            .map(|i| json!({"name": format!("n{i}"), "password": "p", "apiKey": "k", "note": "x"}))
+            .collect();
+        let wide: serde_json::Map<String, Value> = (0..100)
+            .flat_map(|i| {
+                [
+                    (format!("field{i}"), json!("kept")),
+                    (format!("secret{i}"), json!("gone")),
+                ]
+            })
+            .collect();
+        let mut value = json!({"records": records, "wide": wide});
+        assert!(redactor().redact_value(&mut value));
+        for (i, record) in value["records"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(record["name"], format!("n{i}"));
+            assert_eq!(record["note"], "x");
+            assert_eq!(record["password"], REDACTED, "record {i}");
+            assert_eq!(record["apiKey"], REDACTED, "record {i}");
+        }
+        for i in 0..100 {
+            assert_eq!(value["wide"][format!("field{i}")], "kept", "field{i}");
+            assert_eq!(value["wide"][format!("secret{i}")], REDACTED, "secret{i}");
+        }
+    }
+
+    #[test]
     fn shape_is_kept_inside_sensitive_subtrees() {
         let mut value =
             json!({"credentials": {"user": "bob", "pins": [1, 2, null], "ok": true}, "n": 5});
