@@ -158,7 +158,11 @@ mod tests {
         );
         assert_eq!(tool.calls(), 0);
         let ok = step
-            .run(registered, &turn, execution_context(&harness, json!({"id": "x"})))
+            .run(
+                registered,
+                &turn,
+                execution_context(&harness, json!({"id": "x"})),
+            )
             .await
             .unwrap();
         assert_eq!(ok, json!({"id": "x"}));
