@@ -1,5 +1,6 @@
-//! A `weaver` server process seen from the outside: started with a configuration on a free
-//! port, its resident memory, and clients that send a request and then never read the answer.
+//! A `weaver` server process seen from the outside: the command that starts it, the process
+//! started with a configuration on a free port, its resident memory, and clients that send a
+//! request and then never read the answer.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -9,8 +10,8 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
 
-/// A `weaver` process serving a configuration file on a free port of 127.0.0.1, killed
-/// (SIGKILL) when dropped.
+/// A `weaver` process on a free port of 127.0.0.1 (with a configuration file, or on weaver's
+/// embedded defaults), killed (SIGKILL) when dropped.
 pub struct WeaverProcess {
     child: Child,
     address: SocketAddr,
@@ -18,26 +19,28 @@ pub struct WeaverProcess {
 
 impl WeaverProcess {
     /// Writes `config` to `dir/weaver.toml` and starts `binary` (the `weaver` executable) in
-    /// `dir` with `--config` and `--listen`, with `env` set and `WEAVER_CONFIG` /
-    /// `WEAVER_DEV_KEY` unset; returns once the port accepts connections.
+    /// `dir` with it (see [`weaver_command`]); returns once the port accepts connections.
     ///
     /// # Panics
     ///
     /// When the process cannot start, or does not listen within a minute.
     pub async fn start(binary: &Path, dir: &Path, config: &str, env: &[(&str, &str)]) -> Self {
-        let path = dir.join("weaver.toml");
-        std::fs::write(&path, config).expect("the configuration is written");
-        let address = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|listener| listener.local_addr())
-            .expect("a free port");
-        let mut child = Command::new(binary)
-            .current_dir(dir)
-            .arg("--config")
-            .arg(&path)
-            .args(["--listen", &address.to_string()])
-            .env_remove("WEAVER_CONFIG")
-            .env_remove("WEAVER_DEV_KEY")
-            .envs(env.iter().copied())
+        Self::launch(binary, dir, Some(config), env).await
+    }
+
+    /// Starts `binary` in `dir` with no configuration file (weaver's embedded defaults: a
+    /// SQLite `weaver.db` in `dir`); returns once the port accepts connections.
+    ///
+    /// # Panics
+    ///
+    /// When the process cannot start, or does not listen within a minute.
+    pub async fn start_without_config(binary: &Path, dir: &Path, env: &[(&str, &str)]) -> Self {
+        Self::launch(binary, dir, None, env).await
+    }
+
+    async fn launch(binary: &Path, dir: &Path, config: Option<&str>, env: &[(&str, &str)]) -> Self {
+        let address = free_loopback_address();
+        let mut child = weaver_command(binary, dir, config, &address.to_string(), env)
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -53,6 +56,11 @@ impl WeaverProcess {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         Self { child, address }
+    }
+
+    /// Ends the process with SIGKILL, as a crash would: nothing is flushed or released.
+    pub fn kill(self) {
+        drop(self);
     }
 
     /// The address it listens on.
@@ -98,6 +106,47 @@ impl Drop for WeaverProcess {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The command that starts the `weaver` executable `binary` in `dir`, listening on `listen`:
+/// with `config` written to `dir/weaver.toml` and named by `--config` (`None`: weaver's
+/// embedded defaults), and the environment inherited without `WEAVER_CONFIG` and
+/// `WEAVER_DEV_KEY`, with `env` added. Standard streams and `RUST_LOG` are the caller's.
+///
+/// # Panics
+///
+/// When the configuration cannot be written.
+pub fn weaver_command(
+    binary: &Path,
+    dir: &Path,
+    config: Option<&str>,
+    listen: &str,
+    env: &[(&str, &str)],
+) -> Command {
+    let mut command = Command::new(binary);
+    command.current_dir(dir);
+    if let Some(config) = config {
+        let path = dir.join("weaver.toml");
+        std::fs::write(&path, config).expect("the configuration is written");
+        command.arg("--config").arg(path);
+    }
+    command
+        .args(["--listen", listen])
+        .env_remove("WEAVER_CONFIG")
+        .env_remove("WEAVER_DEV_KEY")
+        .envs(env.iter().copied());
+    command
+}
+
+/// An address on 127.0.0.1 whose port was free when asked.
+///
+/// # Panics
+///
+/// When no port can be bound.
+pub fn free_loopback_address() -> SocketAddr {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
 }
 
 /// The resident memory (`VmRSS`) and its peak (`VmHWM`) of process `pid`, in KiB, read from
@@ -168,6 +217,45 @@ mod tests {
         let (rss, peak) = memory_kib(std::process::id()).unwrap();
         assert!(rss > 0 && peak >= rss, "{rss} {peak}");
         assert_eq!(memory_kib(u32::MAX), None);
+    }
+
+    #[test]
+    fn the_weaver_command_names_its_configuration_and_address_and_drops_weavers_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        let env = [("OPENAI_API_KEY", "k"), ("WEAVER_DEV_KEY", "chosen")];
+        let command = weaver_command(
+            Path::new("/bin/weaver"),
+            dir.path(),
+            Some("listen = \"x\""),
+            "127.0.0.1:9",
+            &env,
+        );
+        let config = dir.path().join("weaver.toml");
+        assert_eq!(std::fs::read_to_string(&config).unwrap(), "listen = \"x\"");
+        let args: Vec<&std::ffi::OsStr> = command.get_args().collect();
+        assert_eq!(
+            args,
+            [
+                "--config".as_ref(),
+                config.as_os_str(),
+                "--listen".as_ref(),
+                "127.0.0.1:9".as_ref()
+            ]
+        );
+        assert_eq!(command.get_current_dir(), Some(dir.path()));
+        let envs: Vec<_> = command.get_envs().collect();
+        assert!(envs.contains(&("WEAVER_CONFIG".as_ref(), None)), "{envs:?}");
+        // A variable the caller names is set, even one removed from the inherited ones.
+        assert!(envs.contains(&("WEAVER_DEV_KEY".as_ref(), Some("chosen".as_ref()))));
+        assert!(envs.contains(&("OPENAI_API_KEY".as_ref(), Some("k".as_ref()))));
+
+        let bare = tempfile::tempdir().unwrap();
+        let command = weaver_command(Path::new("/bin/weaver"), bare.path(), None, "[::1]:9", &[]);
+        assert_eq!(
+            command.get_args().collect::<Vec<_>>(),
+            ["--listen", "[::1]:9"]
+        );
+        assert!(!bare.path().join("weaver.toml").exists());
     }
 
     #[tokio::test]

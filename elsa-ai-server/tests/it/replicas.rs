@@ -5,7 +5,6 @@
 //! notice was lost), and one process on SQLite killed mid-turn and started again.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use elsa_ai_server::testing::{SseEvent, SseStream};
@@ -14,6 +13,7 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sqlx::Connection;
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
+use weaver_testkit::process::WeaverProcess;
 
 const KEY: &str = "replica-test-key-alice-0001";
 const MODEL_KEY: &str = "sk-replica-model-key-0001";
@@ -36,42 +36,21 @@ fn config(store: &str, model: &ScriptedModelServer, lease_secs: u64) -> String {
 
 /// One `weaver` process serving `config` from `dir` on a free port.
 struct Replica {
-    child: Child,
+    process: WeaverProcess,
     base: String,
 }
 
 impl Replica {
     async fn start(dir: &Path, config: &str) -> Self {
-        let path = dir.join("weaver.toml");
-        std::fs::write(&path, config).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(env!("CARGO_BIN_EXE_weaver"))
-            .current_dir(dir)
-            .arg("--config")
-            .arg(&path)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .env_remove("WEAVER_CONFIG")
-            .env_remove("WEAVER_DEV_KEY")
-            .env("OPENAI_API_KEY", MODEL_KEY)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        let replica = Self {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while replica.get_status("/ai/capabilities").await != Some(StatusCode::OK) {
-            assert!(Instant::now() < deadline, "the replica did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        replica
+        let process = WeaverProcess::start(
+            env!("CARGO_BIN_EXE_weaver").as_ref(),
+            dir,
+            config,
+            &[("OPENAI_API_KEY", MODEL_KEY)],
+        )
+        .await;
+        let base = process.base_url();
+        Self { process, base }
     }
 
     async fn get_json(&self, path: &str) -> Value {
@@ -84,16 +63,6 @@ impl Replica {
             .json()
             .await
             .unwrap()
-    }
-
-    async fn get_status(&self, path: &str) -> Option<StatusCode> {
-        reqwest::Client::new()
-            .get(format!("{}{path}", self.base))
-            .header("authorization", format!("ApiKey {KEY}"))
-            .send()
-            .await
-            .ok()
-            .map(|r| r.status())
     }
 
     /// `POST /ai/chat`: the status and, when it streams, the stream.
@@ -141,16 +110,8 @@ impl Replica {
     }
 
     /// SIGKILL: the process ends at once, nothing is flushed or released.
-    fn kill_9(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+    fn kill_9(self) {
+        self.process.kill();
     }
 }
 

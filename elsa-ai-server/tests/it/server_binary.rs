@@ -20,6 +20,7 @@ use reqwest::StatusCode;
 use serde_json::json;
 use weaver_testkit::mcp::npm_bin;
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
+use weaver_testkit::process::{free_loopback_address, weaver_command};
 
 /// The configuration file of issue 7, verbatim.
 const ISSUE_CONFIG: &str = r#"listen = "127.0.0.1:8080"
@@ -223,12 +224,6 @@ fn weaver_help_explains_every_setting() {
     assert!(help.contains("127.0.0.1:8080"));
 }
 
-/// A port of 127.0.0.1 that was free a moment ago.
-fn free_port() -> u16 {
-    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    probe.local_addr().unwrap().port()
-}
-
 /// Reads a child's output lines on a thread.
 fn lines_of(output: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
     let (send, receive) = std::sync::mpsc::channel();
@@ -267,25 +262,19 @@ impl RunningBinary {
 
     fn launch(config: Option<&str>, host: &str, env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_weaver"));
-        if let Some(config) = config {
-            let path = dir.path().join("weaver.toml");
-            std::fs::write(&path, config).unwrap();
-            command.arg("--config").arg(path);
-        }
+        let port = free_loopback_address().port();
+        let mut command = weaver_command(
+            env!("CARGO_BIN_EXE_weaver").as_ref(),
+            dir.path(),
+            config,
+            &format!("{host}:{port}"),
+            env,
+        );
         command
-            .current_dir(dir.path())
-            .args(["--listen", &format!("{host}:{port}")])
-            .env_remove("WEAVER_CONFIG")
-            .env_remove("WEAVER_DEV_KEY")
             .env("NO_COLOR", "1")
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        for (name, value) in env {
-            command.env(name, value);
-        }
         let mut child = command.spawn().unwrap();
         let log = lines_of(child.stdout.take().unwrap());
         let stderr = lines_of(child.stderr.take().unwrap());
@@ -631,7 +620,7 @@ async fn a_turn_reaches_an_otlp_collector_under_the_trace_id_of_its_audit_record
     ])
     .await
     .unwrap();
-    let metrics_port = free_port();
+    let metrics_port = free_loopback_address().port();
     let config = format!(
         "[store]\nmemory = true\n\
          [[auth.api_keys]]\nkey_env = \"ACME_KEY\"\nactor = \"alice\"\ntenant = \"acme\"\n\
@@ -903,7 +892,7 @@ async fn telemetry_settings_are_checked_and_a_missing_collector_is_survived() {
     assert!(!said.contains("hunter2-collector"), "{said}");
 
     // A port nothing listens on.
-    let gone = free_port();
+    let gone = free_loopback_address().port();
     let weaver = RunningBinary::with_config(
         &format!(
             "[store]\nmemory = true\n[telemetry]\notlp_endpoint = \"http://127.0.0.1:{gone}\"\n\

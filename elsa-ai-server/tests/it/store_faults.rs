@@ -6,19 +6,20 @@
 //! lost, and writes succeed again once the file can be written.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
 
 use elsa_ai_server::testing::SseStream;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use weaver_testkit::process::WeaverProcess;
 
 const KEY: &str = "store-faults-dev-key-0001";
 const TOOL: &str = "workflow.proposeUpdate";
 
 /// `weaver` with no configuration (SQLite `weaver.db` in its folder), on a free port.
 struct Weaver {
-    child: Child,
+    // Declared before `dir`: the process ends before its folder is removed.
+    process: WeaverProcess,
     base: String,
     dir: tempfile::TempDir,
     client: reqwest::Client,
@@ -27,37 +28,20 @@ struct Weaver {
 impl Weaver {
     async fn start() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
         // Started as an operator would: weaver itself handles SIGXFSZ, so a write past the
         // file-size limit fails instead of ending the process.
-        let child = Command::new(env!("CARGO_BIN_EXE_weaver"))
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .current_dir(dir.path())
-            .env_remove("WEAVER_CONFIG")
-            .env("WEAVER_DEV_KEY", KEY)
-            .env("NO_COLOR", "1")
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let weaver = Self {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
+        let process = WeaverProcess::start_without_config(
+            env!("CARGO_BIN_EXE_weaver").as_ref(),
+            dir.path(),
+            &[("WEAVER_DEV_KEY", KEY)],
+        )
+        .await;
+        Self {
+            base: process.base_url(),
+            process,
             dir,
             client: reqwest::Client::new(),
-        };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while weaver.get("/ai/capabilities").await.0 != StatusCode::OK {
-            assert!(Instant::now() < deadline, "weaver did not start");
-            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        weaver
     }
 
     fn file(&self, name: &str) -> std::path::PathBuf {
@@ -134,8 +118,6 @@ impl Weaver {
 
 impl Drop for Weaver {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
         // Whatever happened, leave no immutable file behind (the folder could not be removed).
         for name in ["weaver.db", "weaver.db-wal"] {
             let _ = Command::new("chattr")
@@ -248,7 +230,7 @@ async fn a_read_only_database_file_is_503_and_nothing_acknowledged_is_lost() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_full_database_file_is_503_and_nothing_acknowledged_is_lost() {
     let weaver = Weaver::start().await;
-    let pid = weaver.child.id().to_string();
+    let pid = weaver.process.pid().to_string();
     let limit = |fsize: &str| {
         let status = Command::new("prlimit")
             .args(["--pid", &pid, &format!("--fsize={fsize}")])
