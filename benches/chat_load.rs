@@ -37,7 +37,10 @@
 //! memory under 200 MB. Client and server share the machine's cores. On SQLite every turn
 //! waits for a few synced commits before its first event, so the figures follow the disk's
 //! sync latency: measure on a quiet machine (not right after a build, whose write-back of
-//! the target directory slows every `fsync` for a while; `sync` first).
+//! the target directory slows every `fsync` for a while; `sync` first). On PostgreSQL the
+//! machine is CPU-bound, and the URL decides whether the connections use TLS (sqlx takes it
+//! whenever the server offers it, unless the URL says `sslmode=disable`): encrypting every
+//! statement on both sides shows in the p99, so measure with the URL the deployment uses.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
