@@ -37,7 +37,6 @@ fn config(store: &str, model: &ScriptedModelServer, lease_secs: u64) -> String {
 /// One `weaver` process serving `config` from `dir` on a free port.
 struct Replica {
     process: WeaverProcess,
-    base: String,
 }
 
 impl Replica {
@@ -49,13 +48,12 @@ impl Replica {
             &[("OPENAI_API_KEY", MODEL_KEY)],
         )
         .await;
-        let base = process.base_url();
-        Self { process, base }
+        Self { process }
     }
 
     async fn get_json(&self, path: &str) -> Value {
         reqwest::Client::new()
-            .get(format!("{}{path}", self.base))
+            .get(format!("{}{path}", self.process.base_url()))
             .header("authorization", format!("ApiKey {KEY}"))
             .send()
             .await
@@ -68,7 +66,7 @@ impl Replica {
     /// `POST /ai/chat`: the status and, when it streams, the stream.
     async fn chat(&self, body: Value) -> (StatusCode, Option<SseStream>, Value) {
         let response = reqwest::Client::new()
-            .post(format!("{}/ai/chat", self.base))
+            .post(format!("{}/ai/chat", self.process.base_url()))
             .header("authorization", format!("ApiKey {KEY}"))
             .json(&body)
             .send()
@@ -85,7 +83,10 @@ impl Replica {
     /// `POST /ai/chat/{conversation}/cancel`: the status and the body.
     async fn cancel(&self, conversation: &str) -> (StatusCode, Value) {
         let response = reqwest::Client::new()
-            .post(format!("{}/ai/chat/{conversation}/cancel", self.base))
+            .post(format!(
+                "{}/ai/chat/{conversation}/cancel",
+                self.process.base_url()
+            ))
             .header("authorization", format!("ApiKey {KEY}"))
             .send()
             .await
@@ -99,7 +100,7 @@ impl Replica {
         let response = reqwest::Client::new()
             .get(format!(
                 "{}/ai/chat/{conversation}/events?after={after}",
-                self.base
+                self.process.base_url()
             ))
             .header("authorization", format!("ApiKey {KEY}"))
             .send()

@@ -20,7 +20,6 @@ const TOOL: &str = "workflow.proposeUpdate";
 struct Weaver {
     // Declared before `dir`: the process ends before its folder is removed.
     process: WeaverProcess,
-    base: String,
     dir: tempfile::TempDir,
     client: reqwest::Client,
 }
@@ -37,7 +36,6 @@ impl Weaver {
         )
         .await;
         Self {
-            base: process.base_url(),
             process,
             dir,
             client: reqwest::Client::new(),
@@ -51,7 +49,7 @@ impl Weaver {
     async fn get(&self, path: &str) -> (StatusCode, Value) {
         match self
             .client
-            .get(format!("{}{path}", self.base))
+            .get(format!("{}{path}", self.process.base_url()))
             .header("authorization", format!("ApiKey {KEY}"))
             .send()
             .await
@@ -68,7 +66,10 @@ impl Weaver {
     async fn set_enablement(&self, enabled: bool) -> (StatusCode, Value) {
         let response = self
             .client
-            .put(format!("{}/ai/admin/tools/{TOOL}/enablement", self.base))
+            .put(format!(
+                "{}/ai/admin/tools/{TOOL}/enablement",
+                self.process.base_url()
+            ))
             .header("authorization", format!("ApiKey {KEY}"))
             .json(&json!({"enabled": enabled}))
             .send()
@@ -82,7 +83,7 @@ impl Weaver {
     async fn chat(&self, message: &str) -> Result<String, (StatusCode, Value)> {
         let response = self
             .client
-            .post(format!("{}/ai/chat", self.base))
+            .post(format!("{}/ai/chat", self.process.base_url()))
             .header("authorization", format!("ApiKey {KEY}"))
             .json(&json!({"message": message}))
             .send()
@@ -191,7 +192,7 @@ async fn refused_while_unwritable_then_recovered(
     for id in [before, after] {
         let response = weaver
             .client
-            .get(format!("{}/ai/chat/{id}/events", weaver.base))
+            .get(format!("{}/ai/chat/{id}/events", weaver.process.base_url()))
             .header("authorization", format!("ApiKey {KEY}"))
             .send()
             .await
