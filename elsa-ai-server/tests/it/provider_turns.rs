@@ -13,6 +13,7 @@ use elsa_ai_server::testing::TestServer;
 use reqwest::StatusCode;
 use serde_json::json;
 use weaver_testkit::model_server::{ModelReply, Quirks, ScriptedModelServer};
+use weaver_testkit::process::free_loopback_address;
 
 const DEV_KEY: &str = "copilot-turn-dev-key";
 const MODEL_KEY: &str = "sk-weaver-server-e2e-model-key-0123456789";
@@ -255,11 +256,7 @@ async fn a_chat_turn_runs_through_an_openai_compatible_endpoint_with_no_runtime_
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_openai_endpoint_that_cannot_be_used_is_an_http_error_before_the_stream() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_loopback_address().port();
     let unreachable = openai_server(&format!(
         "[provider]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nmodel = \"m\"\n"
     ))
