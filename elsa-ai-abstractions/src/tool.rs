@@ -200,8 +200,9 @@ pub struct AiToolExecutionContext {
     pub agent: String,
     /// The conversation, when the call comes from a chat turn.
     pub conversation_id: Option<ConversationId>,
-    /// The arguments, schema-validated and redacted.
-    pub arguments: Value,
+    /// The arguments, schema-validated and redacted; shared with the call's `tool.started`
+    /// event and audit record rather than copied for each.
+    pub arguments: Arc<Value>,
     /// The references attached to the turn; scope-limited tools read nothing outside them.
     pub attachments: Vec<AiContextAttachment>,
     /// Data access.
@@ -214,7 +215,7 @@ impl AiToolExecutionContext {
     /// Deserialises the arguments into the tool's input type.
     pub fn arguments<T: serde::de::DeserializeOwned>(&self) -> Result<T, AiError> {
         // Read in place: the arguments are not copied to be deserialised.
-        T::deserialize(&self.arguments)
+        T::deserialize(&*self.arguments)
             .map_err(|e| AiError::bad_request("invalid_arguments", e.to_string()))
     }
 }

@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use elsa_ai_abstractions::{AiError, AiStreamEventType, AiToolResult};
 use serde_json::{Map, Value, json};
@@ -12,8 +14,8 @@ pub enum ToolEvent {
         call_id: String,
         /// The tool name as the model asked for it.
         tool_name: String,
-        /// The redacted arguments.
-        arguments: Value,
+        /// The redacted arguments, shared with the tool's context and the audit record.
+        arguments: Arc<Value>,
     },
     /// The tool ran and returned content.
     Completed {
@@ -75,7 +77,7 @@ impl ToolEvent {
                 data.insert("toolName".into(), tool_name.into());
                 data.insert("status".into(), "started".into());
                 data.insert("summary".into(), summary.into());
-                data.insert("arguments".into(), arguments);
+                data.insert("arguments".into(), Arc::unwrap_or_clone(arguments));
             }
             Self::Completed {
                 call_id,
@@ -124,7 +126,7 @@ mod tests {
         let started = ToolEvent::Started {
             call_id: "c1".into(),
             tool_name: "demo.echo".into(),
-            arguments: json!({"x": 1}),
+            arguments: Arc::new(json!({"x": 1})),
         };
         assert_eq!(started.event_type(), AiStreamEventType::ToolStarted);
         assert_eq!(started.data()["callId"], "c1");

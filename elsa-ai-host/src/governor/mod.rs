@@ -422,10 +422,12 @@ impl BoundToolInvoker {
                 }
             };
 
-        let arguments = RedactArguments {
-            redactor: &g.redactor,
-        }
-        .run(invocation.arguments);
+        let arguments = Arc::new(
+            RedactArguments {
+                redactor: &g.redactor,
+            }
+            .run(invocation.arguments),
+        );
         self.passed(call_id, GovernanceStep::RedactArguments);
         emit.started(&record, &arguments).done().await;
 
@@ -441,7 +443,7 @@ impl BoundToolInvoker {
                 },
                 agent: scope.agent.clone(),
                 conversation_id: scope.conversation_id.clone(),
-                arguments: arguments.clone(),
+                arguments: Arc::clone(&arguments),
                 attachments: scope.attachments.clone(),
                 services: g.services.clone(),
                 // The tool's own token; the turn's reaches it through `ExecuteTool`.

@@ -56,13 +56,14 @@ struct Call {
     call_id: String,
     tool_name: String,
     state: CallState,
-    /// The arguments as `tool.started` shows them (the governor's redacted ones).
-    arguments: Value,
+    /// The arguments as `tool.started` shows them: the governor's redacted ones, or the
+    /// provider's while the call is only announced.
+    arguments: Arc<Value>,
 }
 
 enum CallState {
     /// The provider reported the start; held back until the governor reports it.
-    Announced { arguments: Value },
+    Announced,
     /// `tool.started` is published.
     Started,
     /// The terminal event is published.
@@ -140,7 +141,12 @@ impl TurnEvents {
                 arguments,
             } => {
                 if !ledger.by_id.contains_key(&call_id) {
-                    ledger.insert(call_id, tool_name, CallState::Announced { arguments });
+                    ledger.insert(
+                        call_id,
+                        tool_name,
+                        CallState::Announced,
+                        Arc::new(arguments),
+                    );
                 }
             }
             AiProviderEvent::ToolProgress { call_id, message } => {
@@ -219,16 +225,16 @@ impl TurnEvents {
     /// Publishes `tool.started` for a call that has only been announced.
     async fn ensure_started(&self, ledger: &mut Ledger, index: usize) {
         let call = &mut ledger.calls[index];
-        let CallState::Announced { arguments } =
-            std::mem::replace(&mut call.state, CallState::Started)
-        else {
+        if !matches!(
+            std::mem::replace(&mut call.state, CallState::Started),
+            CallState::Announced
+        ) {
             return;
-        };
-        call.arguments = arguments.clone();
+        }
         let started = ToolEvent::Started {
             call_id: call.call_id.clone(),
             tool_name: call.tool_name.clone(),
-            arguments,
+            arguments: Arc::clone(&call.arguments),
         };
         self.append(ledger, started.event_type(), started.into_data())
             .await;
@@ -252,9 +258,8 @@ impl TurnEvents {
             None => ledger.insert(
                 call_id,
                 tool_name,
-                CallState::Announced {
-                    arguments: Value::Null,
-                },
+                CallState::Announced,
+                Arc::new(Value::Null),
             ),
         };
         if matches!(ledger.calls[index].state, CallState::Finished) {
@@ -267,7 +272,7 @@ impl TurnEvents {
             let message = AiToolMessage {
                 call_id: call.call_id.clone(),
                 tool_name: call.tool_name.clone(),
-                arguments: call.arguments.clone(),
+                arguments: Value::clone(&call.arguments),
                 result: json!({
                     "outcome": result.outcome,
                     "content": result.content,
@@ -326,13 +331,15 @@ impl Ledger {
             .get_or_insert_with(|| uuid::Uuid::new_v4().simple().to_string())
     }
 
-    fn insert(&mut self, call_id: String, tool_name: String, state: CallState) -> usize {
+    fn insert(
+        &mut self,
+        call_id: String,
+        tool_name: String,
+        state: CallState,
+        arguments: Arc<Value>,
+    ) -> usize {
         let index = self.calls.len();
         self.by_id.insert(call_id.clone(), index);
-        let arguments = match &state {
-            CallState::Announced { arguments } => arguments.clone(),
-            CallState::Started | CallState::Finished => Value::Null,
-        };
         self.calls.push(Call {
             call_id,
             tool_name,
@@ -371,18 +378,21 @@ impl ToolEventSink for TurnEvents {
             } => {
                 let fresh = match ledger.by_id.get(&call_id).copied() {
                     None => {
-                        let index =
-                            ledger.insert(call_id.clone(), tool_name.clone(), CallState::Started);
-                        ledger.calls[index].arguments = arguments.clone();
+                        ledger.insert(
+                            call_id.clone(),
+                            tool_name.clone(),
+                            CallState::Started,
+                            Arc::clone(&arguments),
+                        );
                         true
                     }
                     Some(index) => {
                         let call = &mut ledger.calls[index];
-                        let announced = matches!(call.state, CallState::Announced { .. });
+                        let announced = matches!(call.state, CallState::Announced);
                         if announced {
                             call.state = CallState::Started;
                             call.tool_name = tool_name.clone();
-                            call.arguments = arguments.clone();
+                            call.arguments = Arc::clone(&arguments);
                         }
                         announced
                     }

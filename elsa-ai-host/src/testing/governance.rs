@@ -313,7 +313,7 @@ impl AiTool for TestTool {
         self.calls.fetch_add(1, Ordering::SeqCst);
         *self.last.lock() = Some(context.clone());
         match &self.behavior {
-            Behavior::Echo => Ok(context.arguments),
+            Behavior::Echo => Ok(Arc::unwrap_or_clone(context.arguments)),
             Behavior::Return(content) => Ok(content.clone()),
             Behavior::Fail(error) => Err(error.clone()),
             Behavior::Sleep(duration) => {
@@ -851,7 +851,7 @@ pub fn execution_context(harness: &GovernanceHarness, arguments: Value) -> AiToo
         caller: harness.caller(),
         agent: TEST_AGENT.to_owned(),
         conversation_id: None,
-        arguments,
+        arguments: Arc::new(arguments),
         attachments: Vec::new(),
         services: empty_services(),
         cancellation: CancellationToken::new(),

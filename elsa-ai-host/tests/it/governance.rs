@@ -634,14 +634,14 @@ async fn secrets_are_redacted_for_the_model_the_stream_and_the_audit_alike() {
     let expected_arguments = json!({"id": "wf-1", "apiKey": REDACTED, "note": "Bearer [REDACTED]"});
     assert_eq!(result.content, expected_result, "model-facing result");
     assert_eq!(
-        tool.last_context().unwrap().arguments,
+        *tool.last_context().unwrap().arguments,
         expected_arguments,
         "the tool gets redacted arguments"
     );
 
     let events = harness.events.events();
     assert!(
-        matches!(&events[0], ToolEvent::Started { arguments, .. } if *arguments == expected_arguments)
+        matches!(&events[0], ToolEvent::Started { arguments, .. } if **arguments == expected_arguments)
     );
     assert!(
         matches!(&events[1], ToolEvent::Completed { result, .. } if result.content == expected_result)

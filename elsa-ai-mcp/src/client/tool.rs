@@ -79,7 +79,7 @@ impl AiTool for McpTool {
 
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let result = tokio::select! {
-            result = self.connection.call(&self.server_name, context.arguments) => result?,
+            result = self.connection.call(&self.server_name, Arc::unwrap_or_clone(context.arguments)) => result?,
             // Dropping the request future makes rmcp send notifications/cancelled.
             () = context.cancellation.cancelled() => {
                 return Err(AiError::unavailable("tool_cancelled", "the call was cancelled"));

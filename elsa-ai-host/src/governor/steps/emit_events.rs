@@ -1,5 +1,6 @@
 //! Step 11: emit stream and audit events.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use elsa_ai_abstractions::{
@@ -41,11 +42,11 @@ pub(crate) struct EmitEvents<'r> {
 
 impl<'r> EmitEvents<'r> {
     /// `tool.started` for a call that passed the checks, with its redacted arguments.
-    pub fn started(&self, record: &CallRecord<'_>, arguments: &Value) -> Publication<'r> {
+    pub fn started(&self, record: &CallRecord<'_>, arguments: &Arc<Value>) -> Publication<'r> {
         self.publish(|| ToolEvent::Started {
             call_id: record.call_id.to_owned(),
             tool_name: record.tool_name.to_owned(),
-            arguments: arguments.clone(),
+            arguments: Arc::clone(arguments),
         })
     }
 
@@ -67,7 +68,7 @@ impl<'r> EmitEvents<'r> {
         // Both reports are made in a block of its own (they run in order when awaited), so
         // that what they are made from is not kept while they are written.
         let (audited, started) = {
-            let arguments = self.redacted(raw_arguments);
+            let arguments = Arc::new(self.redacted(raw_arguments));
             let code = result.error.as_ref().map_or("denied", |e| e.code.as_str());
             let summary = format!(
                 "tool '{tool_name}' denied at step {} ({}): {code}",
@@ -79,7 +80,7 @@ impl<'r> EmitEvents<'r> {
                 "agent": record.agent,
                 "step": step.as_str(),
                 "stepNumber": step.number(),
-                "arguments": arguments,
+                "arguments": *arguments,
                 "error": result.error,
             });
             let started = self.started(&record, &arguments);
@@ -109,7 +110,7 @@ impl<'r> EmitEvents<'r> {
         &self,
         record: &CallRecord<'_>,
         behavior: AuditBehavior,
-        arguments: Value,
+        arguments: Arc<Value>,
         result: AiToolResult,
     ) -> AiToolResult {
         let success = result.is_success();
@@ -123,7 +124,8 @@ impl<'r> EmitEvents<'r> {
                 let mut details = Map::with_capacity(8);
                 details.insert("callId".into(), record.call_id.into());
                 details.insert("agent".into(), record.agent.into());
-                details.insert("arguments".into(), arguments);
+                // Moved in, unless the tool or the event sink still holds them.
+                details.insert("arguments".into(), Arc::unwrap_or_clone(arguments));
                 details.insert("outcome".into(), json!(result.outcome));
                 details.insert(
                     "durationMs".into(),
@@ -355,7 +357,7 @@ mod tests {
                 .finished(
                     &f.record(),
                     behavior,
-                    json!({"id": "x"}),
+                    Arc::new(json!({"id": "x"})),
                     AiToolResult::success(content.clone()),
                 )
                 .await;
@@ -384,7 +386,12 @@ mod tests {
         let f = Fixture::new();
         let failed = AiToolResult::error(&AiError::unavailable("tool_timeout", "slow"));
         f.step(&f.log)
-            .finished(&f.record(), AuditBehavior::None, json!({}), failed)
+            .finished(
+                &f.record(),
+                AuditBehavior::None,
+                Arc::new(json!({})),
+                failed,
+            )
             .await;
         let audited = f.audited();
         assert_eq!(audited.len(), 1);
@@ -428,7 +435,7 @@ mod tests {
             .finished(
                 &f.record(),
                 AuditBehavior::RecordInvocation,
-                json!({}),
+                Arc::new(json!({})),
                 AiToolResult::success(json!({"secret": 1})),
             )
             .await;
