@@ -194,8 +194,9 @@ impl std::fmt::Debug for AiToolServices {
 pub struct AiToolExecutionContext {
     /// The provider's id for this tool call.
     pub call_id: String,
-    /// Who the call is made for.
-    pub caller: AiCaller,
+    /// Who the call is made for, with their permissions narrowed by the agent; shared by
+    /// the calls of a turn.
+    pub caller: Arc<AiCaller>,
     /// The agent the conversation runs under.
     pub agent: String,
     /// The conversation, when the call comes from a chat turn.

@@ -162,6 +162,16 @@ impl AgentRegistry {
             .cloned()
             .collect()
     }
+
+    /// The caller as tools act for them under an agent: the same actor and tenant, with the
+    /// [effective permissions](Self::effective_permissions) (least privilege).
+    pub fn narrowed_caller(caller: &AiCaller, agent: &AiAgentDefinition) -> AiCaller {
+        AiCaller {
+            actor_id: caller.actor_id.clone(),
+            tenant_id: caller.tenant_id.clone(),
+            permissions: Self::effective_permissions(caller, agent),
+        }
+    }
 }
 
 impl Default for AgentRegistry {

@@ -14,7 +14,6 @@ mod events;
 mod step;
 mod steps;
 
-use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
@@ -23,7 +22,7 @@ use std::time::{Duration, Instant};
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
     AiProviderToolInvocation, AiProviderToolInvoker, AiToolExecutionContext, AiToolResult,
-    AiToolServices, Clock, ConversationId, Permission,
+    AiToolServices, Clock, ConversationId,
 };
 use tokio::sync::OnceCell;
 use tokio_util::sync::CancellationToken;
@@ -236,7 +235,7 @@ impl ToolGovernor {
             governor: self.governor.clone(),
             scope,
             ownership: OnceCell::new(),
-            permissions: OnceLock::new(),
+            narrowed: OnceLock::new(),
         })
     }
 
@@ -257,8 +256,8 @@ struct BoundToolInvoker {
     scope: ToolCallScope,
     /// Step 6's ownership verdict, computed at most once per turn.
     ownership: OnceCell<Result<(), AiError>>,
-    /// Step 2's effective permissions, computed at most once per turn.
-    permissions: OnceLock<BTreeSet<Permission>>,
+    /// Step 2's narrowed caller, made at most once per turn.
+    narrowed: OnceLock<Arc<AiCaller>>,
 }
 
 // Written out rather than through `async_trait`: its future would hold the invocation and
@@ -327,7 +326,7 @@ impl BoundToolInvoker {
             GovernanceStep::ResolveAgentScope,
             ResolveAgentScope {
                 agents: g.registry.agents(),
-                permissions: &self.permissions,
+                narrowed: &self.narrowed,
             }
             .run(actor, &scope.agent, tool_name),
         )?;
@@ -368,7 +367,7 @@ impl BoundToolInvoker {
             CheckMutabilityPolicy {
                 policy: g.registry.policy(),
             }
-            .run(definition, &agent_scope.permissions),
+            .run(definition, agent_scope.permissions()),
         )?;
         Ok((tool, agent_scope))
     }
@@ -436,11 +435,7 @@ impl BoundToolInvoker {
                 call_id: call_id.to_owned(),
                 // Tools act with the caller's permissions narrowed by the agent: least
                 // privilege.
-                caller: AiCaller {
-                    actor_id: scope.caller.actor_id.clone(),
-                    tenant_id: scope.caller.tenant_id.clone(),
-                    permissions: agent_scope.permissions.into_owned(),
-                },
+                caller: agent_scope.narrowed.into_owned(),
                 agent: scope.agent.clone(),
                 conversation_id: scope.conversation_id.clone(),
                 arguments: Arc::clone(&arguments),

@@ -848,7 +848,7 @@ pub fn invocation(tool: &str, arguments: Value) -> AiProviderToolInvocation {
 pub fn execution_context(harness: &GovernanceHarness, arguments: Value) -> AiToolExecutionContext {
     AiToolExecutionContext {
         call_id: "call-1".to_owned(),
-        caller: harness.caller(),
+        caller: Arc::new(harness.caller()),
         agent: TEST_AGENT.to_owned(),
         conversation_id: None,
         arguments: Arc::new(arguments),

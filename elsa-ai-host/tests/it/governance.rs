@@ -470,7 +470,8 @@ async fn tools_act_with_the_agent_narrowed_permissions() {
         .unwrap()
         .caller
         .permissions
-        .into_iter()
+        .iter()
+        .cloned()
         .collect();
     assert_eq!(permissions, [Permission::READ_WORKFLOWS]);
 }

@@ -27,7 +27,7 @@ impl CheckPermissions<'_> {
         if let Some(missing) = definition
             .permissions
             .iter()
-            .find(|p| !scope.permissions.contains(p))
+            .find(|p| !scope.permissions().contains(p))
         {
             let who = if scope.actor.caller.has(missing) {
                 format!("agent '{}' does not allow it", scope.agent.name)

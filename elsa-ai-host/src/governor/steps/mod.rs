@@ -40,8 +40,8 @@ pub(crate) fn scope_for<'a>(
             .run(caller)
             .expect("test callers are authenticated"),
         agent,
-        permissions: std::borrow::Cow::Owned(crate::AgentRegistry::effective_permissions(
-            caller, agent,
+        narrowed: std::borrow::Cow::Owned(std::sync::Arc::new(
+            crate::AgentRegistry::narrowed_caller(caller, agent),
         )),
     }
 }

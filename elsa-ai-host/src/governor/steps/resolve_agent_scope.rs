@@ -2,21 +2,28 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
-use elsa_ai_abstractions::{AiAgentDefinition, AiError, Permission};
+use elsa_ai_abstractions::{AiAgentDefinition, AiCaller, AiError, Permission};
 
 use super::Actor;
 use crate::agents::AgentRegistry;
 use crate::registry::agent_names_tool;
 
-/// The actor under an agent: the agent's definition and the effective permissions.
+/// The actor under an agent: the agent's definition and the caller narrowed by it.
 #[derive(Clone, Debug)]
 pub(crate) struct AgentScope<'a> {
     pub actor: Actor<'a>,
     pub agent: &'a AiAgentDefinition,
+    /// The caller with their permissions intersected with the agent's: whom tools act for.
+    pub narrowed: Cow<'a, Arc<AiCaller>>,
+}
+
+impl AgentScope<'_> {
     /// The caller's permissions intersected with the agent's.
-    pub permissions: Cow<'a, BTreeSet<Permission>>,
+    pub fn permissions(&self) -> &BTreeSet<Permission> {
+        &self.narrowed.permissions
+    }
 }
 
 /// The agent must exist (404 `agent_not_found`), be enabled (403 `agent_disabled`) and name
@@ -25,9 +32,9 @@ pub(crate) struct AgentScope<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResolveAgentScope<'r> {
     pub agents: &'r AgentRegistry,
-    /// The effective permissions, computed on the first call of a bound turn: its caller and
-    /// agent do not change, and neither do the registered agents.
-    pub permissions: &'r OnceLock<BTreeSet<Permission>>,
+    /// The narrowed caller, made on the first call of a bound turn (its caller and agent do
+    /// not change, and neither do the registered agents) and shared by the turn's tools.
+    pub narrowed: &'r OnceLock<Arc<AiCaller>>,
 }
 
 pub(crate) fn outside_scope(agent: &str, tool_name: &str) -> AiError {
@@ -51,11 +58,11 @@ impl<'r> ResolveAgentScope<'r> {
         if !agent_names_tool(agent, tool_name) {
             return Err(outside_scope(&agent.name, tool_name));
         }
-        let permissions = self
-            .permissions
-            .get_or_init(|| AgentRegistry::effective_permissions(actor.caller, agent));
+        let narrowed = self
+            .narrowed
+            .get_or_init(|| Arc::new(AgentRegistry::narrowed_caller(actor.caller, agent)));
         Ok(AgentScope {
-            permissions: Cow::Borrowed(permissions),
+            narrowed: Cow::Borrowed(narrowed),
             actor,
             agent,
         })
@@ -91,20 +98,28 @@ mod tests {
             [Permission::READ_WORKFLOWS, Permission::ADMIN_AI],
         );
         let actor = ResolveActor.run(&caller).unwrap();
-        let permissions = OnceLock::new();
+        let narrowed = OnceLock::new();
         let scope = ResolveAgentScope {
             agents: &agents,
-            permissions: &permissions,
+            narrowed: &narrowed,
         }
         .run(actor, WORKFLOW_AUTHOR, "workflow.getDefinition")
         .unwrap();
         assert_eq!(
-            scope.permissions.iter().collect::<Vec<_>>(),
+            scope.permissions().iter().collect::<Vec<_>>(),
             [&Permission::READ_WORKFLOWS]
         );
         assert_eq!(
-            permissions.get(),
-            Some(&*scope.permissions),
+            (
+                scope.narrowed.actor_id.as_str(),
+                scope.narrowed.tenant_id.as_str()
+            ),
+            ("alice", "acme")
+        );
+        assert!(
+            narrowed
+                .get()
+                .is_some_and(|kept| Arc::ptr_eq(kept, &scope.narrowed)),
             "kept for the turn"
         );
     }
@@ -113,10 +128,10 @@ mod tests {
     fn unknown_disabled_and_out_of_scope_are_refused() {
         let agents = registry();
         let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
-        let permissions = OnceLock::new();
+        let narrowed = OnceLock::new();
         let step = ResolveAgentScope {
             agents: &agents,
-            permissions: &permissions,
+            narrowed: &narrowed,
         };
         let actor = ResolveActor.run(&caller).unwrap();
         assert_eq!(
