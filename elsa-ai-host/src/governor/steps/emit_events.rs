@@ -60,7 +60,7 @@ impl<'r> EmitEvents<'r> {
     ) -> AiToolResult {
         self.counters.denied_at(step);
         // The name comes from the model; it is only echoed after redaction.
-        let tool_name = self.redactor.redact_str(record.tool_name).into_owned();
+        let tool_name = self.redactor.redact_str(record.tool_name);
         let record = CallRecord {
             tool_name: &tool_name,
             ..*record
@@ -75,14 +75,15 @@ impl<'r> EmitEvents<'r> {
                 step.number(),
                 step.as_str()
             );
-            let details = json!({
-                "callId": record.call_id,
-                "agent": record.agent,
-                "step": step.as_str(),
-                "stepNumber": step.number(),
-                "arguments": *arguments,
-                "error": result.error,
-            });
+            // Built field by field: the arguments are cloned rather than serialised again.
+            let mut details = Map::with_capacity(6);
+            details.insert("callId".into(), record.call_id.into());
+            details.insert("agent".into(), record.agent.into());
+            details.insert("step".into(), step.as_str().into());
+            details.insert("stepNumber".into(), step.number().into());
+            details.insert("arguments".into(), Value::clone(&arguments));
+            details.insert("error".into(), json!(result.error));
+            let details = Value::Object(details);
             let started = self.started(&record, &arguments);
             let audited = self.audit(
                 &record,
