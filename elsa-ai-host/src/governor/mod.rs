@@ -435,7 +435,7 @@ impl BoundToolInvoker {
                 call_id: call_id.to_owned(),
                 // Tools act with the caller's permissions narrowed by the agent: least
                 // privilege.
-                caller: agent_scope.narrowed.into_owned(),
+                caller: agent_scope.narrowed,
                 agent: scope.agent.clone(),
                 conversation_id: scope.conversation_id.clone(),
                 arguments: Arc::clone(&arguments),

@@ -40,8 +40,6 @@ pub(crate) fn scope_for<'a>(
             .run(caller)
             .expect("test callers are authenticated"),
         agent,
-        narrowed: std::borrow::Cow::Owned(std::sync::Arc::new(
-            crate::AgentRegistry::narrowed_caller(caller, agent),
-        )),
+        narrowed: std::sync::Arc::new(crate::AgentRegistry::narrowed_caller(caller, agent)),
     }
 }

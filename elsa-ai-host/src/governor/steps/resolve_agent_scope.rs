@@ -1,6 +1,5 @@
 //! Step 2: resolve the agent scope.
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
@@ -16,7 +15,7 @@ pub(crate) struct AgentScope<'a> {
     pub actor: Actor<'a>,
     pub agent: &'a AiAgentDefinition,
     /// The caller with their permissions intersected with the agent's: whom tools act for.
-    pub narrowed: Cow<'a, Arc<AiCaller>>,
+    pub narrowed: Arc<AiCaller>,
 }
 
 impl AgentScope<'_> {
@@ -62,7 +61,7 @@ impl<'r> ResolveAgentScope<'r> {
             .narrowed
             .get_or_init(|| Arc::new(AgentRegistry::narrowed_caller(actor.caller, agent)));
         Ok(AgentScope {
-            narrowed: Cow::Borrowed(narrowed),
+            narrowed: Arc::clone(narrowed),
             actor,
             agent,
         })
