@@ -38,9 +38,11 @@
 //! waits for a few synced commits before its first event, so the figures follow the disk's
 //! sync latency: measure on a quiet machine (not right after a build, whose write-back of
 //! the target directory slows every `fsync` for a while; `sync` first). On PostgreSQL the
-//! machine is CPU-bound, and the URL decides whether the connections use TLS (sqlx takes it
-//! whenever the server offers it, unless the URL says `sslmode=disable`): encrypting every
-//! statement on both sides shows in the p99, so measure with the URL the deployment uses.
+//! machine is CPU-bound, and how the server reaches the database shows in the p99: through
+//! the database's Unix socket (a URL with `?host=/var/run/postgresql`; the throwaway server
+//! this bench starts when `WEAVER_TEST_POSTGRES_URL` is unset listens on one) costs least, TCP
+//! on the loopback more, and TLS on top of TCP (sqlx takes it whenever the server offers it,
+//! unless the URL says `sslmode=disable`) more again. Measure with the URL the deployment uses.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;

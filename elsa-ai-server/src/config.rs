@@ -39,7 +39,9 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     flag --sqlite, env WEAVER_SQLITE).
   postgres = "postgres://user@host/db"
                                     PostgreSQL URL, for several servers sharing one database
-                                    (flag --postgres, env WEAVER_POSTGRES).
+                                    (flag --postgres, env WEAVER_POSTGRES). A database on the
+                                    same host is fastest through its Unix socket:
+                                    postgres://user@localhost/db?host=/var/run/postgresql
   postgres_env = "DATABASE_URL"     Name of an environment variable holding the URL (use this
                                     when the URL contains a password).
   memory = true                     Keep everything in memory; lost on restart (development).
