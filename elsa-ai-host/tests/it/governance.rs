@@ -477,6 +477,33 @@ async fn tools_act_with_the_agent_narrowed_permissions() {
 }
 
 #[tokio::test]
+async fn the_calls_of_a_turn_share_one_narrowed_caller_and_another_turn_gets_its_own() {
+    let tool = Arc::new(TestTool::echo(read_tool("demo.read")));
+    let harness = GovernanceHarness::builder()
+        .tool(tool.clone())
+        .agent_permissions(&[Permission::READ_WORKFLOWS])
+        .build();
+    let turn = harness.invoker();
+    let mut callers = Vec::new();
+    for _ in 0..2 {
+        assert!(
+            turn.invoke(invocation("demo.read", json!({})))
+                .await
+                .is_success()
+        );
+        callers.push(tool.last_context().unwrap().caller);
+    }
+    assert!(
+        Arc::ptr_eq(&callers[0], &callers[1]),
+        "one turn, one caller"
+    );
+    assert!(harness.call("demo.read", json!({})).await.is_success());
+    let other = tool.last_context().unwrap().caller;
+    assert!(!Arc::ptr_eq(&callers[0], &other), "a turn of its own");
+    assert_eq!(*other, *callers[0], "the same narrowing");
+}
+
+#[tokio::test]
 async fn administrative_tools_are_denied_even_when_enabled_in_the_store() {
     let mut admin = read_tool("demo.admin");
     admin.mutability = ToolMutability::Administrative;
