@@ -1,4 +1,5 @@
 use std::fmt;
+use std::sync::Arc;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -10,24 +11,23 @@ macro_rules! string_id {
             Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
         )]
         #[serde(transparent)]
-        pub struct $name(String);
+        // Shared text: a turn hands the same id to its tool calls, events and audit records,
+        // and a clone is a reference count, not a copy.
+        pub struct $name(Arc<str>);
 
         impl $name {
             /// A fresh, time-ordered id (UUID v7).
             pub fn generate() -> Self {
                 // Encoded straight into its buffer; `to_string` goes through the formatter.
                 let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-                Self(
-                    uuid::Uuid::now_v7()
-                        .hyphenated()
-                        .encode_lower(&mut text)
-                        .to_owned(),
-                )
+                Self(Arc::from(
+                    &*uuid::Uuid::now_v7().hyphenated().encode_lower(&mut text),
+                ))
             }
 
             /// Wraps an existing id.
             pub fn new(id: impl Into<String>) -> Self {
-                Self(id.into())
+                Self(Arc::from(id.into()))
             }
 
             /// The id as a string slice.
@@ -44,7 +44,7 @@ macro_rules! string_id {
 
         impl From<&str> for $name {
             fn from(value: &str) -> Self {
-                Self::new(value)
+                Self(Arc::from(value))
             }
         }
     };

@@ -1,4 +1,5 @@
 use std::fmt;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -7,12 +8,14 @@ use serde::{Deserialize, Serialize};
 /// Every store call takes one: data of one tenant is never visible through another's id.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct TenantId(String);
+// Shared text: every store call, event and audit record carries the tenant, and a clone is a
+// reference count, not a copy.
+pub struct TenantId(Arc<str>);
 
 impl TenantId {
     /// Wraps a tenant identifier as given by the host.
     pub fn new(id: impl Into<String>) -> Self {
-        Self(id.into())
+        Self(Arc::from(id.into()))
     }
 
     /// The identifier as a string slice.
@@ -29,12 +32,12 @@ impl fmt::Display for TenantId {
 
 impl From<&str> for TenantId {
     fn from(value: &str) -> Self {
-        Self::new(value)
+        Self(Arc::from(value))
     }
 }
 
 impl From<String> for TenantId {
     fn from(value: String) -> Self {
-        Self(value)
+        Self(Arc::from(value))
     }
 }
