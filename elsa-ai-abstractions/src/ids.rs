@@ -74,4 +74,16 @@ mod tests {
         assert_ne!(a, b);
         assert!(a < b, "v7 ids sort by creation time");
     }
+
+    #[test]
+    fn a_clone_shares_the_text_and_the_wire_form_is_a_plain_string() {
+        let id = ConversationId::generate();
+        let copy = id.clone();
+        assert_eq!(id.as_str().as_ptr(), copy.as_str().as_ptr(), "not copied");
+        let json = serde_json::to_value(&id).unwrap();
+        assert_eq!(json, serde_json::Value::String(id.as_str().to_owned()));
+        let back: ConversationId = serde_json::from_value(json).unwrap();
+        assert_eq!(back, id);
+        assert_eq!(ConversationId::from("c-1"), ConversationId::new("c-1"));
+    }
 }

@@ -41,3 +41,23 @@ impl From<String> for TenantId {
         Self(Arc::from(value))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_clone_shares_the_text_and_the_wire_form_is_a_plain_string() {
+        let tenant = TenantId::new(String::from("acme"));
+        let copy = tenant.clone();
+        assert_eq!(
+            tenant.as_str().as_ptr(),
+            copy.as_str().as_ptr(),
+            "not copied"
+        );
+        assert_eq!(serde_json::to_string(&tenant).unwrap(), "\"acme\"");
+        let back: TenantId = serde_json::from_str("\"acme\"").unwrap();
+        assert_eq!(back, TenantId::from("acme"));
+        assert_eq!(back.to_string(), "acme");
+    }
+}
