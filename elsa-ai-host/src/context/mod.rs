@@ -182,10 +182,7 @@ impl ContextResolver {
             audit: Vec::with_capacity(request.attachments.len()),
         };
         // The agent narrows what the caller may read, as it narrows what tools may do.
-        let narrowed = AiCaller {
-            permissions: AgentRegistry::effective_permissions(request.caller, request.agent),
-            ..request.caller.clone()
-        };
+        let narrowed = AgentRegistry::narrowed_caller(request.caller, request.agent);
         for attachment in request.attachments {
             match self.resolve_one(&narrowed, &request, attachment).await {
                 Ok(context) => {
