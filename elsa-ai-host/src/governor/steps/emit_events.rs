@@ -1,6 +1,6 @@
 //! Step 11: emit stream and audit events.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::Instant;
 
 use elsa_ai_abstractions::{
@@ -76,14 +76,14 @@ impl<'r> EmitEvents<'r> {
                 step.as_str()
             );
             // Built field by field: the arguments are cloned rather than serialised again.
-            let mut details = Map::with_capacity(6);
-            details.insert("callId".into(), record.call_id.into());
-            details.insert("agent".into(), record.agent.into());
-            details.insert("step".into(), step.as_str().into());
-            details.insert("stepNumber".into(), step.number().into());
-            details.insert("arguments".into(), Value::clone(&arguments));
-            details.insert("error".into(), json!(result.error));
-            let details = Value::Object(details);
+            let details = Value::Object(DENIAL_DETAILS.with([
+                record.call_id.into(),
+                record.agent.into(),
+                step.as_str().into(),
+                step.number().into(),
+                Value::clone(&arguments),
+                json!(result.error),
+            ]));
             let started = self.started(&record, &arguments);
             let audited = self.audit(
                 &record,
@@ -122,19 +122,17 @@ impl<'r> EmitEvents<'r> {
             // while it is written.
             let audited = {
                 // Built field by field: the arguments move in rather than being serialised again.
-                let mut details = Map::with_capacity(8);
-                details.insert("callId".into(), record.call_id.into());
-                details.insert("agent".into(), record.agent.into());
-                // Moved in, unless the tool or the event sink still holds them.
-                details.insert("arguments".into(), Arc::unwrap_or_clone(arguments));
-                details.insert("outcome".into(), json!(result.outcome));
-                details.insert(
-                    "durationMs".into(),
+                let mut details = CALL_DETAILS.with([
+                    record.call_id.into(),
+                    record.agent.into(),
+                    // Moved in, unless the tool or the event sink still holds them.
+                    Arc::unwrap_or_clone(arguments),
+                    json!(result.outcome),
                     u64::try_from(record.started.elapsed().as_millis())
                         .unwrap_or(u64::MAX)
                         .into(),
-                );
-                details.insert("truncated".into(), result.truncated.into());
+                    result.truncated.into(),
+                ]);
                 if let Some(error) = &result.error {
                     details.insert("error".into(), json!(error));
                 }
@@ -268,6 +266,53 @@ impl<'r> EmitEvents<'r> {
             sending: self.events.map(|events| events.publish(event())),
             counters: self.counters,
         }
+    }
+}
+
+/// The details of a denial's audit record, in the order [`DetailKeys::with`] takes them.
+static DENIAL_DETAILS: LazyLock<DetailKeys<6>> = LazyLock::new(|| {
+    DetailKeys::new([
+        "callId",
+        "agent",
+        "step",
+        "stepNumber",
+        "arguments",
+        "error",
+    ])
+});
+
+/// The details every audit record of a call that ran has (`error` and `result` are added
+/// when there are any), in the order [`DetailKeys::with`] takes them.
+static CALL_DETAILS: LazyLock<DetailKeys<6>> = LazyLock::new(|| {
+    DetailKeys::new([
+        "callId",
+        "agent",
+        "arguments",
+        "outcome",
+        "durationMs",
+        "truncated",
+    ])
+});
+
+/// The keys of an audit record's details, hashed once. `serde_json`'s map hashes every key
+/// inserted into it (SipHash, the larger part of building the record); a clone of this one
+/// carries the keys' hashes over, so a call's details cost the values alone.
+struct DetailKeys<const N: usize>(Map<String, Value>);
+
+impl<const N: usize> DetailKeys<N> {
+    fn new(keys: [&str; N]) -> Self {
+        let keys: Map<String, Value> = keys.into_iter().map(|k| (k.into(), Value::Null)).collect();
+        assert_eq!(keys.len(), N, "audit detail keys are distinct");
+        Self(keys)
+    }
+
+    /// The details with `values` under the keys, in their order.
+    fn with(&self, values: [Value; N]) -> Map<String, Value> {
+        let mut details = self.0.clone();
+        for (slot, value) in details.values_mut().zip(values) {
+            *slot = value;
+        }
+        details
     }
 }
 
@@ -425,6 +470,109 @@ mod tests {
         );
         assert!(matches!(&events[1], ToolEvent::Failed { .. }));
         assert_eq!(f.counters.snapshot().denied_by_step[3], 1);
+    }
+
+    /// The keys of the one audit record's details, in order, and the details without
+    /// `durationMs`.
+    fn details_of(f: &Fixture) -> (Vec<String>, Value) {
+        let audited = f.audited();
+        let details = audited[0].details.as_object().expect("an object");
+        let keys = details.keys().cloned().collect();
+        let mut values = details.clone();
+        values.remove("durationMs");
+        (keys, Value::Object(values))
+    }
+
+    #[tokio::test]
+    async fn audit_details_hold_each_value_under_its_key_in_a_fixed_order() {
+        let f = Fixture::new();
+        f.step(&f.log)
+            .finished(
+                &f.record(),
+                AuditBehavior::RecordInvocationAndResult,
+                Arc::new(json!({"id": "x"})),
+                AiToolResult::success(json!({"rows": 3})),
+            )
+            .await;
+        let (keys, values) = details_of(&f);
+        assert_eq!(
+            keys,
+            [
+                "callId",
+                "agent",
+                "arguments",
+                "outcome",
+                "durationMs",
+                "truncated",
+                "result"
+            ]
+        );
+        assert_eq!(
+            values,
+            json!({"callId": "call-1", "agent": "test-agent", "arguments": {"id": "x"},
+                   "outcome": "Success", "truncated": false, "result": {"rows": 3}})
+        );
+
+        let f = Fixture::new();
+        let failure = AiError::unavailable("tool_timeout", "slow");
+        f.step(&f.log)
+            .finished(
+                &f.record(),
+                AuditBehavior::None,
+                Arc::new(json!({})),
+                AiToolResult::error(&failure),
+            )
+            .await;
+        let (keys, values) = details_of(&f);
+        assert_eq!(
+            keys,
+            [
+                "callId",
+                "agent",
+                "arguments",
+                "outcome",
+                "durationMs",
+                "truncated",
+                "error"
+            ]
+        );
+        assert_eq!(values["outcome"], "Error");
+        assert_eq!(values["error"]["code"], "tool_timeout");
+
+        let f = Fixture::new();
+        f.step(&f.log)
+            .refused(
+                &f.record(),
+                GovernanceStep::CheckPermissions,
+                json!({"id": "y"}),
+                AiToolResult::denied(&AiError::forbidden("permission_denied", "no")),
+            )
+            .await;
+        let (keys, values) = details_of(&f);
+        assert_eq!(
+            keys,
+            [
+                "callId",
+                "agent",
+                "step",
+                "stepNumber",
+                "arguments",
+                "error"
+            ]
+        );
+        assert_eq!(
+            (&values["callId"], &values["agent"], &values["step"]),
+            (
+                &json!("call-1"),
+                &json!("test-agent"),
+                &json!("checkPermissions")
+            )
+        );
+        assert_eq!(
+            (&values["stepNumber"], &values["arguments"]),
+            (&json!(6), &json!({"id": "y"}))
+        );
+        assert_eq!(values["error"]["code"], "permission_denied");
     }
 
     #[tokio::test]
