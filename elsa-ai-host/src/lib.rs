@@ -243,6 +243,12 @@ mod telemetry;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+/// A map from names (tools, tenants) that every governed call looks up: foldhash hashes a
+/// short name in a fraction of the instructions std's SipHash takes, and is still seeded at
+/// random per process. Its entries come from configuration and administrators; names from a
+/// model are only looked up.
+type NameMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 pub use agents::{
     AgentRegistrationError, AgentRegistry, AgentRegistryBuilder, INSTANCE_DIAGNOSTICS,
     WORKFLOW_AUTHOR, instance_diagnostics, workflow_author,

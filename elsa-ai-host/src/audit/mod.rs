@@ -2,7 +2,6 @@
 //! log for development and tests (an [`AiAuditSink`] and the matching [`AiAuditLog`],
 //! partitioned by tenant). Production hosts use a durable store instead.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -11,6 +10,8 @@ use elsa_ai_abstractions::{
 };
 use elsa_workflows::{Page, TenantId};
 use parking_lot::RwLock;
+
+use crate::NameMap;
 
 /// Reads the audit trail on behalf of a caller: requires `admin:ai` and only ever shows the
 /// caller's own tenant. The records were redacted before they were written.
@@ -46,7 +47,7 @@ impl AuditTrail {
 /// Keeps every audit record in memory, per tenant, in the order they were recorded.
 #[derive(Debug, Default)]
 pub struct InMemoryAuditLog {
-    tenants: RwLock<HashMap<TenantId, Vec<AiAuditEvent>>>,
+    tenants: RwLock<NameMap<TenantId, Vec<AiAuditEvent>>>,
 }
 
 impl InMemoryAuditLog {

@@ -1,6 +1,6 @@
-use std::collections::HashMap;
-
 use elsa_ai_abstractions::{AiError, AiToolDefinition, ToolEnablement, ToolMutability, ToolSource};
+
+use crate::NameMap;
 
 /// The enablement rules of SPEC §3, as pure functions of a tool's metadata.
 ///
@@ -48,13 +48,14 @@ struct ToolDecisions {
 /// [`EnablementPolicy`]; Administrative tools resolve to disabled regardless.
 #[derive(Clone, Debug, Default)]
 pub struct EnablementDecisions {
-    tools: HashMap<String, ToolDecisions>,
+    tools: NameMap<String, ToolDecisions>,
 }
 
 impl EnablementDecisions {
     /// Indexes the decisions a store returned for one tenant.
     pub fn new(decisions: Vec<ToolEnablement>) -> Self {
-        let mut tools: HashMap<String, ToolDecisions> = HashMap::with_capacity(decisions.len());
+        let mut tools: NameMap<String, ToolDecisions> =
+            NameMap::with_capacity_and_hasher(decisions.len(), Default::default());
         for decision in decisions {
             let entry = tools.entry(decision.tool_name).or_default();
             match decision.agent {

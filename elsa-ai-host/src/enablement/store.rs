@@ -1,14 +1,14 @@
-use std::collections::HashMap;
-
 use async_trait::async_trait;
 use elsa_ai_abstractions::{AiError, AiToolEnablementStore, ToolEnablement};
 use elsa_workflows::TenantId;
 use parking_lot::RwLock;
 
+use crate::NameMap;
+
 /// Enablement decisions kept in memory, per tenant; for development and tests.
 #[derive(Debug, Default)]
 pub struct InMemoryToolEnablementStore {
-    tenants: RwLock<HashMap<TenantId, Vec<ToolEnablement>>>,
+    tenants: RwLock<NameMap<TenantId, Vec<ToolEnablement>>>,
 }
 
 impl InMemoryToolEnablementStore {

@@ -15,6 +15,7 @@ use elsa_ai_abstractions::{
 use elsa_workflows::TenantId;
 use serde_json::Value;
 
+use crate::NameMap;
 use crate::agents::AgentRegistry;
 use crate::enablement::EnablementDecisions;
 use access::{PermissionIndex, PermissionMask};
@@ -183,7 +184,7 @@ impl ToolRegistryBuilder {
         }
         permissions.intern(&Permission::PROPOSE_WORKFLOWS);
         let propose = permissions.mask([&Permission::PROPOSE_WORKFLOWS]);
-        let mut index = HashMap::with_capacity(self.tools.len());
+        let mut index = NameMap::with_capacity_and_hasher(self.tools.len(), Default::default());
         let mut mcp_servers: HashMap<String, Vec<usize>> = HashMap::new();
         let tools: Vec<RegisteredTool> = self
             .tools
@@ -236,7 +237,7 @@ impl ToolRegistryBuilder {
 /// enablement-store read per call). Lists are sorted by name.
 pub struct ToolRegistry {
     tools: Vec<RegisteredTool>,
-    index: HashMap<String, usize>,
+    index: NameMap<String, usize>,
     mcp_servers: HashMap<String, Vec<usize>>,
     permissions: PermissionIndex,
     propose: PermissionMask,
