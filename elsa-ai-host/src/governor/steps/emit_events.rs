@@ -485,6 +485,15 @@ mod tests {
 
     #[tokio::test]
     async fn audit_details_hold_each_value_under_its_key_in_a_fixed_order() {
+        // What every record of a call that ran has, before `result` or `error`.
+        const RAN: [&str; 6] = [
+            "callId",
+            "agent",
+            "arguments",
+            "outcome",
+            "durationMs",
+            "truncated",
+        ];
         let f = Fixture::new();
         f.step(&f.log)
             .finished(
@@ -495,18 +504,7 @@ mod tests {
             )
             .await;
         let (keys, values) = details_of(&f);
-        assert_eq!(
-            keys,
-            [
-                "callId",
-                "agent",
-                "arguments",
-                "outcome",
-                "durationMs",
-                "truncated",
-                "result"
-            ]
-        );
+        assert_eq!(keys, [&RAN[..], &["result"]].concat());
         assert_eq!(
             values,
             json!({"callId": "call-1", "agent": "test-agent", "arguments": {"id": "x"},
@@ -524,18 +522,7 @@ mod tests {
             )
             .await;
         let (keys, values) = details_of(&f);
-        assert_eq!(
-            keys,
-            [
-                "callId",
-                "agent",
-                "arguments",
-                "outcome",
-                "durationMs",
-                "truncated",
-                "error"
-            ]
-        );
+        assert_eq!(keys, [&RAN[..], &["error"]].concat());
         assert_eq!(values["outcome"], "Error");
         assert_eq!(values["error"]["code"], "tool_timeout");
 
