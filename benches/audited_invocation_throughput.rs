@@ -22,7 +22,6 @@ use elsa_ai_store::testing::TempSqlite;
 use elsa_ai_store::testing::postgres::TestDatabase;
 use elsa_ai_store::{PostgresStore, SqliteStore};
 use serde_json::json;
-use weaver_benches as _;
 
 /// Concurrent callers (think: tool calls of many conversations at once).
 const CALLERS: [u64; 2] = [64, 512];

@@ -21,7 +21,6 @@ use elsa_workflows::{
     WorkflowDefinition, WorkflowDefinitionStore, WorkflowInstance,
 };
 use serde_json::{Value, json};
-use weaver_benches as _;
 use weaver_testkit::fixture_backend;
 
 /// How many runs the diagnostics benchmark seeds: as many as one analysis reads.

@@ -59,7 +59,6 @@ use elsa_ai_server::testing::SseStream;
 use elsa_ai_store::testing::postgres::TestDatabase;
 use serde_json::json;
 use tokio::sync::Barrier;
-use weaver_benches as _;
 use weaver_testkit::process::{json_post, memory_kib, stalled_request};
 
 const KEY: &str = "bench-key-alice-acme-0001";

@@ -10,7 +10,6 @@ use elsa_ai_host::testing::chat::{ChatHarness, collect};
 use elsa_ai_host::testing::governance::{TestTool, read_tool};
 use elsa_ai_scripted::Script;
 use serde_json::json;
-use weaver_benches as _;
 
 fn script() -> Script {
     let mut script = Script::new();

@@ -22,7 +22,6 @@ use elsa_ai_host::{
     InMemoryToolEnablementStore, Redactor, ToolCallScope, ToolEvent, ToolEventSink, ToolRegistry,
 };
 use serde_json::{Value, json};
-use weaver_benches as _;
 
 /// The no-op tool: returns a constant and records nothing, so the figure is the
 /// governance around it.

@@ -17,7 +17,6 @@ use elsa_ai_host::Redactor;
 use elsa_ai_host::testing::governance::{GovernanceHarness, execution_context, read_tool};
 use elsa_ai_mcp::McpClients;
 use serde_json::json;
-use weaver_benches as _;
 use weaver_testkit::mcp::{McpFixtureServer, npm_bin};
 
 fn registration(name: &str, transport: McpTransport, tool: &str) -> AiMcpServerRegistration {

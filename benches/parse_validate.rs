@@ -7,7 +7,6 @@ use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use elsa_workflows::{DraftValidator, WorkflowDefinition};
-use weaver_benches as _;
 
 /// The bytes of the largest fixture definition that reads as Elsa 3 JSON, with its name.
 fn largest_fixture() -> (String, Vec<u8>) {

@@ -22,7 +22,6 @@ use elsa_ai_store::testing::TempSqlite;
 use elsa_ai_store::testing::postgres::TestDatabase;
 use elsa_ai_store::{PostgresStore, SqliteStore};
 use elsa_workflows::{InMemoryWorkflowBackend, WorkflowDefinitionWriter, builtin_catalog};
-use weaver_benches as _;
 
 struct Bench {
     service: ProposalService,

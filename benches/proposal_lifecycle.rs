@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, criterion_group, criterion_main};
 use elsa_ai_abstractions::ConversationId;
 use elsa_ai_host::testing::proposals::{ProposalHarness, sample_definition};
-use weaver_benches as _;
 
 /// Times `iterations` applies of proposals created and approved beforehand (untimed).
 async fn time_applies(iterations: u64, conversation: bool) -> Duration {

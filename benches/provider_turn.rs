@@ -22,7 +22,6 @@ use elsa_ai_openai::{OpenAiApi, OpenAiProvider, OpenAiProviderConfig};
 use futures::StreamExt;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-use weaver_benches as _;
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 /// Answers every call at once: the bench measures the adapter, not a tool.

@@ -12,7 +12,6 @@ use elsa_ai_host::Redactor;
 use elsa_ai_host::testing::redaction::raw_anchor_scan;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
-use weaver_benches as _;
 
 /// Workflow-instance-like records until the document is about 1 MiB of compact JSON; every
 /// 25th record carries a secret, cycling through nine kinds: a sensitive key, a bearer

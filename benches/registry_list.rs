@@ -10,7 +10,6 @@ use elsa_ai_abstractions::{AiCaller, AiToolQuery, AiToolRegistry, Permission, To
 use elsa_ai_host::testing::governance::{TestTool, all_permissions, read_tool, test_agent};
 use elsa_ai_host::{AgentRegistry, InMemoryToolEnablementStore, ToolRegistry};
 use serde_json::json;
-use weaver_benches as _;
 
 const TOOLS: usize = 1000;
 

@@ -27,7 +27,6 @@ use elsa_ai_host::testing::chat::ChatHarness;
 use elsa_ai_host::testing::governance::{TEST_AGENT, TEST_TENANT, read_tool};
 use elsa_ai_scripted::Script;
 use serde_json::{Value, json};
-use weaver_benches as _;
 
 const SECRET: &str = "sk-live-0123456789abcdefghij";
 

@@ -13,12 +13,6 @@ use elsa_ai_server::telemetry::Telemetry;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-// Every governed call, turn and stream event allocates its records and events: mimalloc
-// serves those in fewer instructions than the system allocator. The library crates leave
-// the choice to their host; this binary is one.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// Weaver: the AI copilot for Elsa Workflows, as an HTTP server.
 ///
 /// Chat about workflows and their runs (streamed as Server-Sent Events), with tools run
