@@ -295,8 +295,8 @@ static CALL_DETAILS: LazyLock<DetailKeys<6>> = LazyLock::new(|| {
 });
 
 /// The keys of an audit record's details, hashed once. `serde_json`'s map hashes every key
-/// inserted into it (SipHash, the larger part of building the record); a clone of this one
-/// carries the keys' hashes over, so a call's details cost the values alone.
+/// inserted into it (SipHash, most of what inserting six keys cost); a clone of this one
+/// carries the keys' hashes over, so a call pays for copying the keys and its values only.
 struct DetailKeys<const N: usize>(Map<String, Value>);
 
 impl<const N: usize> DetailKeys<N> {
