@@ -349,18 +349,19 @@ impl BatchInsert for AuditInserts {
     }
 }
 
-/// Stream-journal batches: one lookup that checks each row is exactly the next sequence of
-/// its tenant's conversation (the batch's earlier rows included; one index probe per
-/// conversation), then one statement that inserts them all and ends the claims of turns
-/// whose terminal event is among them (one commit), then the announcement of the new ends
-/// in a transaction of its own. The primary key refuses a row another process appended
-/// meanwhile; the batch is then retried row by row.
+/// Stream-journal batches: one statement that checks each row is exactly the next sequence
+/// of its tenant's conversation (the batch's earlier rows included; one index probe per
+/// conversation), inserts them all and ends the claims of turns whose terminal event is among
+/// them (one round trip, one commit), then the announcement of the new ends in a transaction
+/// of its own. The primary key refuses a row another process appended meanwhile; the batch is
+/// then retried row by row.
 ///
 /// The announcement is apart because PostgreSQL serialises the commits of all notifying
 /// transactions of the cluster, holding a lock through each one's WAL flush: with the
 /// notices inside, the journal's batches could not commit together. Apart, it writes no
-/// data, so its commit waits for no flush and holds that lock only for an instant. A replica that dies between the two leaves followers without the
-/// notice; they read the journal at every heartbeat anyway.
+/// data, so its commit waits for no flush and holds that lock only for an instant. A replica
+/// that dies between the two leaves followers without the notice; they read the journal at
+/// every heartbeat anyway.
 struct JournalInserts {
     pool: PgPool,
     concurrency: usize,
@@ -372,71 +373,40 @@ impl BatchInsert for JournalInserts {
     type Error = sqlx::Error;
 
     async fn insert(&self, rows: &[StreamRow]) -> Result<(), sqlx::Error> {
-        // No transaction around the lookup and the insert: each statement reads its own
-        // snapshot anyway (read committed), and the check stays sound without one. A
-        // lookup that is behind (another process appended meanwhile) lets through only a
-        // sequence that now exists, which the primary key refuses; so the journal stays
-        // gap-free, and the insert, the ended claims and the notices commit together as
-        // one statement.
-        let mut connection = self.pool.acquire().await?;
         let tenants: Vec<&str> = rows.iter().map(|r| r.tenant_id.as_str()).collect();
         let conversations: Vec<&str> = rows.iter().map(|r| r.conversation_id.as_str()).collect();
-        let found: Vec<(String, String, Option<i64>)> = sqlx::query_as(
-            "SELECT k.tenant_id, k.conversation_id, (SELECT e.sequence FROM stream_events e \
-             WHERE e.tenant_id = k.tenant_id AND e.conversation_id = k.conversation_id \
-             ORDER BY e.sequence DESC LIMIT 1) \
-             FROM (SELECT DISTINCT * FROM UNNEST($1::text[], $2::text[])) \
-             AS k (tenant_id, conversation_id)",
-        )
-        .bind(&tenants)
-        .bind(&conversations)
-        .fetch_all(&mut *connection)
-        .await?;
-        let mut last: HashMap<(&str, &str), i64> = found
-            .iter()
-            .map(|(tenant, conversation, sequence)| {
-                (
-                    (tenant.as_str(), conversation.as_str()),
-                    sequence.unwrap_or(0),
-                )
-            })
-            .collect();
-        for row in rows {
-            // A conversation the lookup did not find has no journal yet.
-            let known = last
-                .entry((row.tenant_id.as_str(), row.conversation_id.as_str()))
-                .or_insert(0);
-            if row.sequence != known.saturating_add(1) {
-                // Not the next sequence: refused on its own (see `is_row_refusal`).
-                return Err(sqlx::Error::RowNotFound);
-            }
-            *known = row.sequence;
-        }
         // A turn's terminal event ends its claim in the same commit.
         let ended: Vec<(&str, &str)> = rows
             .iter()
             .filter(|r| is_terminal(r.event_type))
             .map(|r| (r.tenant_id.as_str(), r.conversation_id.as_str()))
             .collect();
-        // Every replica hears, after the commit, how far each conversation's journal now
-        // reaches.
-        let notices: Vec<String> = last
-            .iter()
-            .filter(|(_, sequence)| **sequence > 0)
-            .map(|((tenant, conversation), sequence)| {
-                JournalNotice::encode(tenant, conversation, *sequence)
-            })
-            .collect();
-        // The rows and the ended claims in one statement: one round trip.
-        sqlx::query(
-            "WITH appended AS (INSERT INTO stream_events (tenant_id, conversation_id, \
-             sequence, event_type, occurred_at_ns, body) SELECT tenant_id, conversation_id, \
-             sequence, event_type, occurred_at_ns, body::json FROM UNNEST($1::text[], \
-             $2::text[], $3::int8[], $4::text[], $5::int8[], $6::text[]) \
-             AS batch (tenant_id, conversation_id, sequence, event_type, occurred_at_ns, body)), \
+        let mut connection = self.pool.acquire().await?;
+        // One statement, so one round trip and one commit: it finds where each conversation's
+        // journal ends (one index probe per conversation), and inserts the rows and ends the
+        // claims only if every row is exactly the next sequence of its conversation (the
+        // batch's earlier rows included). Its snapshot may be behind another process's
+        // append; then a sequence that now exists gets through the check, and the primary key
+        // refuses it: the journal stays gap-free.
+        let appended: i64 = sqlx::query_scalar(
+            "WITH batch AS (SELECT * FROM UNNEST($1::text[], $2::text[], $3::int8[], \
+             $4::text[], $5::int8[], $6::text[]) WITH ORDINALITY AS b (tenant_id, \
+             conversation_id, sequence, event_type, occurred_at_ns, body, n)), \
+             journal_end AS (SELECT k.tenant_id, k.conversation_id, COALESCE((SELECT \
+             e.sequence FROM stream_events e WHERE e.tenant_id = k.tenant_id AND \
+             e.conversation_id = k.conversation_id ORDER BY e.sequence DESC LIMIT 1), 0) AS \
+             last FROM (SELECT DISTINCT tenant_id, conversation_id FROM batch) AS k), \
+             checked AS (SELECT b.*, j.last + row_number() OVER (PARTITION BY b.tenant_id, \
+             b.conversation_id ORDER BY b.n) AS next FROM batch b JOIN journal_end j USING \
+             (tenant_id, conversation_id)), \
+             appended AS (INSERT INTO stream_events (tenant_id, conversation_id, sequence, \
+             event_type, occurred_at_ns, body) SELECT tenant_id, conversation_id, sequence, \
+             event_type, occurred_at_ns, body::json FROM checked WHERE NOT EXISTS \
+             (SELECT 1 FROM checked WHERE sequence <> next) RETURNING 1), \
              ended AS (DELETE FROM turn_claims WHERE (tenant_id, conversation_id) IN \
-             (SELECT * FROM UNNEST($7::text[], $8::text[]) AS e (tenant_id, conversation_id))) \
-             SELECT 1",
+             (SELECT * FROM UNNEST($7::text[], $8::text[]) AS e (tenant_id, conversation_id)) \
+             AND EXISTS (SELECT 1 FROM appended)) \
+             SELECT count(*) FROM appended",
         )
         .bind(&tenants)
         .bind(&conversations)
@@ -446,15 +416,34 @@ impl BatchInsert for JournalInserts {
         .bind(rows.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
         .bind(ended.iter().map(|(t, _)| *t).collect::<Vec<_>>())
         .bind(ended.iter().map(|(_, c)| *c).collect::<Vec<_>>())
-        .execute(&mut *connection)
+        .fetch_one(&mut *connection)
         .await?;
-        if !notices.is_empty()
-            && let Err(error) =
-                sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
-                    .bind(JOURNAL_CHANNEL)
-                    .bind(&notices)
-                    .execute(&mut *connection)
-                    .await
+        if usize::try_from(appended).ok() != Some(rows.len()) {
+            // Some row is not the next sequence: nothing was written, and each row is tried
+            // on its own (see `is_row_refusal`).
+            return Err(sqlx::Error::RowNotFound);
+        }
+        // Every replica hears, after the commit, how far each conversation's journal now
+        // reaches: the batch's last row of each (the rows of one conversation are in order).
+        let mut reached: HashMap<(&str, &str), i64> = HashMap::new();
+        for row in rows {
+            reached.insert(
+                (row.tenant_id.as_str(), row.conversation_id.as_str()),
+                row.sequence,
+            );
+        }
+        let notices: Vec<String> = reached
+            .iter()
+            .map(|((tenant, conversation), sequence)| {
+                JournalNotice::encode(tenant, conversation, *sequence)
+            })
+            .collect();
+        if let Err(error) =
+            sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
+                .bind(JOURNAL_CHANNEL)
+                .bind(&notices)
+                .execute(&mut *connection)
+                .await
         {
             // The rows are committed: their callers succeed; followers elsewhere read
             // them at their next heartbeat.
