@@ -58,9 +58,15 @@ pub(crate) trait BatchInsert: Send + Sync + 'static {
     type Row: Send + Sync + 'static;
     /// Why a batch was not written.
     type Error: Send + 'static;
+    /// What a written batch leaves for `after_ack`: `()` for most backends.
+    type Aftermath: Send;
 
     /// Inserts `rows` in one transaction: all of them or none.
-    async fn insert(&self, rows: &[Self::Row]) -> Result<(), Self::Error>;
+    async fn insert(&self, rows: &[Self::Row]) -> Result<Self::Aftermath, Self::Error>;
+
+    /// Finishes a written batch once its callers have their answer: work they need not wait
+    /// for. The batch holds its slot until this returns, so it stays bounded.
+    async fn after_ack(&self, _aftermath: Self::Aftermath) {}
 
     /// How many batches may be committing at once: 1 where writers take turns anyway
     /// (SQLite); more where commits of different transactions overlap (PostgreSQL).
@@ -335,18 +341,23 @@ fn report_panic(written: Result<(), tokio::task::JoinError>) {
 
 async fn write<B: BatchInsert>(backend: &B, rows: Vec<B::Row>, acks: Vec<Ack>) {
     match backend.insert(&rows).await {
-        Ok(()) => {
+        Ok(aftermath) => {
             for ack in acks {
                 let _ = ack.send(Ok(()));
             }
+            backend.after_ack(aftermath).await;
         }
         Err(error) if rows.len() > 1 && backend.is_row_refusal(&error) => {
             for (row, ack) in rows.iter().zip(acks) {
-                let result = match backend.insert(std::slice::from_ref(row)).await {
-                    Ok(()) => Ok(()),
-                    Err(error) => Err(backend.row_failed(row, error).await),
-                };
-                let _ = ack.send(result);
+                match backend.insert(std::slice::from_ref(row)).await {
+                    Ok(aftermath) => {
+                        let _ = ack.send(Ok(()));
+                        backend.after_ack(aftermath).await;
+                    }
+                    Err(error) => {
+                        let _ = ack.send(Err(backend.row_failed(row, error).await));
+                    }
+                }
             }
         }
         Err(error) => {
@@ -411,6 +422,10 @@ mod tests {
         most_committing: Arc<AtomicUsize>,
         /// Ids whose rows the backend refuses, as a row refusal.
         refused: Vec<String>,
+        /// Permits for `after_ack`, one per written batch; unlimited unless a test holds them.
+        finishing: Arc<Semaphore>,
+        /// The ids of each batch `after_ack` finished.
+        finished: Arc<std::sync::Mutex<Vec<Vec<String>>>>,
     }
 
     impl Default for Gated {
@@ -423,6 +438,8 @@ mod tests {
                 committing: Arc::default(),
                 most_committing: Arc::default(),
                 refused: Vec::new(),
+                finishing: Arc::new(Semaphore::new(Semaphore::MAX_PERMITS)),
+                finished: Arc::default(),
             }
         }
     }
@@ -437,8 +454,9 @@ mod tests {
     impl BatchInsert for Gated {
         type Row = AuditRow;
         type Error = sqlx::Error;
+        type Aftermath = Vec<String>;
 
-        async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+        async fn insert(&self, rows: &[AuditRow]) -> Result<Vec<String>, sqlx::Error> {
             let now = self.committing.fetch_add(1, Ordering::SeqCst) + 1;
             self.most_committing.fetch_max(now, Ordering::SeqCst);
             self.permits.acquire().await.unwrap().forget();
@@ -449,9 +467,14 @@ mod tests {
             if rows.iter().any(|row| self.refused.contains(&row.id)) {
                 return Err(sqlx::Error::RowNotFound);
             }
-            let ids = rows.iter().map(|r| r.id.clone()).collect();
-            self.batches.lock().unwrap().push(ids);
-            Ok(())
+            let ids: Vec<String> = rows.iter().map(|r| r.id.clone()).collect();
+            self.batches.lock().unwrap().push(ids.clone());
+            Ok(ids)
+        }
+
+        async fn after_ack(&self, ids: Vec<String>) {
+            self.finishing.acquire().await.unwrap().forget();
+            self.finished.lock().unwrap().push(ids);
         }
 
         fn concurrent_batches(&self) -> usize {
@@ -669,8 +692,47 @@ mod tests {
                 result.unwrap();
             }
         }
-        // The first batch, then the refused batch of five row by row: four of them written.
+        // The first batch, then the refused batch of five row by row: four of them written,
+        // and each finished on its own.
         assert_eq!(backend.batch_sizes(), [1, 1, 1, 1, 1]);
+        assert_eq!(
+            *backend.finished.lock().unwrap(),
+            *backend.batches.lock().unwrap()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_finished_after_its_callers_are_answered_and_before_a_flush_returns() {
+        let backend = Gated {
+            finishing: Arc::new(Semaphore::new(0)),
+            ..Gated::default()
+        };
+        let writer = Arc::new(GroupCommitWriter::spawn(
+            backend.clone(),
+            Batching::default(),
+        ));
+        let record = spawn_records(&writer, 1).remove(0);
+        settle().await;
+        let flush = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.flush().await }
+        });
+        backend.permits.add_permits(1);
+        // Answered while its batch's aftermath still waits.
+        tokio::time::timeout(Duration::from_secs(10), record)
+            .await
+            .expect("the caller is answered before the aftermath")
+            .unwrap()
+            .unwrap();
+        settle().await;
+        assert!(backend.finished.lock().unwrap().is_empty());
+        assert!(!flush.is_finished(), "a flush waits for the aftermath too");
+        backend.finishing.add_permits(1);
+        flush.await.unwrap().unwrap();
+        assert_eq!(
+            *backend.finished.lock().unwrap(),
+            *backend.batches.lock().unwrap()
+        );
     }
 
     #[tokio::test]

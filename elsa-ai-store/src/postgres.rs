@@ -14,7 +14,8 @@ use elsa_ai_abstractions::{
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
-use sqlx::postgres::{PgListener, PgPool, PgPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgListener, PgPool, PgPoolOptions, Postgres};
 use tokio::sync::mpsc;
 
 use crate::error::{StoreError, failed, is_unique_violation, store_closed};
@@ -297,6 +298,7 @@ struct AuditInserts {
 impl BatchInsert for AuditInserts {
     type Row = AuditRow;
     type Error = sqlx::Error;
+    type Aftermath = ();
 
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
         // One statement for the whole batch: the columns travel as arrays.
@@ -352,8 +354,8 @@ impl BatchInsert for AuditInserts {
 /// Stream-journal batches: one statement that checks each row is exactly the next sequence
 /// of its tenant's conversation (the batch's earlier rows included; one index probe per
 /// conversation), inserts them all and ends the claims of turns whose terminal event is among
-/// them (one round trip, one commit), then the announcement of the new ends in a transaction
-/// of its own. The primary key refuses a row another process appended meanwhile; the batch is
+/// them (one round trip, one commit); once the callers are answered, the same connection
+/// announces the new ends in a transaction of its own. The primary key refuses a row another process appended meanwhile; the batch is
 /// then retried row by row.
 ///
 /// The announcement is apart because PostgreSQL serialises the commits of all notifying
@@ -371,8 +373,10 @@ struct JournalInserts {
 impl BatchInsert for JournalInserts {
     type Row = StreamRow;
     type Error = sqlx::Error;
+    /// The connection that wrote the batch, and the notices to send on it.
+    type Aftermath = (PoolConnection<Postgres>, Vec<String>);
 
-    async fn insert(&self, rows: &[StreamRow]) -> Result<(), sqlx::Error> {
+    async fn insert(&self, rows: &[StreamRow]) -> Result<Self::Aftermath, sqlx::Error> {
         let tenants: Vec<&str> = rows.iter().map(|r| r.tenant_id.as_str()).collect();
         let conversations: Vec<&str> = rows.iter().map(|r| r.conversation_id.as_str()).collect();
         // A turn's terminal event ends its claim in the same commit.
@@ -438,6 +442,10 @@ impl BatchInsert for JournalInserts {
                 JournalNotice::encode(tenant, conversation, *sequence)
             })
             .collect();
+        Ok((connection, notices))
+    }
+
+    async fn after_ack(&self, (mut connection, notices): Self::Aftermath) {
         if let Err(error) =
             sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
                 .bind(JOURNAL_CHANNEL)
@@ -445,11 +453,10 @@ impl BatchInsert for JournalInserts {
                 .execute(&mut *connection)
                 .await
         {
-            // The rows are committed: their callers succeed; followers elsewhere read
+            // The rows are committed and their callers answered; followers elsewhere read
             // them at their next heartbeat.
             tracing::warn!(%error, "announcing journal commits failed");
         }
-        Ok(())
     }
 
     fn concurrent_batches(&self) -> usize {
@@ -610,6 +617,7 @@ impl ConversationWrites {
 impl BatchInsert for ConversationWrites {
     type Row = ConversationWrite;
     type Error = sqlx::Error;
+    type Aftermath = ();
 
     async fn insert(&self, rows: &[ConversationWrite]) -> Result<(), sqlx::Error> {
         let mut created = Vec::new();

@@ -243,6 +243,7 @@ pub(super) struct Writes {
 impl BatchInsert for Writes {
     type Row = SqliteWrite;
     type Error = WriteError;
+    type Aftermath = ();
 
     async fn insert(&self, rows: &[SqliteWrite]) -> Result<(), WriteError> {
         self.writer.transaction(|tx| write_batch(tx, rows))
