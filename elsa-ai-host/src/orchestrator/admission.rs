@@ -24,7 +24,7 @@ use super::turn::Turn;
 use crate::agents::AgentRegistry;
 use crate::context::{ContextRequest, ResolvedContext};
 use crate::conversation::find_owned_conversation;
-use crate::stream::{StreamEnd, TurnSlot};
+use crate::stream::TurnSlot;
 
 /// Whom a turn is for: the agent it runs under and the conversation it starts or continues.
 pub(super) struct Target {
@@ -358,11 +358,12 @@ impl Core {
             started["traceId"] = json!(trace_id);
         }
         let channel = claimed.slot.channel();
+        let stream = channel.open_turn_stream();
         let started = channel
             .append(AiStreamEventType::ConversationStarted, started)
             .await?;
         self.governor.metrics().first_event(received.elapsed());
-        Ok(channel.subscribe(started.sequence - 1, StreamEnd::AtTerminal))
+        Ok(stream.starting_with(started))
     }
 
     /// Stage 9, the turn: registered so a person can cancel it and another replica's

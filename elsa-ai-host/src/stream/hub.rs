@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use super::subscription::{StreamEnd, Subscription};
+use super::subscription::{OpenedSubscription, StreamEnd, Subscription};
 use crate::backoff::Backoff;
 use crate::redaction::Redactor;
 
@@ -475,6 +475,14 @@ impl Channel {
     ) -> BoxStream<'static, AiStreamEvent> {
         Subscription::start(self.clone(), after, end)
     }
+
+    /// A turn's own stream, opened before the turn's first event is appended: that event is
+    /// then handed to it instead of read back from the journal, and what follows comes live.
+    /// The turn must hold the conversation ([`TurnSlot`]), so that nothing but the turn
+    /// appends from here on.
+    pub fn open_turn_stream(self: &Arc<Self>) -> OpenedSubscription {
+        Subscription::opened(self.clone(), StreamEnd::AtTerminal)
+    }
 }
 
 /// A client's presence on a channel, counted while it lives.
@@ -576,13 +584,16 @@ impl std::fmt::Debug for TurnSlot {
 mod tests {
     use async_trait::async_trait;
     use elsa_ai_abstractions::{AiStreamEventType, SystemClock};
+    use futures::StreamExt;
     use serde_json::json;
 
     use super::*;
     use crate::stream::InMemoryStreamJournal;
 
-    /// A journal that stores appends but cannot say where a conversation's stream stands.
-    struct NoLastSequence(InMemoryStreamJournal);
+    /// A journal that stores appends but cannot say where a conversation's stream stands,
+    /// and counts how often it is read.
+    #[derive(Default)]
+    struct NoLastSequence(InMemoryStreamJournal, AtomicU64);
 
     #[async_trait]
     impl AiStreamJournal for NoLastSequence {
@@ -597,6 +608,7 @@ mod tests {
             after: u64,
             limit: usize,
         ) -> Result<Vec<AiStreamEvent>, AiError> {
+            self.1.fetch_add(1, Ordering::SeqCst);
             self.0
                 .read_after(conversation_id, tenant_id, after, limit)
                 .await
@@ -611,8 +623,12 @@ mod tests {
     }
 
     fn hub() -> Arc<StreamHub> {
+        hub_on(Arc::default())
+    }
+
+    fn hub_on(journal: Arc<NoLastSequence>) -> Arc<StreamHub> {
         StreamHub::new(
-            Arc::new(NoLastSequence(InMemoryStreamJournal::new())),
+            journal,
             Arc::new(Redactor::default()),
             Arc::new(SystemClock),
             HubLimits {
@@ -665,5 +681,39 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(error.code(), "unreadable");
+    }
+
+    #[tokio::test]
+    async fn a_turns_own_stream_gets_its_first_event_and_the_live_ones_without_reading_the_journal()
+    {
+        let journal = Arc::new(NoLastSequence::default());
+        let hub = hub_on(journal.clone());
+        let tenant = TenantId::new("acme");
+        let channel = hub.new_channel(&tenant, &ConversationId::generate());
+        let slot = channel.begin_turn().unwrap();
+        let stream = channel.open_turn_stream();
+        let started = channel
+            .append(AiStreamEventType::ConversationStarted, json!({}))
+            .await
+            .unwrap();
+        let mut stream = stream.starting_with(started);
+        let delta = channel
+            .append(AiStreamEventType::AssistantDelta, json!({"text": "hi"}))
+            .await
+            .unwrap();
+        let first = stream.next().await.unwrap();
+        let second = stream.next().await.unwrap();
+        assert_eq!((first.sequence, second.sequence), (1, delta.sequence));
+        assert_eq!(
+            journal.1.load(Ordering::SeqCst),
+            0,
+            "no journal read while live"
+        );
+
+        slot.finish(AiStreamEventType::ConversationCompleted, json!({}))
+            .await
+            .unwrap();
+        let rest: Vec<u64> = stream.map(|e| e.sequence).collect().await;
+        assert_eq!(rest, [3], "the end, exactly once, and then the stream ends");
     }
 }

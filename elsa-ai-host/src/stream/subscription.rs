@@ -7,6 +7,11 @@
 //! Events the journal already delivered are skipped when they arrive live. A receiver that
 //! lags (its buffer overflowed) or sees a gap goes back to the journal from the last
 //! delivered sequence, then continues live.
+//!
+//! A turn's own stream skips the first read: its receiver is opened before the turn's first
+//! event is appended, and the turn holds the conversation, so that event is handed over and
+//! everything after it is in the receiver. On the first-event path that saves two journal
+//! reads per turn (the event, then the empty read that switches to live).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -54,13 +59,37 @@ enum Mode {
     Done,
 }
 
+/// A subscription opened before its first event is appended (see [`Channel::open_turn_stream`]).
+pub(crate) struct OpenedSubscription(Subscription);
+
+impl OpenedSubscription {
+    /// The stream from `first` on: `first` is delivered as it is, and what follows comes
+    /// live, as the receiver opened before `first` was appended holds it.
+    pub fn starting_with(self, first: AiStreamEvent) -> BoxStream<'static, AiStreamEvent> {
+        let mut subscription = self.0;
+        subscription.delivered = first.sequence.saturating_sub(1);
+        subscription.replay.push_back(first);
+        subscription.mode = Mode::Live;
+        subscription.into_stream()
+    }
+}
+
 impl Subscription {
     pub fn start(
         channel: Arc<Channel>,
         after: u64,
         end: StreamEnd,
     ) -> BoxStream<'static, AiStreamEvent> {
-        let subscription = Self {
+        Self::open(channel, after, end).into_stream()
+    }
+
+    /// Opens the live receiver: from here on, every event appended is in it.
+    pub fn opened(channel: Arc<Channel>, end: StreamEnd) -> OpenedSubscription {
+        OpenedSubscription(Self::open(channel, 0, end))
+    }
+
+    fn open(channel: Arc<Channel>, after: u64, end: StreamEnd) -> Self {
+        Self {
             live: channel.live(),
             turn: channel.turn_state(),
             _attachment: channel.attach(),
@@ -69,8 +98,11 @@ impl Subscription {
             delivered: after,
             replay: VecDeque::new(),
             mode: Mode::Replay,
-        };
-        futures::stream::unfold(subscription, |mut subscription| async move {
+        }
+    }
+
+    fn into_stream(self) -> BoxStream<'static, AiStreamEvent> {
+        futures::stream::unfold(self, |mut subscription| async move {
             let event = subscription.next().await?;
             Some((event, subscription))
         })
