@@ -148,14 +148,26 @@ async fn until(browser: &Client, what: &str, probe: &str) -> Value {
     }
 }
 
+/// Clicks the element `css` finds. A list the console redraws (each reload of the
+/// conversations replaces its buttons) may replace the element between finding and clicking
+/// it: then it is found again, as a person would click the redrawn button.
 async fn click(browser: &Client, css: &str) {
-    browser
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("click {css}: {e}"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let clicked = browser
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"))
+            .click()
+            .await;
+        match clicked {
+            Ok(()) => return,
+            Err(e) if e.is_stale_element_reference() && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("click {css}: {e}"),
+        }
+    }
 }
 
 async fn type_into(browser: &Client, css: &str, text: &str) {
