@@ -355,8 +355,8 @@ impl BatchInsert for AuditInserts {
 /// of its tenant's conversation (the batch's earlier rows included; one index probe per
 /// conversation), inserts them all and ends the claims of turns whose terminal event is among
 /// them (one round trip, one commit); once the callers are answered, the same connection
-/// announces the new ends in a transaction of its own. The primary key refuses a row another process appended meanwhile; the batch is
-/// then retried row by row.
+/// announces the new ends in a transaction of its own. The primary key refuses a row another
+/// process appended meanwhile; the batch is then retried row by row.
 ///
 /// The announcement is apart because PostgreSQL serialises the commits of all notifying
 /// transactions of the cluster, holding a lock through each one's WAL flush: with the

@@ -593,12 +593,15 @@ mod tests {
     /// A journal that stores appends but cannot say where a conversation's stream stands,
     /// and counts how often it is read.
     #[derive(Default)]
-    struct NoLastSequence(InMemoryStreamJournal, AtomicU64);
+    struct NoLastSequence {
+        journal: InMemoryStreamJournal,
+        reads: AtomicU64,
+    }
 
     #[async_trait]
     impl AiStreamJournal for NoLastSequence {
         async fn append(&self, tenant_id: &TenantId, event: &AiStreamEvent) -> Result<(), AiError> {
-            self.0.append(tenant_id, event).await
+            self.journal.append(tenant_id, event).await
         }
 
         async fn read_after(
@@ -608,8 +611,8 @@ mod tests {
             after: u64,
             limit: usize,
         ) -> Result<Vec<AiStreamEvent>, AiError> {
-            self.1.fetch_add(1, Ordering::SeqCst);
-            self.0
+            self.reads.fetch_add(1, Ordering::SeqCst);
+            self.journal
                 .read_after(conversation_id, tenant_id, after, limit)
                 .await
         }
@@ -705,7 +708,7 @@ mod tests {
         let second = stream.next().await.unwrap();
         assert_eq!((first.sequence, second.sequence), (1, delta.sequence));
         assert_eq!(
-            journal.1.load(Ordering::SeqCst),
+            journal.reads.load(Ordering::SeqCst),
             0,
             "no journal read while live"
         );
