@@ -42,7 +42,10 @@ mod tool;
 mod turn_claims;
 
 pub use agent::AiAgentDefinition;
-pub use audit::{AiAuditEvent, AiAuditLog, AiAuditSink, AuditAction, AuditOutcome, AuditQuery};
+pub use audit::{
+    AiAuditEvent, AiAuditLog, AiAuditSink, AuditAction, AuditDetails, AuditOutcome, AuditQuery,
+    ToolCallDetails, ToolDenialDetails,
+};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::{
     AiContextAttachment, AiContextProvider, AiContextProviderFn, AiContextResolutionRequest,

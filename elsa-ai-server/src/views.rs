@@ -446,7 +446,7 @@ impl From<AiAuditEvent> for AuditEventView {
             proposal_id: event.proposal_id.map(|id| id.as_str().to_owned()),
             tool_name: event.tool_name,
             summary: event.summary,
-            details: event.details,
+            details: event.details.into_json(),
             trace_id: event.trace_id,
         }
     }

@@ -246,7 +246,7 @@ mod tests {
         let sink = RedactingAuditSink::new(log.clone(), Arc::new(Redactor::default()));
         let mut secret = event("acme", "alice", AuditOutcome::Success, 0);
         secret.summary = "used ghp_abcdefghijklmnopqrstuvwxyz0123456789".into();
-        secret.details = json!({"arguments": {"password": "hunter2"}});
+        secret.details = json!({"arguments": {"password": "hunter2"}}).into();
         sink.record(secret).await.unwrap();
         let stored = &log.events(&"acme".into())[0];
         assert_eq!(stored.summary, "used [REDACTED]");

@@ -263,7 +263,7 @@ impl ContextResolver {
         );
         event.timestamp = self.clock.now();
         event.conversation_id = request.conversation_id.cloned();
-        event.details = details;
+        event.details = details.into();
         self.redactor.redact_audit_event(&mut event);
         event
     }

@@ -198,7 +198,7 @@ impl ToolEnablementService {
         );
         event.timestamp = self.clock.now();
         event.tool_name = Some(change.tool_name.clone());
-        event.details = details;
+        event.details = details.into();
         self.redactor.redact_audit_event(&mut event);
         self.audit.record(event).await.map_err(|error| {
             AiError::audit_failed(

@@ -235,7 +235,7 @@ impl Core {
         );
         audit.timestamp = self.clock.now();
         audit.conversation_id = Some(conversation_id.clone());
-        audit.details = json!({"error": error.to_body(), "replica": lapsed.replica_id});
+        audit.details = json!({"error": error.to_body(), "replica": lapsed.replica_id}).into();
         self.record(audit).await?;
         let channel = self.hub.channel(tenant_id, conversation_id);
         channel

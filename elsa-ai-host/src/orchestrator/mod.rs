@@ -379,7 +379,7 @@ impl Core {
         );
         event.timestamp = self.clock.now();
         event.conversation_id = Some(conversation_id.clone());
-        event.details = details;
+        event.details = details.into();
         event
     }
 }

@@ -72,7 +72,7 @@ impl Inner {
         event.timestamp = self.clock.now();
         event.proposal_id = Some(proposal.id.clone());
         event.conversation_id = proposal.conversation_id.cloned();
-        event.details = details;
+        event.details = details.into();
         self.redactor.redact_audit_event(&mut event);
         self.audit.record(event).await.map_err(|error| {
             self.metrics.proposals.audit_failed();

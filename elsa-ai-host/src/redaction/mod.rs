@@ -501,7 +501,7 @@ impl Redactor {
         {
             event.tool_name = Some(redacted);
         }
-        self.redact_value(&mut event.details);
+        self.redact_value(event.details.json_mut());
     }
 
     /// Redacts a stream event's data before it is journaled or sent.
@@ -1200,9 +1200,35 @@ mod tests {
             elsa_ai_abstractions::AuditOutcome::Success,
             "called with password=hunter2",
         );
-        event.details = json!({"token": "abc"});
+        event.details = json!({"token": "abc"}).into();
         r.redact_audit_event(&mut event);
         assert_eq!(event.summary, "called with password=[REDACTED]");
         assert_eq!(event.details["token"], REDACTED);
+
+        // Typed details are redacted like JSON ones, including what reads them back.
+        event.details = elsa_ai_abstractions::ToolCallDetails {
+            call_id: "call-sk-live-0123456789abcdefghij".into(),
+            agent: "a".into(),
+            arguments: std::sync::Arc::new(
+                json!({"password": "hunter2", "text": "key sk-live-0123456789abcdefghij"}),
+            ),
+            outcome: elsa_ai_abstractions::AiToolOutcome::Success,
+            duration_ms: 1,
+            truncated: false,
+            error: None,
+            result: Some(json!({"apiKey": "x"})),
+        }
+        .into();
+        assert_eq!(
+            event.details["arguments"]["password"], "hunter2",
+            "not yet redacted"
+        );
+        r.redact_audit_event(&mut event);
+        let written = serde_json::to_string(&event).unwrap();
+        for secret in ["hunter2", "sk-live-0123456789abcdefghij", "\"x\""] {
+            assert!(!written.contains(secret), "{secret} in {written}");
+        }
+        assert_eq!(event.details["arguments"]["password"], REDACTED);
+        assert_eq!(event.details["result"]["apiKey"], REDACTED);
     }
 }

@@ -160,7 +160,7 @@ async fn audit_writer_child() {
                         AuditOutcome::Success,
                         format!("call {call}"),
                     );
-                    event.details = json!({"caller": caller, "call": call});
+                    event.details = json!({"caller": caller, "call": call}).into();
                     let id = event.id.clone();
                     sink.record(event).await.expect("the record is written");
                     println!("{ACK}{id}");

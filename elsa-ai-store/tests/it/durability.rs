@@ -72,7 +72,7 @@ async fn everything_survives_dropping_every_handle_and_reopening(db: TestDb) {
                 AuditOutcome::Success,
                 format!("call {i}"),
             );
-            event.details = json!({"call": i});
+            event.details = json!({"call": i}).into();
             event
         })
         .collect();

@@ -1,11 +1,12 @@
 //! [`AiAuditSink`] and [`AiAuditLog`]: records kept exactly, every filter, newest first.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use chrono::Duration;
 use elsa_ai_abstractions::{
-    AiAuditEvent, AiAuditLog, AiAuditSink, AuditAction, AuditOutcome, AuditQuery, ConversationId,
-    ProposalId,
+    AiAuditEvent, AiAuditLog, AiAuditSink, AiToolOutcome, AuditAction, AuditOutcome, AuditQuery,
+    ConversationId, ProposalId, ToolCallDetails,
 };
 use elsa_workflows::{PageRequest, TenantId, TimeRange};
 use serde_json::json;
@@ -59,18 +60,36 @@ pub async fn record_then_query_round_trips<S: AiAuditSink + AiAuditLog + ?Sized>
     full.tool_name = Some("workflow.proposeUpdate".into());
     full.trace_id = Some("4bf92f3577b34da6a3ce929d0e0e4736".into());
     full.summary = "vérifié ✓ — \"quoted\"".into();
-    full.details = json!({"z": 1, "a": {"y": [1, 2.5, "x", null], "b": false}, "m": "[REDACTED]"});
+    full.details =
+        json!({"z": 1, "a": {"y": [1, 2.5, "x", null], "b": false}, "m": "[REDACTED]"}).into();
     store.record(full.clone()).await.expect("record succeeds");
     let bare = event(&tenant, "bob", AuditOutcome::Success, -1);
     store.record(bare.clone()).await.expect("record succeeds");
+    // A governed call's typed details are written as the JSON object they stand for.
+    let mut call = event(&tenant, "carol", AuditOutcome::Success, -2);
+    call.details = ToolCallDetails {
+        call_id: "call-1".into(),
+        agent: "workflow-assistant".into(),
+        arguments: Arc::new(json!({"definitionId": "wf-1", "version": 3})),
+        outcome: AiToolOutcome::Success,
+        duration_ms: 4,
+        truncated: true,
+        error: None,
+        result: Some(json!({"echo": "hello"})),
+    }
+    .into();
+    store.record(call.clone()).await.expect("record succeeds");
 
     let found = all(store, &tenant).await;
-    assert_eq!(found, [full.clone(), bare]);
-    assert_eq!(
-        serde_json::to_string(&found[0].details).unwrap(),
-        serde_json::to_string(&full.details).unwrap(),
-        "details keep their key order"
-    );
+    assert_eq!(found, [full.clone(), bare, call.clone()]);
+    for (found, written) in [(&found[0], &full), (&found[2], &call)] {
+        assert_eq!(
+            serde_json::to_string(&found.details).unwrap(),
+            serde_json::to_string(&written.details).unwrap(),
+            "details keep their key order"
+        );
+    }
+    assert_eq!(found[2].details["arguments"]["version"], 3);
 }
 
 /// Tenant-partitioned; each filter alone and combined; the time range is inclusive at

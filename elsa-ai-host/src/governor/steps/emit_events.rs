@@ -1,14 +1,15 @@
 //! Step 11: emit stream and audit events.
 
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Instant;
 
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiError, AiToolOutcome, AiToolResult, AuditAction,
-    AuditBehavior, AuditEventId, AuditOutcome, Clock, ConversationId,
+    AuditBehavior, AuditDetails, AuditEventId, AuditOutcome, Clock, ConversationId,
+    ToolCallDetails, ToolDenialDetails,
 };
 use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::governor::{GovernanceStep, ToolEvent, ToolEventSink};
 use crate::redaction::Redactor;
@@ -75,22 +76,21 @@ impl<'r> EmitEvents<'r> {
                 step.number(),
                 step.as_str()
             );
-            // Built field by field: the arguments are cloned rather than serialised again.
-            let details = Value::Object(DENIAL_DETAILS.with([
-                record.call_id.into(),
-                record.agent.into(),
-                step.as_str().into(),
-                step.number().into(),
-                Value::clone(&arguments),
-                json!(result.error),
-            ]));
+            let details = ToolDenialDetails {
+                call_id: record.call_id.to_owned(),
+                agent: record.agent.to_owned(),
+                step: step.as_str().into(),
+                step_number: step.number(),
+                arguments: Arc::clone(&arguments),
+                error: result.error.clone(),
+            };
             let started = self.started(&record, &arguments);
             let audited = self.audit(
                 &record,
                 AuditAction::TOOL_DENIED,
                 AuditOutcome::Denied,
                 summary,
-                details,
+                details.into(),
                 result,
             );
             (audited, started)
@@ -121,25 +121,18 @@ impl<'r> EmitEvents<'r> {
             // Made in a block of its own, so that what the record is built from is not kept
             // while it is written.
             let audited = {
-                // Built field by field: the arguments move in rather than being serialised again.
-                let mut details = CALL_DETAILS.with([
-                    record.call_id.into(),
-                    record.agent.into(),
-                    // Moved in, unless the tool or the event sink still holds them.
-                    Arc::unwrap_or_clone(arguments),
-                    json!(result.outcome),
-                    u64::try_from(record.started.elapsed().as_millis())
-                        .unwrap_or(u64::MAX)
-                        .into(),
-                    result.truncated.into(),
-                ]);
-                if let Some(error) = &result.error {
-                    details.insert("error".into(), json!(error));
-                }
-                if success && behavior == AuditBehavior::RecordInvocationAndResult {
-                    details.insert("result".into(), result.content.clone());
-                }
-                let details = Value::Object(details);
+                let details = ToolCallDetails {
+                    call_id: record.call_id.to_owned(),
+                    agent: record.agent.to_owned(),
+                    arguments,
+                    outcome: result.outcome,
+                    duration_ms: u64::try_from(record.started.elapsed().as_millis())
+                        .unwrap_or(u64::MAX),
+                    truncated: result.truncated,
+                    error: result.error.clone(),
+                    result: (success && behavior == AuditBehavior::RecordInvocationAndResult)
+                        .then(|| result.content.clone()),
+                };
                 let (outcome, summary) = match &result.error {
                     // Joined rather than formatted: this runs on every call.
                     None => (
@@ -156,7 +149,7 @@ impl<'r> EmitEvents<'r> {
                     AuditAction::TOOL_INVOKED,
                     outcome,
                     summary,
-                    details,
+                    details.into(),
                     result,
                 )
             };
@@ -178,7 +171,7 @@ impl<'r> EmitEvents<'r> {
         action: AuditAction,
         outcome: AuditOutcome,
         summary: String,
-        details: Value,
+        details: AuditDetails,
         result: AiToolResult,
     ) -> impl Future<Output = AiToolResult> + 's {
         // Built whole: `AiAuditEvent::new` would read the system clock for a timestamp that
@@ -269,53 +262,6 @@ impl<'r> EmitEvents<'r> {
     }
 }
 
-/// The details of a denial's audit record, in the order [`DetailKeys::with`] takes them.
-static DENIAL_DETAILS: LazyLock<DetailKeys<6>> = LazyLock::new(|| {
-    DetailKeys::new([
-        "callId",
-        "agent",
-        "step",
-        "stepNumber",
-        "arguments",
-        "error",
-    ])
-});
-
-/// The details every audit record of a call that ran has (`error` and `result` are added
-/// when there are any), in the order [`DetailKeys::with`] takes them.
-static CALL_DETAILS: LazyLock<DetailKeys<6>> = LazyLock::new(|| {
-    DetailKeys::new([
-        "callId",
-        "agent",
-        "arguments",
-        "outcome",
-        "durationMs",
-        "truncated",
-    ])
-});
-
-/// The keys of an audit record's details, hashed once. `serde_json`'s map hashes every key
-/// inserted into it (SipHash, most of what inserting six keys cost); a clone of this one
-/// carries the keys' hashes over, so a call pays for copying the keys and its values only.
-struct DetailKeys<const N: usize>(Map<String, Value>);
-
-impl<const N: usize> DetailKeys<N> {
-    fn new(keys: [&str; N]) -> Self {
-        let keys: Map<String, Value> = keys.into_iter().map(|k| (k.into(), Value::Null)).collect();
-        assert_eq!(keys.len(), N, "audit detail keys are distinct");
-        Self(keys)
-    }
-
-    /// The details with `values` under the keys, in their order.
-    fn with(&self, values: [Value; N]) -> Map<String, Value> {
-        let mut details = self.0.clone();
-        for (slot, value) in details.values_mut().zip(values) {
-            *slot = value;
-        }
-        details
-    }
-}
-
 /// A tool event handed to the sink, published when [`Publication::done`] is awaited.
 #[must_use = "nothing is published until `done` is awaited"]
 pub(crate) struct Publication<'r> {
@@ -339,6 +285,7 @@ impl Publication<'_> {
 mod tests {
     use elsa_ai_abstractions::{AiAuditSink, SystemClock};
     use elsa_workflows::TenantId;
+    use serde_json::json;
 
     use super::*;
     use crate::audit::InMemoryAuditLog;
@@ -414,7 +361,7 @@ mod tests {
                 assert_eq!(event.action, AuditAction::TOOL_INVOKED);
                 assert_eq!(event.details["arguments"]["id"], "x");
                 assert_eq!(
-                    event.details.get("result").is_some(),
+                    event.details.json().get("result").is_some(),
                     has_result,
                     "{behavior:?}"
                 );
@@ -476,7 +423,7 @@ mod tests {
     /// `durationMs`.
     fn details_of(f: &Fixture) -> (Vec<String>, Value) {
         let audited = f.audited();
-        let details = audited[0].details.as_object().expect("an object");
+        let details = audited[0].details.json().as_object().expect("an object");
         let keys = details.keys().cloned().collect();
         let mut values = details.clone();
         values.remove("durationMs");

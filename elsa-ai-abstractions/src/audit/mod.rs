@@ -6,9 +6,12 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use elsa_workflows::{Page, PageRequest, TenantId, TimeRange};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::{AiError, AuditEventId, ConversationId, ProposalId};
+
+mod details;
+
+pub use details::{AuditDetails, ToolCallDetails, ToolDenialDetails};
 
 /// What an audit record is about, as a dotted name such as `tool.invoked`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -102,7 +105,7 @@ pub struct AiAuditEvent {
     /// A one-line summary for people.
     pub summary: String,
     /// Structured details (redacted arguments, results, reasons).
-    pub details: Value,
+    pub details: AuditDetails,
     /// The W3C trace id (32 lowercase hex digits) of the trace the record was made in, when
     /// the host traces its work (the chat turn's trace for everything a turn audits).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -129,7 +132,7 @@ impl AiAuditEvent {
             proposal_id: None,
             tool_name: None,
             summary: summary.into(),
-            details: Value::Null,
+            details: AuditDetails::default(),
             trace_id: None,
         }
     }
