@@ -19,8 +19,8 @@ use crate::{AiToolError, AiToolOutcome};
 #[derive(Clone, Default)]
 pub struct AuditDetails {
     form: Form,
-    /// A typed form's JSON, made on its first read.
-    json: OnceLock<Value>,
+    /// A typed form's JSON, made on its first read (boxed: most records are never read).
+    json: OnceLock<Box<Value>>,
 }
 
 #[derive(Clone, Debug)]
@@ -41,14 +41,17 @@ impl AuditDetails {
     pub fn json(&self) -> &Value {
         match &self.form {
             Form::Json(value) => value,
-            typed => self.json.get_or_init(|| typed.to_json()),
+            typed => self.json.get_or_init(|| Box::new(typed.to_json())),
         }
     }
 
     /// The details as JSON, to change in place (a typed form becomes JSON).
     pub fn json_mut(&mut self) -> &mut Value {
         if !matches!(self.form, Form::Json(_)) {
-            let value = self.json.take().unwrap_or_else(|| self.form.to_json());
+            let value = self
+                .json
+                .take()
+                .map_or_else(|| self.form.to_json(), |json| *json);
             self.form = Form::Json(value);
         }
         match &mut self.form {
@@ -61,7 +64,10 @@ impl AuditDetails {
     pub fn into_json(mut self) -> Value {
         match self.form {
             Form::Json(value) => value,
-            typed => self.json.take().unwrap_or_else(|| typed.to_json()),
+            typed => self
+                .json
+                .take()
+                .map_or_else(|| typed.to_json(), |json| *json),
         }
     }
 }

@@ -372,11 +372,11 @@ impl BoundToolInvoker {
         Ok((tool, agent_scope))
     }
 
-    /// The eleven steps. This future is allocated for every call, so it is kept small: the
-    /// checks, the execution and the report are boxed futures of their own (each smaller
-    /// than the allocator's per-thread cache serves), and each value is made in the
-    /// narrowest block that needs it (a local in scope at an await keeps its space after it
-    /// has moved on).
+    /// The eleven steps. This future is allocated for every call, so it is kept within what
+    /// the allocator's per-thread cache serves (1 KiB): the checks and the execution run in
+    /// it, the report (the largest part) is a boxed future of its own, and each value is
+    /// made in the narrowest block that needs it (a local in scope at an await keeps its
+    /// space after it has moved on).
     async fn govern(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
         let g = &*self.governor;
         let scope = &self.scope;
@@ -401,25 +401,27 @@ impl BoundToolInvoker {
         };
         let call_id = record.call_id;
 
-        let (tool, agent_scope) =
-            match Box::pin(self.check(call_id, record.tool_name, &invocation.arguments)).await {
-                Ok(checked) => checked,
-                Err(Refusal { step, error }) => {
-                    let refused = {
-                        let error = redact_result.redact_error(error);
-                        self.passed(call_id, GovernanceStep::RedactResult);
-                        emit.refused(
-                            &record,
-                            step,
-                            invocation.arguments,
-                            AiToolResult::denied(&error),
-                        )
-                    };
-                    let result = Box::pin(refused).await;
-                    self.passed(call_id, GovernanceStep::EmitEvents);
-                    return result;
-                }
-            };
+        let (tool, agent_scope) = match self
+            .check(call_id, record.tool_name, &invocation.arguments)
+            .await
+        {
+            Ok(checked) => checked,
+            Err(Refusal { step, error }) => {
+                let refused = {
+                    let error = redact_result.redact_error(error);
+                    self.passed(call_id, GovernanceStep::RedactResult);
+                    emit.refused(
+                        &record,
+                        step,
+                        invocation.arguments,
+                        AiToolResult::denied(&error),
+                    )
+                };
+                let result = Box::pin(refused).await;
+                self.passed(call_id, GovernanceStep::EmitEvents);
+                return result;
+            }
+        };
 
         let arguments = Arc::new(
             RedactArguments {
@@ -450,7 +452,7 @@ impl BoundToolInvoker {
             .run(tool, &scope.cancellation, context)
         };
         let finished = {
-            let executed = Box::pin(execution).await;
+            let executed = execution.await;
             let executed = self
                 .observe(call_id, GovernanceStep::ExecuteTool, executed)
                 .map_err(|r| r.error);
