@@ -206,8 +206,8 @@ pub struct AiToolExecutionContext {
     pub arguments: Arc<Value>,
     /// The references attached to the turn; scope-limited tools read nothing outside them.
     pub attachments: Vec<AiContextAttachment>,
-    /// Data access.
-    pub services: AiToolServices,
+    /// Data access, shared by every call the governor makes (one reference count per call).
+    pub services: Arc<AiToolServices>,
     /// Cancelled when the turn is cancelled or the tool's timeout expires.
     pub cancellation: CancellationToken,
 }

@@ -122,7 +122,7 @@ impl ToolCallScope {
 
 struct Governor {
     registry: Arc<ToolRegistry>,
-    services: AiToolServices,
+    services: Arc<AiToolServices>,
     audit: Arc<dyn AiAuditSink>,
     redactor: Arc<Redactor>,
     clamp: ResultClamp,
@@ -216,7 +216,7 @@ impl ToolGovernor {
         ToolGovernorBuilder {
             governor: Governor {
                 registry,
-                services,
+                services: Arc::new(services),
                 audit,
                 redactor,
                 clamp: ResultClamp::new(ToolGovernorBuilder::DEFAULT_RESULT_LIMIT),

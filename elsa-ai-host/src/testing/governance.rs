@@ -853,7 +853,7 @@ pub fn execution_context(harness: &GovernanceHarness, arguments: Value) -> AiToo
         conversation_id: None,
         arguments: Arc::new(arguments),
         attachments: Vec::new(),
-        services: empty_services(),
+        services: Arc::new(empty_services()),
         cancellation: CancellationToken::new(),
     }
 }
