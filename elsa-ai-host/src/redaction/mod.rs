@@ -396,6 +396,11 @@ impl Redactor {
     /// holding an anchor, and only those are redacted one by one. Only arrays and objects
     /// wait on the walk's stack; their scalars are dealt with where they are met.
     pub fn redact_value(&self, value: &mut Value) -> bool {
+        // A number, boolean or null holds no text: no walk to set up (tool results often are
+        // one).
+        if matches!(value, Value::Null | Value::Bool(_) | Value::Number(_)) {
+            return false;
+        }
         let mut walk = Walk {
             changed: false,
             keys: KeyCache::new(),
