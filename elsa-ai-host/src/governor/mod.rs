@@ -17,7 +17,7 @@ mod steps;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
@@ -25,6 +25,7 @@ use elsa_ai_abstractions::{
     AiToolServices, Clock, ConversationId,
 };
 use tokio::sync::OnceCell;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
@@ -448,6 +449,7 @@ impl BoundToolInvoker {
             };
             ExecuteTool {
                 default_timeout: g.default_timeout,
+                started: record.started,
             }
             .run(tool, &scope.cancellation, context)
         };

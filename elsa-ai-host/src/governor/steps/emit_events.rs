@@ -1,7 +1,6 @@
 //! Step 11: emit stream and audit events.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use elsa_ai_abstractions::{
     AiAuditEvent, AiAuditSink, AiCaller, AiError, AiToolOutcome, AiToolResult, AuditAction,
@@ -10,6 +9,7 @@ use elsa_ai_abstractions::{
 };
 use futures::future::BoxFuture;
 use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::governor::{GovernanceStep, ToolEvent, ToolEventSink};
 use crate::redaction::Redactor;

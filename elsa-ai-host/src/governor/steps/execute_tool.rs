@@ -9,6 +9,7 @@ use elsa_ai_abstractions::{AiError, AiToolExecutionContext};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use serde_json::Value;
+use tokio::time::Instant;
 use tokio::time::error::Elapsed;
 use tokio_util::sync::CancellationToken;
 
@@ -16,12 +17,14 @@ use crate::registry::RegisteredTool;
 
 /// Validates the (redacted) arguments against the tool's compiled input schema (400
 /// `invalid_arguments`), then runs the tool under its timeout (the definition's, else the
-/// governor default; 503 `tool_timeout`) and the turn's cancellation (503 `tool_cancelled`).
+/// governor default, counted from the start of the call; 503 `tool_timeout`) and the turn's cancellation (503 `tool_cancelled`).
 /// In both cases the tool's cancellation token is cancelled. A panicking tool is a 500
 /// `tool_panicked`, never a crash.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ExecuteTool {
     pub default_timeout: Duration,
+    /// When the call started: the timeout runs from there, without a clock read of its own.
+    pub started: Instant,
 }
 
 impl ExecuteTool {
@@ -42,6 +45,7 @@ impl ExecuteTool {
         context: AiToolExecutionContext,
     ) -> impl Future<Output = Result<Value, AiError>> + 'a {
         let timeout = self.timeout_for(tool);
+        let deadline = self.started.checked_add(timeout).unwrap_or_else(far_future);
         let name = &tool.definition().name;
         let started = Self::start(tool, turn, context);
         async move {
@@ -64,7 +68,7 @@ impl ExecuteTool {
                 }
             };
             let execution = AssertUnwindSafe(execution).catch_unwind();
-            let mut execution = pin!(tokio::time::timeout(timeout, execution));
+            let mut execution = pin!(tokio::time::timeout_at(deadline, execution));
             // Most tools answer on their first poll: they then need no waiter on the turn's
             // cancellation (registering and removing one takes its lock twice).
             if let Poll::Ready(done) = futures::poll!(execution.as_mut()) {
@@ -108,6 +112,11 @@ struct Started<'a> {
     own: CancellationToken,
 }
 
+/// A deadline no call reaches, for a timeout too long to add to an instant.
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+}
+
 fn cancelled(name: &str) -> AiError {
     AiError::unavailable(
         "tool_cancelled",
@@ -139,6 +148,7 @@ mod tests {
         let registered = harness.registry.registered("demo.read").unwrap();
         let step = ExecuteTool {
             default_timeout: Duration::from_secs(5),
+            started: Instant::now(),
         };
         let turn = CancellationToken::new();
         let error = step
@@ -176,6 +186,7 @@ mod tests {
         let harness = GovernanceHarness::builder().tool(slow.clone()).build();
         let step = ExecuteTool {
             default_timeout: Duration::from_secs(5),
+            started: Instant::now(),
         };
         let registered = harness.registry.registered("demo.slow").unwrap();
         assert_eq!(step.timeout_for(registered), Duration::from_millis(20));
@@ -198,6 +209,7 @@ mod tests {
         let harness = GovernanceHarness::builder().tool(slow.clone()).build();
         let step = ExecuteTool {
             default_timeout: Duration::from_secs(30),
+            started: Instant::now(),
         };
         let turn = CancellationToken::new();
         let context = execution_context(&harness, json!({}));
@@ -218,6 +230,7 @@ mod tests {
         let harness = GovernanceHarness::builder().tool(tool.clone()).build();
         let step = ExecuteTool {
             default_timeout: Duration::from_secs(5),
+            started: Instant::now(),
         };
         let turn = CancellationToken::new();
         turn.cancel();
@@ -239,6 +252,7 @@ mod tests {
             .build();
         let step = ExecuteTool {
             default_timeout: Duration::from_secs(5),
+            started: Instant::now(),
         };
         let fail = harness.registry.registered("demo.fail").unwrap();
         let turn = CancellationToken::new();
