@@ -18,65 +18,59 @@ use crate::{AiToolError, AiToolOutcome};
 /// ([`Self::json`]) and compares as the same JSON.
 #[derive(Clone, Default)]
 pub struct AuditDetails {
-    form: Form,
-    /// A typed form's JSON, made on its first read (boxed: most records are never read).
+    /// A tool call's details, until something changes them as JSON.
+    typed: Option<Typed>,
+    /// A JSON record's details, or a typed record's JSON made on its first read. Boxed, so
+    /// that a record stays small: most are written and never read.
     json: OnceLock<Box<Value>>,
 }
 
 #[derive(Clone, Debug)]
-enum Form {
-    Json(Value),
+enum Typed {
     ToolCall(Box<ToolCallDetails>),
     ToolDenial(Box<ToolDenialDetails>),
 }
 
-impl Default for Form {
-    fn default() -> Self {
-        Self::Json(Value::Null)
-    }
-}
+/// The details of a record that has none.
+static NULL: Value = Value::Null;
 
 impl AuditDetails {
     /// The details as JSON.
     pub fn json(&self) -> &Value {
-        match &self.form {
-            Form::Json(value) => value,
-            typed => self.json.get_or_init(|| Box::new(typed.to_json())),
+        match &self.typed {
+            Some(typed) => self.json.get_or_init(|| Box::new(typed.to_json())),
+            None => self.json.get().map_or(&NULL, |json| json),
         }
     }
 
-    /// The details as JSON, to change in place (a typed form becomes JSON).
+    /// The details as JSON, to change in place (typed details become JSON).
     pub fn json_mut(&mut self) -> &mut Value {
-        if !matches!(self.form, Form::Json(_)) {
-            let value = self
-                .json
-                .take()
-                .map_or_else(|| self.form.to_json(), |json| *json);
-            self.form = Form::Json(value);
-        }
-        match &mut self.form {
-            Form::Json(value) => value,
-            Form::ToolCall(_) | Form::ToolDenial(_) => unreachable!("made JSON above"),
+        let json = match (self.json.take(), self.typed.take()) {
+            (Some(json), _) => json,
+            (None, Some(typed)) => Box::new(typed.to_json()),
+            (None, None) => Box::new(Value::Null),
+        };
+        self.json = OnceLock::from(json);
+        match self.json.get_mut() {
+            Some(json) => json,
+            None => unreachable!("set on the line above"),
         }
     }
 
     /// The details as JSON, by value.
-    pub fn into_json(mut self) -> Value {
-        match self.form {
-            Form::Json(value) => value,
-            typed => self
-                .json
-                .take()
-                .map_or_else(|| typed.to_json(), |json| *json),
+    pub fn into_json(self) -> Value {
+        match (self.json.into_inner(), self.typed) {
+            (Some(json), _) => *json,
+            (None, Some(typed)) => typed.to_json(),
+            (None, None) => Value::Null,
         }
     }
 }
 
-impl Form {
+impl Typed {
     fn to_json(&self) -> Value {
         // Strings, numbers, booleans and JSON values only: serialising them cannot fail.
         match self {
-            Self::Json(value) => value.clone(),
             Self::ToolCall(details) => serde_json::to_value(details).unwrap_or_default(),
             Self::ToolDenial(details) => serde_json::to_value(details).unwrap_or_default(),
         }
@@ -85,9 +79,12 @@ impl Form {
 
 impl From<Value> for AuditDetails {
     fn from(value: Value) -> Self {
-        Self {
-            form: Form::Json(value),
-            json: OnceLock::new(),
+        match value {
+            Value::Null => Self::default(),
+            value => Self {
+                typed: None,
+                json: OnceLock::from(Box::new(value)),
+            },
         }
     }
 }
@@ -95,7 +92,7 @@ impl From<Value> for AuditDetails {
 impl From<ToolCallDetails> for AuditDetails {
     fn from(details: ToolCallDetails) -> Self {
         Self {
-            form: Form::ToolCall(Box::new(details)),
+            typed: Some(Typed::ToolCall(Box::new(details))),
             json: OnceLock::new(),
         }
     }
@@ -104,7 +101,7 @@ impl From<ToolCallDetails> for AuditDetails {
 impl From<ToolDenialDetails> for AuditDetails {
     fn from(details: ToolDenialDetails) -> Self {
         Self {
-            form: Form::ToolDenial(Box::new(details)),
+            typed: Some(Typed::ToolDenial(Box::new(details))),
             json: OnceLock::new(),
         }
     }
@@ -127,10 +124,10 @@ impl PartialEq for AuditDetails {
 
 impl fmt::Debug for AuditDetails {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.form {
-            Form::Json(value) => value.fmt(f),
-            Form::ToolCall(details) => details.fmt(f),
-            Form::ToolDenial(details) => details.fmt(f),
+        match &self.typed {
+            Some(Typed::ToolCall(details)) => details.fmt(f),
+            Some(Typed::ToolDenial(details)) => details.fmt(f),
+            None => self.json().fmt(f),
         }
     }
 }
@@ -138,10 +135,10 @@ impl fmt::Debug for AuditDetails {
 impl Serialize for AuditDetails {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // A typed form is written straight from its fields, without a JSON value between.
-        match &self.form {
-            Form::Json(value) => value.serialize(serializer),
-            Form::ToolCall(details) => details.serialize(serializer),
-            Form::ToolDenial(details) => details.serialize(serializer),
+        match &self.typed {
+            Some(Typed::ToolCall(details)) => details.serialize(serializer),
+            Some(Typed::ToolDenial(details)) => details.serialize(serializer),
+            None => self.json().serialize(serializer),
         }
     }
 }
@@ -259,6 +256,17 @@ mod tests {
         );
         let back: AuditDetails = serde_json::from_str(&text).unwrap();
         assert_eq!(back, details);
+    }
+
+    #[test]
+    fn no_details_are_json_null_until_set_in_place() {
+        let mut details = AuditDetails::default();
+        assert_eq!(details.json(), &Value::Null);
+        assert_eq!(details, AuditDetails::from(Value::Null));
+        assert_eq!(serde_json::to_string(&details).unwrap(), "null");
+        details.json_mut()["reason"] = json!("x");
+        assert_eq!(details.clone().into_json(), json!({"reason": "x"}));
+        assert_eq!(AuditDetails::from(json!([1])).into_json(), json!([1]));
     }
 
     #[test]
