@@ -155,7 +155,7 @@ impl<'de> Deserialize<'de> for AuditDetails {
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallDetails {
     /// The provider's call id.
-    pub call_id: String,
+    pub call_id: Arc<str>,
     /// The agent the call ran under.
     pub agent: String,
     /// The redacted arguments, shared with the call's other reports.
@@ -180,7 +180,7 @@ pub struct ToolCallDetails {
 #[serde(rename_all = "camelCase")]
 pub struct ToolDenialDetails {
     /// The provider's call id.
-    pub call_id: String,
+    pub call_id: Arc<str>,
     /// The agent the call was made under.
     pub agent: String,
     /// The step that refused the call, such as `checkPermissions`.

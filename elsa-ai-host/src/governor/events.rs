@@ -11,27 +11,27 @@ pub enum ToolEvent {
     /// The call passed governance and is about to run, or was refused (then `Failed` follows).
     Started {
         /// The provider's call id.
-        call_id: String,
+        call_id: Arc<str>,
         /// The tool name as the model asked for it.
-        tool_name: String,
+        tool_name: Arc<str>,
         /// The redacted arguments, shared with the tool's context and the audit record.
         arguments: Arc<Value>,
     },
     /// The tool ran and returned content.
     Completed {
         /// The provider's call id.
-        call_id: String,
+        call_id: Arc<str>,
         /// The tool name.
-        tool_name: String,
+        tool_name: Arc<str>,
         /// The redacted, clamped result the model receives.
         result: AiToolResult,
     },
     /// The call was refused or failed.
     Failed {
         /// The provider's call id.
-        call_id: String,
+        call_id: Arc<str>,
         /// The tool name as the model asked for it.
-        tool_name: String,
+        tool_name: Arc<str>,
         /// The error result the model receives (`outcome` is `Denied` or `Error`).
         result: AiToolResult,
     },
@@ -72,9 +72,9 @@ impl ToolEvent {
                 arguments,
             } => {
                 let summary = format!("{tool_name} started");
-                data.insert("callId".into(), call_id.clone().into());
-                data.insert("toolCallId".into(), call_id.into());
-                data.insert("toolName".into(), tool_name.into());
+                data.insert("callId".into(), call_id[..].into());
+                data.insert("toolCallId".into(), call_id[..].into());
+                data.insert("toolName".into(), tool_name[..].into());
                 data.insert("status".into(), "started".into());
                 data.insert("summary".into(), summary.into());
                 data.insert("arguments".into(), Arc::unwrap_or_clone(arguments));
@@ -93,9 +93,9 @@ impl ToolEvent {
                     Some(error) => ("failed", format!("{tool_name} failed: {}", error.message)),
                     None => ("completed", format!("{tool_name} completed")),
                 };
-                data.insert("callId".into(), call_id.clone().into());
-                data.insert("toolCallId".into(), call_id.into());
-                data.insert("toolName".into(), tool_name.into());
+                data.insert("callId".into(), call_id[..].into());
+                data.insert("toolCallId".into(), call_id[..].into());
+                data.insert("toolName".into(), tool_name[..].into());
                 data.insert("status".into(), status.into());
                 data.insert("summary".into(), summary.into());
                 data.insert("outcome".into(), json!(result.outcome));

@@ -382,9 +382,12 @@ impl BoundToolInvoker {
         let g = &*self.governor;
         let scope = &self.scope;
         g.metrics.tools.invoked();
+        // Shared by the call's events and audit details instead of copied into each.
+        let (call_id, tool_name): (Arc<str>, Arc<str>) =
+            (invocation.call_id.into(), invocation.tool_name.into());
         let record = CallRecord {
-            call_id: &invocation.call_id,
-            tool_name: &invocation.tool_name,
+            call_id: &call_id,
+            tool_name: &tool_name,
             caller: &scope.caller,
             agent: &scope.agent,
             conversation_id: scope.conversation_id.as_ref(),
@@ -400,7 +403,7 @@ impl BoundToolInvoker {
         let redact_result = RedactResult {
             redactor: &g.redactor,
         };
-        let call_id = record.call_id;
+        let call_id: &str = record.call_id;
 
         let (tool, agent_scope) = match self
             .check(call_id, record.tool_name, &invocation.arguments)

@@ -34,7 +34,7 @@ pub(crate) struct TurnEvents {
 #[derive(Default)]
 struct Ledger {
     calls: Vec<Call>,
-    by_id: HashMap<String, usize>,
+    by_id: HashMap<Arc<str>, usize>,
     /// Text deltas since the last complete assistant message.
     pending_text: String,
     /// The id of the assistant message being streamed (`messageId` of its deltas and of its
@@ -53,8 +53,8 @@ struct Ledger {
 }
 
 struct Call {
-    call_id: String,
-    tool_name: String,
+    call_id: Arc<str>,
+    tool_name: Arc<str>,
     state: CallState,
     /// The arguments as `tool.started` shows them: the governor's redacted ones, or the
     /// provider's while the call is only announced.
@@ -140,17 +140,17 @@ impl TurnEvents {
                 tool_name,
                 arguments,
             } => {
-                if !ledger.by_id.contains_key(&call_id) {
+                if !ledger.by_id.contains_key(call_id.as_str()) {
                     ledger.insert(
-                        call_id,
-                        tool_name,
+                        call_id.into(),
+                        tool_name.into(),
                         CallState::Announced,
                         Arc::new(arguments),
                     );
                 }
             }
             AiProviderEvent::ToolProgress { call_id, message } => {
-                let Some(index) = ledger.by_id.get(&call_id).copied() else {
+                let Some(index) = ledger.by_id.get(call_id.as_str()).copied() else {
                     tracing::debug!(%call_id, "progress of an unknown tool call dropped");
                     return;
                 };
@@ -178,6 +178,7 @@ impl TurnEvents {
                 tool_name,
                 result,
             } => {
+                let (call_id, tool_name) = (call_id.into(), tool_name.into());
                 let event = if result.is_success() {
                     ToolEvent::Completed {
                         call_id,
@@ -202,8 +203,8 @@ impl TurnEvents {
                 self.terminal(
                     &mut ledger,
                     ToolEvent::Failed {
-                        call_id,
-                        tool_name,
+                        call_id: call_id.into(),
+                        tool_name: tool_name.into(),
                         result,
                     },
                 )
@@ -270,8 +271,8 @@ impl TurnEvents {
         if let ToolEvent::Completed { result, .. } | ToolEvent::Failed { result, .. } = &event {
             let call = &ledger.calls[index];
             let message = AiToolMessage {
-                call_id: call.call_id.clone(),
-                tool_name: call.tool_name.clone(),
+                call_id: call.call_id.to_string(),
+                tool_name: call.tool_name.to_string(),
                 arguments: Value::clone(&call.arguments),
                 result: json!({
                     "outcome": result.outcome,
@@ -333,13 +334,13 @@ impl Ledger {
 
     fn insert(
         &mut self,
-        call_id: String,
-        tool_name: String,
+        call_id: Arc<str>,
+        tool_name: Arc<str>,
         state: CallState,
         arguments: Arc<Value>,
     ) -> usize {
         let index = self.calls.len();
-        self.by_id.insert(call_id.clone(), index);
+        self.by_id.insert(Arc::clone(&call_id), index);
         self.calls.push(Call {
             call_id,
             tool_name,

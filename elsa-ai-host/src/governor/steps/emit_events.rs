@@ -1,5 +1,6 @@
 //! Step 11: emit stream and audit events.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use elsa_ai_abstractions::{
@@ -18,8 +19,9 @@ use crate::telemetry::{self, ToolCounters};
 /// One call as step 11 reports it. `arguments` are the redacted arguments.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CallRecord<'a> {
-    pub call_id: &'a str,
-    pub tool_name: &'a str,
+    /// Shared with the call's events and audit details rather than copied for each.
+    pub call_id: &'a Arc<str>,
+    pub tool_name: &'a Arc<str>,
     pub caller: &'a AiCaller,
     pub agent: &'a str,
     pub conversation_id: Option<&'a ConversationId>,
@@ -45,8 +47,8 @@ impl<'r> EmitEvents<'r> {
     /// `tool.started` for a call that passed the checks, with its redacted arguments.
     pub fn started(&self, record: &CallRecord<'_>, arguments: &Arc<Value>) -> Publication<'r> {
         self.publish(|| ToolEvent::Started {
-            call_id: record.call_id.to_owned(),
-            tool_name: record.tool_name.to_owned(),
+            call_id: Arc::clone(record.call_id),
+            tool_name: Arc::clone(record.tool_name),
             arguments: Arc::clone(arguments),
         })
     }
@@ -61,7 +63,10 @@ impl<'r> EmitEvents<'r> {
     ) -> AiToolResult {
         self.counters.denied_at(step);
         // The name comes from the model; it is only echoed after redaction.
-        let tool_name = self.redactor.redact_str(record.tool_name);
+        let tool_name: Arc<str> = match self.redactor.redact_str(record.tool_name) {
+            Cow::Borrowed(_) => Arc::clone(record.tool_name),
+            Cow::Owned(redacted) => redacted.into(),
+        };
         let record = CallRecord {
             tool_name: &tool_name,
             ..*record
@@ -77,7 +82,7 @@ impl<'r> EmitEvents<'r> {
                 step.as_str()
             );
             let details = ToolDenialDetails {
-                call_id: record.call_id.to_owned(),
+                call_id: Arc::clone(record.call_id),
                 agent: record.agent.to_owned(),
                 step: step.as_str().into(),
                 step_number: step.number(),
@@ -122,7 +127,7 @@ impl<'r> EmitEvents<'r> {
             // while it is written.
             let audited = {
                 let details = ToolCallDetails {
-                    call_id: record.call_id.to_owned(),
+                    call_id: Arc::clone(record.call_id),
                     agent: record.agent.to_owned(),
                     arguments,
                     outcome: result.outcome,
@@ -185,7 +190,7 @@ impl<'r> EmitEvents<'r> {
             outcome,
             conversation_id: record.conversation_id.cloned(),
             proposal_id: None,
-            tool_name: Some(record.tool_name.to_owned()),
+            tool_name: Some(record.tool_name.to_string()),
             summary,
             details,
             trace_id: None,
@@ -216,7 +221,7 @@ impl<'r> EmitEvents<'r> {
         label: &str,
     ) -> AiToolResult {
         self.publish(|| {
-            let (call_id, tool_name) = (record.call_id.to_owned(), record.tool_name.to_owned());
+            let (call_id, tool_name) = (Arc::clone(record.call_id), Arc::clone(record.tool_name));
             let result = result.clone();
             if result.is_success() {
                 ToolEvent::Completed {
@@ -297,6 +302,8 @@ mod tests {
         counters: ToolCounters,
         redactor: Redactor,
         caller: AiCaller,
+        call_id: Arc<str>,
+        tool_name: Arc<str>,
     }
 
     impl Fixture {
@@ -307,6 +314,8 @@ mod tests {
                 counters: ToolCounters::default(),
                 redactor: Redactor::default(),
                 caller: AiCaller::new("alice", "acme", []),
+                call_id: "call-1".into(),
+                tool_name: "demo.read".into(),
             }
         }
 
@@ -322,8 +331,8 @@ mod tests {
 
         fn record(&self) -> CallRecord<'_> {
             CallRecord {
-                call_id: "call-1",
-                tool_name: "demo.read",
+                call_id: &self.call_id,
+                tool_name: &self.tool_name,
                 caller: &self.caller,
                 agent: "test-agent",
                 conversation_id: None,
