@@ -192,13 +192,13 @@ impl std::fmt::Debug for AiToolServices {
 /// Everything a tool gets for one execution, after governance has allowed it.
 #[derive(Clone, Debug)]
 pub struct AiToolExecutionContext {
-    /// The provider's id for this tool call.
-    pub call_id: String,
+    /// The provider's id for this tool call (shared with the call's events and audit record).
+    pub call_id: Arc<str>,
     /// Who the call is made for, with their permissions narrowed by the agent; shared by
     /// the calls of a turn.
     pub caller: Arc<AiCaller>,
-    /// The agent the conversation runs under.
-    pub agent: String,
+    /// The agent the conversation runs under (shared by the calls of a turn).
+    pub agent: Arc<str>,
     /// The conversation, when the call comes from a chat turn.
     pub conversation_id: Option<ConversationId>,
     /// The arguments, schema-validated and redacted; shared with the call's `tool.started`

@@ -157,7 +157,7 @@ pub struct ToolCallDetails {
     /// The provider's call id.
     pub call_id: Arc<str>,
     /// The agent the call ran under.
-    pub agent: String,
+    pub agent: Arc<str>,
     /// The redacted arguments, shared with the call's other reports.
     pub arguments: Arc<Value>,
     /// How the call ended.
@@ -182,7 +182,7 @@ pub struct ToolDenialDetails {
     /// The provider's call id.
     pub call_id: Arc<str>,
     /// The agent the call was made under.
-    pub agent: String,
+    pub agent: Arc<str>,
     /// The step that refused the call, such as `checkPermissions`.
     pub step: Cow<'static, str>,
     /// The step's number in the governance pipeline (1–7).

@@ -49,8 +49,8 @@ use steps::{
 pub struct ToolCallScope {
     /// The caller of the turn.
     pub caller: AiCaller,
-    /// The agent the conversation runs under.
-    pub agent: String,
+    /// The agent the conversation runs under (shared by the turn's calls and their records).
+    pub agent: Arc<str>,
     /// The conversation, if the calls come from a chat turn.
     pub conversation_id: Option<ConversationId>,
     /// The references attached to the turn, handed to every tool.
@@ -78,7 +78,7 @@ impl std::fmt::Debug for ToolCallScope {
 
 impl ToolCallScope {
     /// A scope for `caller` under `agent`, without conversation, attachments or event sink.
-    pub fn new(caller: AiCaller, agent: impl Into<String>) -> Self {
+    pub fn new(caller: AiCaller, agent: impl Into<Arc<str>>) -> Self {
         Self {
             caller,
             agent: agent.into(),
@@ -438,11 +438,11 @@ impl BoundToolInvoker {
 
         let execution = {
             let context = AiToolExecutionContext {
-                call_id: call_id.to_owned(),
+                call_id: Arc::clone(record.call_id),
                 // Tools act with the caller's permissions narrowed by the agent: least
                 // privilege.
                 caller: agent_scope.narrowed,
-                agent: scope.agent.clone(),
+                agent: Arc::clone(&scope.agent),
                 conversation_id: scope.conversation_id.clone(),
                 arguments: Arc::clone(&arguments),
                 attachments: scope.attachments.clone(),

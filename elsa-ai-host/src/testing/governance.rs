@@ -847,9 +847,9 @@ pub fn invocation(tool: &str, arguments: Value) -> AiProviderToolInvocation {
 /// An execution context for the harness caller under [`TEST_AGENT`].
 pub fn execution_context(harness: &GovernanceHarness, arguments: Value) -> AiToolExecutionContext {
     AiToolExecutionContext {
-        call_id: "call-1".to_owned(),
+        call_id: "call-1".into(),
         caller: Arc::new(harness.caller()),
-        agent: TEST_AGENT.to_owned(),
+        agent: TEST_AGENT.into(),
         conversation_id: None,
         arguments: Arc::new(arguments),
         attachments: Vec::new(),

@@ -277,7 +277,7 @@ async fn an_allowed_call_runs_all_eleven_steps_in_order() {
         "one enablement read per call"
     );
     let context = tool.last_context().unwrap();
-    assert_eq!(context.agent, TEST_AGENT);
+    assert_eq!(&*context.agent, TEST_AGENT);
     assert_eq!(context.caller.tenant_id.as_str(), TEST_TENANT);
     let records = audited(&harness);
     assert_eq!(records.len(), 1);

@@ -23,7 +23,7 @@ pub(crate) struct CallRecord<'a> {
     pub call_id: &'a Arc<str>,
     pub tool_name: &'a Arc<str>,
     pub caller: &'a AiCaller,
-    pub agent: &'a str,
+    pub agent: &'a Arc<str>,
     pub conversation_id: Option<&'a ConversationId>,
     pub started: Instant,
 }
@@ -83,7 +83,7 @@ impl<'r> EmitEvents<'r> {
             );
             let details = ToolDenialDetails {
                 call_id: Arc::clone(record.call_id),
-                agent: record.agent.to_owned(),
+                agent: Arc::clone(record.agent),
                 step: step.as_str().into(),
                 step_number: step.number(),
                 arguments: Arc::clone(&arguments),
@@ -128,7 +128,7 @@ impl<'r> EmitEvents<'r> {
             let audited = {
                 let details = ToolCallDetails {
                     call_id: Arc::clone(record.call_id),
-                    agent: record.agent.to_owned(),
+                    agent: Arc::clone(record.agent),
                     arguments,
                     outcome: result.outcome,
                     duration_ms: u64::try_from(record.started.elapsed().as_millis())
@@ -304,6 +304,7 @@ mod tests {
         caller: AiCaller,
         call_id: Arc<str>,
         tool_name: Arc<str>,
+        agent: Arc<str>,
     }
 
     impl Fixture {
@@ -316,6 +317,7 @@ mod tests {
                 caller: AiCaller::new("alice", "acme", []),
                 call_id: "call-1".into(),
                 tool_name: "demo.read".into(),
+                agent: "test-agent".into(),
             }
         }
 
@@ -334,7 +336,7 @@ mod tests {
                 call_id: &self.call_id,
                 tool_name: &self.tool_name,
                 caller: &self.caller,
-                agent: "test-agent",
+                agent: &self.agent,
                 conversation_id: None,
                 started: Instant::now(),
             }
