@@ -444,7 +444,7 @@ impl From<AiAuditEvent> for AuditEventView {
             outcome: event.outcome,
             conversation_id: event.conversation_id.map(|id| id.as_str().to_owned()),
             proposal_id: event.proposal_id.map(|id| id.as_str().to_owned()),
-            tool_name: event.tool_name,
+            tool_name: event.tool_name.as_deref().map(str::to_owned),
             summary: event.summary,
             details: event.details.into_json(),
             trace_id: event.trace_id,

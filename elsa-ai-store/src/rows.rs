@@ -205,7 +205,7 @@ impl AuditRow {
                 .as_ref()
                 .map(|c| c.as_str().to_owned()),
             proposal_id: event.proposal_id.as_ref().map(|p| p.as_str().to_owned()),
-            tool_name: event.tool_name.clone(),
+            tool_name: event.tool_name.as_deref().map(str::to_owned),
             trace_id: event.trace_id.clone(),
             body: to_json(event, "audit event")?,
         })

@@ -1,6 +1,7 @@
 //! The audit trail: append-only records of everything governance decided.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -100,8 +101,8 @@ pub struct AiAuditEvent {
     pub conversation_id: Option<ConversationId>,
     /// The proposal, if any.
     pub proposal_id: Option<ProposalId>,
-    /// The tool, if any.
-    pub tool_name: Option<String>,
+    /// The tool, if any (a governed call shares its name with the call's events).
+    pub tool_name: Option<Arc<str>>,
     /// A one-line summary for people.
     pub summary: String,
     /// Structured details (redacted arguments, results, reasons).

@@ -197,7 +197,7 @@ impl ToolEnablementService {
             summary,
         );
         event.timestamp = self.clock.now();
-        event.tool_name = Some(change.tool_name.clone());
+        event.tool_name = Some(change.tool_name.as_str().into());
         event.details = details.into();
         self.redactor.redact_audit_event(&mut event);
         self.audit.record(event).await.map_err(|error| {

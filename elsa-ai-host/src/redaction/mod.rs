@@ -504,7 +504,7 @@ impl Redactor {
         if let Some(tool) = &event.tool_name
             && let Some(redacted) = self.redact_text(tool, &mut Vec::new())
         {
-            event.tool_name = Some(redacted);
+            event.tool_name = Some(redacted.into());
         }
         self.redact_value(event.details.json_mut());
     }

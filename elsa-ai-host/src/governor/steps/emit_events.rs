@@ -190,7 +190,7 @@ impl<'r> EmitEvents<'r> {
             outcome,
             conversation_id: record.conversation_id.cloned(),
             proposal_id: None,
-            tool_name: Some(record.tool_name.to_string()),
+            tool_name: Some(Arc::clone(record.tool_name)),
             summary,
             details,
             trace_id: None,
