@@ -374,10 +374,10 @@ impl BoundToolInvoker {
     }
 
     /// The eleven steps. This future is allocated for every call, so it is kept within what
-    /// the allocator's per-thread cache serves (1 KiB): the checks and the execution run in
-    /// it, the report (the largest part) is a boxed future of its own, and each value is
-    /// made in the narrowest block that needs it (a local in scope at an await keeps its
-    /// space after it has moved on).
+    /// the allocator's per-thread cache serves (1 KiB; a tracing span around it may tip it
+    /// over): the checks and the execution run in it, the report (the largest part) is a
+    /// boxed future of its own, and each value is made in the narrowest block that needs it
+    /// (a local in scope at an await keeps its space after it has moved on).
     async fn govern(&self, invocation: AiProviderToolInvocation) -> AiToolResult {
         let g = &*self.governor;
         let scope = &self.scope;
