@@ -17,9 +17,9 @@ use crate::registry::RegisteredTool;
 
 /// Validates the (redacted) arguments against the tool's compiled input schema (400
 /// `invalid_arguments`), then runs the tool under its timeout (the definition's, else the
-/// governor default, counted from the start of the call; 503 `tool_timeout`) and the turn's cancellation (503 `tool_cancelled`).
-/// In both cases the tool's cancellation token is cancelled. A panicking tool is a 500
-/// `tool_panicked`, never a crash.
+/// governor default, counted from the start of the call; 503 `tool_timeout`) and the turn's
+/// cancellation (503 `tool_cancelled`). In both cases the tool's cancellation token is
+/// cancelled. A panicking tool is a 500 `tool_panicked`, never a crash.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ExecuteTool {
     pub default_timeout: Duration,
