@@ -18,11 +18,25 @@ macro_rules! string_id {
         impl $name {
             /// A fresh, time-ordered id (UUID v7).
             pub fn generate() -> Self {
-                // Encoded straight into its buffer; `to_string` goes through the formatter.
+                Self::encoded(uuid::Uuid::now_v7())
+            }
+
+            /// A fresh v7 id stamped with `at`'s millisecond, the rest random: no clock read and
+            /// no process-wide counter, so ids made within one millisecond are unordered.
+            pub fn generate_at(at: chrono::DateTime<chrono::Utc>) -> Self {
+                let nanos = at.timestamp_nanos_opt().unwrap_or_default().max(0);
+                let timestamp = uuid::Timestamp::from_unix(
+                    uuid::NoContext,
+                    u64::try_from(nanos / 1_000_000_000).unwrap_or_default(),
+                    u32::try_from(nanos % 1_000_000_000).unwrap_or_default(),
+                );
+                Self::encoded(uuid::Uuid::new_v7(timestamp))
+            }
+
+            // Encoded straight into its buffer; `to_string` goes through the formatter.
+            fn encoded(id: uuid::Uuid) -> Self {
                 let mut text = [0u8; uuid::fmt::Hyphenated::LENGTH];
-                Self(Arc::from(
-                    &*uuid::Uuid::now_v7().hyphenated().encode_lower(&mut text),
-                ))
+                Self(Arc::from(&*id.hyphenated().encode_lower(&mut text)))
             }
 
             /// Wraps an existing id.
@@ -73,6 +87,26 @@ mod tests {
         let b = ProposalId::generate();
         assert_ne!(a, b);
         assert!(a < b, "v7 ids sort by creation time");
+    }
+
+    #[test]
+    fn an_id_made_at_a_time_carries_its_millisecond() {
+        let at = chrono::DateTime::parse_from_rfc3339("2026-12-05T17:00:00.123456Z")
+            .unwrap()
+            .to_utc();
+        let (a, b) = (AuditEventId::generate_at(at), AuditEventId::generate_at(at));
+        assert_ne!(a, b, "the random part differs");
+        for id in [&a, &b] {
+            let uuid = uuid::Uuid::parse_str(id.as_str()).unwrap();
+            assert_eq!(uuid.get_version_num(), 7);
+            let (secs, nanos) = uuid.get_timestamp().unwrap().to_unix();
+            assert_eq!((secs, nanos), (1_796_490_000, 123_000_000));
+        }
+        let earlier = at - chrono::Duration::milliseconds(1);
+        assert!(
+            AuditEventId::generate_at(earlier) < a,
+            "ordered across milliseconds"
+        );
     }
 
     #[test]

@@ -180,10 +180,12 @@ impl<'r> EmitEvents<'r> {
         result: AiToolResult,
     ) -> impl Future<Output = AiToolResult> + 's {
         // Built whole: `AiAuditEvent::new` would read the system clock for a timestamp that
-        // the governor's clock replaces.
+        // the governor's clock replaces. The id takes its time from the same reading; stores
+        // order records by timestamp and sequence, never by id.
+        let timestamp = self.clock.now();
         let event = AiAuditEvent {
-            id: AuditEventId::generate(),
-            timestamp: self.clock.now(),
+            id: AuditEventId::generate_at(timestamp),
+            timestamp,
             tenant_id: record.caller.tenant_id.clone(),
             actor_id: record.caller.actor_id.clone(),
             action,
