@@ -1,6 +1,8 @@
 //! Which JSON object keys name sensitive values, matched case- and separator-insensitively.
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::dfa::DFA;
+use aho_corasick::{Anchored, MatchKind};
 
 /// Words that make a key sensitive wherever they occur in it (`dbPassword`, `clientSecret`).
 const WORDS: &[&str] = &[
@@ -41,7 +43,9 @@ const STACK_KEY: usize = 64;
 /// then one automaton pass and two suffix checks decide.
 #[derive(Clone, Debug)]
 pub(super) struct SensitiveKeys {
-    contains: AhoCorasick,
+    contains: DFA,
+    /// The unanchored start of `contains`, taken once so that a search cannot fail.
+    start: StateID,
 }
 
 /// Literals one of which occurs in every key accepted for containing a word, ending with a
@@ -64,21 +68,33 @@ pub(super) fn is_trailing_separator(byte: u8) -> bool {
     TRAILING_SEPARATORS.contains(&byte)
 }
 
-impl SensitiveKeys {
-    pub(super) fn new() -> Result<Self, aho_corasick::BuildError> {
-        let mut patterns: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
-        for (first, second) in COMPOUNDS {
-            for separator in SEPARATORS {
-                patterns.push(format!("{first}{separator}{second}"));
-            }
+/// What a key is searched for anywhere in it: the words, and the compounds with each
+/// separator.
+fn contained_patterns() -> Vec<String> {
+    let mut patterns: Vec<String> = WORDS.iter().map(|w| (*w).to_owned()).collect();
+    for (first, second) in COMPOUNDS {
+        for separator in SEPARATORS {
+            patterns.push(format!("{first}{separator}{second}"));
         }
-        // Keys are short: a plain DFA without prefilter has the least per-call overhead.
-        let contains = AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostFirst)
-            .kind(Some(AhoCorasickKind::DFA))
+    }
+    patterns
+}
+
+impl SensitiveKeys {
+    /// The matcher, or why its automaton could not be built.
+    pub(super) fn new() -> Result<Self, String> {
+        let patterns = contained_patterns();
+        // Keys are short: a DFA walked by hand (see `contains_word`) costs less than the
+        // set-up of a search through the generic interface.
+        let contains = DFA::builder()
+            .match_kind(MatchKind::Standard)
             .prefilter(false)
-            .build(&patterns)?;
-        Ok(Self { contains })
+            .build(&patterns)
+            .map_err(|e| e.to_string())?;
+        let start = contains
+            .start_state(Anchored::No)
+            .map_err(|e| e.to_string())?;
+        Ok(Self { contains, start })
     }
 
     pub(super) fn is_sensitive(&self, key: &str) -> bool {
@@ -103,7 +119,17 @@ impl SensitiveKeys {
             .iter()
             .any(|suffix| trimmed.ends_with(suffix.as_bytes()))
             || EXACT.iter().any(|exact| trimmed == exact.as_bytes())
-            || self.contains.is_match(folded)
+            || self.contains_word(folded)
+    }
+
+    /// Whether any pattern occurs in `folded`: with standard match semantics, a match state
+    /// is entered as soon as one ends.
+    fn contains_word(&self, folded: &[u8]) -> bool {
+        let mut state = self.start;
+        folded.iter().any(|&byte| {
+            state = self.contains.next_state(Anchored::No, state, byte);
+            self.contains.is_match(state)
+        })
     }
 }
 
@@ -138,6 +164,45 @@ mod tests {
             "auth",
         ] {
             assert!(keys.is_sensitive(key), "{key} should be sensitive");
+        }
+    }
+
+    #[test]
+    fn the_walk_by_hand_finds_what_a_generic_search_finds() {
+        let keys = SensitiveKeys::new().unwrap();
+        let reference = aho_corasick::AhoCorasick::new(contained_patterns()).unwrap();
+        // Near misses and restarts inside a pattern exercise the failure transitions.
+        for key in [
+            "",
+            "a",
+            "apapi_key",
+            "ap_i_key",
+            "sesession_key",
+            "sessio",
+            "passwor",
+            "xpassword",
+            "passpassphrase",
+            "secre",
+            "ssecret",
+            "connectionstring",
+            "connection_strin",
+            "accountkey",
+            "acc_key",
+            "definitionid",
+            "version",
+            "privat key",
+            "private key",
+            "cookies",
+            "credentia",
+            "authorizatio",
+            "encryption.key",
+            "signingkey",
+        ] {
+            assert_eq!(
+                keys.contains_word(key.as_bytes()),
+                reference.is_match(key),
+                "{key:?}"
+            );
         }
     }
 

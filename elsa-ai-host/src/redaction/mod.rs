@@ -150,7 +150,7 @@ impl RedactorBuilder {
             .prefilter(false)
             .build(&literals)
             .map_err(|e| RedactorError::Patterns(e.to_string()))?;
-        let keys = SensitiveKeys::new().map_err(|e| RedactorError::Patterns(e.to_string()))?;
+        let keys = SensitiveKeys::new().map_err(RedactorError::Patterns)?;
         let mut secret_starts = [false; 256];
         for secret in secrets.iter().flatten() {
             if let Some(&first) = secret.as_bytes().first() {
