@@ -25,7 +25,9 @@ pub struct AuditDetails {
     json: OnceLock<Box<Value>>,
 }
 
-#[derive(Clone, Debug)]
+/// Serialised as the details it holds, without a tag.
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
 enum Typed {
     ToolCall(Box<ToolCallDetails>),
     ToolDenial(Box<ToolDenialDetails>),
@@ -70,10 +72,7 @@ impl AuditDetails {
 impl Typed {
     fn to_json(&self) -> Value {
         // Strings, numbers, booleans and JSON values only: serialising them cannot fail.
-        match self {
-            Self::ToolCall(details) => serde_json::to_value(details).unwrap_or_default(),
-            Self::ToolDenial(details) => serde_json::to_value(details).unwrap_or_default(),
-        }
+        serde_json::to_value(self).unwrap_or_default()
     }
 }
 
@@ -136,8 +135,7 @@ impl Serialize for AuditDetails {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // A typed form is written straight from its fields, without a JSON value between.
         match &self.typed {
-            Some(Typed::ToolCall(details)) => details.serialize(serializer),
-            Some(Typed::ToolDenial(details)) => details.serialize(serializer),
+            Some(typed) => typed.serialize(serializer),
             None => self.json().serialize(serializer),
         }
     }
