@@ -2,10 +2,11 @@
 //!
 //! Audit records, stream-journal appends, conversation writes and turn claims (both
 //! backends) hand their row to a writer (a [`GroupCommitWriter`]: on PostgreSQL one for
-//! audit, one for the journal and one for conversations and claims; on SQLite one for all) and wait for their own acknowledgement. The writer takes whatever
-//! has queued up (up to [`Batching::max_batch`]), writes it in one transaction and
-//! acknowledges each caller only after the commit, so throughput grows with concurrency while
-//! no caller proceeds before its row is durable. Where the database overlaps commits
+//! audit, one for the journal, one for conversation creations and turn claims and one for
+//! later conversation writes; on SQLite one for all) and wait for their own acknowledgement.
+//! The writer takes whatever has queued up (up to [`Batching::max_batch`]), writes it in one
+//! transaction and acknowledges each caller only after the commit, so throughput grows with
+//! concurrency while no caller proceeds before its row is durable. Where the database overlaps commits
 //! (PostgreSQL), several batches may be committing at once; while every slot is busy, the
 //! next batch grows. A failed batch fails each of its callers; a batch refused only because
 //! of one row (an audit id that already exists, a journal sequence that is not the next one)
@@ -67,6 +68,9 @@ pub(crate) trait BatchInsert: Send + Sync + 'static {
     /// Finishes a written batch once its callers have their answer: work they need not wait
     /// for. The batch holds its slot until this returns, so it stays bounded.
     async fn after_ack(&self, _aftermath: Self::Aftermath) {}
+
+    /// Releases what the backend holds once the writer has written everything and stops.
+    async fn finish(&self) {}
 
     /// How many batches may be committing at once: 1 where writers take turns anyway
     /// (SQLite); more where commits of different transactions overlap (PostgreSQL).
@@ -275,6 +279,7 @@ async fn run<B: BatchInsert>(
     while let Some(written) = writing.join_next().await {
         report_panic(written);
     }
+    backend.finish().await;
     for ack in closers {
         let _ = ack.send(());
     }

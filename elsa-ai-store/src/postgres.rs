@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -14,11 +14,11 @@ use elsa_ai_abstractions::{
 };
 use elsa_workflows::{Page, PageRequest, TenantId};
 use sqlx::migrate::Migrator;
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgListener, PgPool, PgPoolOptions, Postgres};
+use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
+use sqlx::{ConnectOptions, Connection};
 use tokio::sync::mpsc;
 
-use crate::error::{StoreError, failed, is_unique_violation, store_closed};
+use crate::error::{Fault, StoreError, failed, is_unique_violation, store_closed};
 use crate::group_commit::{
     BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
 };
@@ -56,8 +56,8 @@ impl std::fmt::Debug for PostgresStoreOptions {
 
 impl PostgresStoreOptions {
     /// The database at `url` (`postgres://user:password@host:port/database`, or with
-    /// `?host=/socket/dir` for a Unix socket), with the defaults: 16 connections, a 10 s wait
-    /// for a free connection, [`Batching::default`] and up to 4 batches of each kind
+    /// `?host=/socket/dir` for a Unix socket), with the defaults: 16 pooled connections, a
+    /// 10 s wait for a free one, [`Batching::default`] and up to 4 batches of each kind
     /// committing at once.
     pub fn new(url: impl Into<String>) -> Self {
         Self {
@@ -69,7 +69,8 @@ impl PostgresStoreOptions {
         }
     }
 
-    /// The most connections this process opens.
+    /// The most connections the pool opens (reads, and writes that are not group-committed);
+    /// the group-commit writers open their own, at most `audit_concurrency` each.
     pub fn max_connections(mut self, connections: u32) -> Self {
         self.max_connections = connections.max(1);
         self
@@ -89,9 +90,10 @@ impl PostgresStoreOptions {
         self
     }
 
-    /// How many audit batches (and as many journal batches, and conversation batches) may be
-    /// committing at once, each on a connection of its own (PostgreSQL overlaps their
-    /// commits). Keep three times this below `max_connections`.
+    /// How many audit batches (and as many journal batches, opening batches and conversation
+    /// batches) may be committing at once, each on a connection of its own (PostgreSQL
+    /// overlaps their commits). The writers keep these connections apart from the pool: a
+    /// process opens up to four times this many besides `max_connections`.
     pub fn audit_concurrency(mut self, batches: usize) -> Self {
         self.audit_concurrency = batches.max(1);
         self
@@ -106,16 +108,20 @@ impl PostgresStoreOptions {
 /// conditional `UPDATE` (PostgreSQL re-checks the revision after a concurrent writer commits,
 /// so exactly one of them wins), journal sequences are guarded by the primary key, and
 /// migrations take PostgreSQL's advisory lock so that replicas starting together migrate
-/// once. Audit records and journal appends are group-committed. Clones share the pool and
-/// the writers.
+/// once. Audit records, journal appends and conversation writes are group-committed, each
+/// writer on connections of its own beside the pool. Clones share the pool and the writers.
 #[derive(Clone, Debug)]
 pub struct PostgresStore {
     pool: PgPool,
     audit: Arc<GroupCommitWriter<AuditRow>>,
     /// Stream-journal appends, group-committed like the audit records.
     journal: Arc<GroupCommitWriter<StreamRow>>,
-    /// Conversation writes (creations, messages, provider sessions) and turn claims,
-    /// group-committed: what a turn waits for before its first event.
+    /// What a turn waits for before its first event (conversation creations and turn
+    /// claims), group-committed apart from `conversations`: each of its batches is one
+    /// statement, never queued behind a transaction of several.
+    openings: Arc<GroupCommitWriter<ConversationWrite>>,
+    /// The conversation writes a turn makes once it streams (messages appended, provider
+    /// sessions recorded), group-committed.
     conversations: Arc<GroupCommitWriter<ConversationWrite>>,
 }
 
@@ -134,40 +140,48 @@ impl PostgresStore {
             .await
             .map_err(StoreError::Connect)?;
         MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+        let connections =
+            || WriterConnections::new(&pool, options.audit_concurrency, options.acquire_timeout);
         let batches = AuditInserts {
-            pool: pool.clone(),
-            concurrency: options.audit_concurrency,
+            connections: connections(),
         };
         let audit = GroupCommitWriter::spawn(batches, options.audit);
         let appends = JournalInserts {
             pool: pool.clone(),
-            concurrency: options.audit_concurrency,
+            connections: connections(),
         };
         let journal = GroupCommitWriter::spawn(appends, options.audit);
-        let writes = ConversationWrites {
-            pool: pool.clone(),
-            concurrency: options.audit_concurrency,
+        let conversation_writer = || {
+            let writes = ConversationWrites {
+                pool: pool.clone(),
+                connections: connections(),
+            };
+            Arc::new(GroupCommitWriter::spawn(writes, options.audit))
         };
-        let conversations = GroupCommitWriter::spawn(writes, options.audit);
         Ok(Self {
-            pool,
             audit: Arc::new(audit),
             journal: Arc::new(journal),
-            conversations: Arc::new(conversations),
+            openings: conversation_writer(),
+            conversations: conversation_writer(),
+            pool,
         })
     }
 
-    /// Returns once every audit record and journal append accepted so far is committed.
+    /// Returns once every audit record, journal append and conversation write accepted so far
+    /// is committed.
     pub async fn flush(&self) -> Result<(), AiError> {
         self.audit.flush().await?;
+        self.openings.flush().await?;
         self.conversations.flush().await?;
         self.journal.flush().await
     }
 
-    /// Writes every accepted audit record and journal append, then closes the pool. Later
-    /// calls on this store (and its clones) fail.
+    /// Writes every accepted audit record, journal append and conversation write, then closes
+    /// the writers' connections and the pool. Later calls on this store (and its clones)
+    /// fail.
     pub async fn close(&self) {
         self.audit.close().await;
+        self.openings.close().await;
         self.conversations.close().await;
         self.journal.close().await;
         self.pool.close().await;
@@ -288,10 +302,87 @@ impl PostgresStore {
     }
 }
 
+/// The connections one group-commit writer's batches run on, kept apart from the pool: a
+/// pooled connection costs a batch two more round trips (sqlx checks it when it is taken and
+/// again when it is given back), which under load is more of the database's time than the
+/// batch itself. A batch takes an idle connection, or opens one; at most `concurrency` exist
+/// because at most that many batches run at once.
+struct WriterConnections {
+    options: Arc<sqlx::postgres::PgConnectOptions>,
+    idle: std::sync::Mutex<Vec<(PgConnection, Instant)>>,
+    concurrency: usize,
+    /// How long a batch waits for a connection, like a pooled call (the pool's
+    /// `acquire_timeout`).
+    timeout: Duration,
+}
+
+impl WriterConnections {
+    /// A connection idle longer than this is checked before a batch uses it (a quiet spell
+    /// is when a server or a proxy in between may have closed it); a busy one is not.
+    const CHECK_AFTER: Duration = Duration::from_secs(1);
+
+    fn new(pool: &PgPool, concurrency: usize, timeout: Duration) -> Self {
+        Self {
+            options: pool.connect_options(),
+            idle: std::sync::Mutex::new(Vec::with_capacity(concurrency)),
+            concurrency,
+            timeout,
+        }
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(PgConnection, Instant)>> {
+        // Held only to push or pop; nothing panics while it is held.
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A connection for one batch: an idle one that still answers, or a new one; 503
+    /// `store_unavailable` (as `PoolTimedOut`) when none is had within the timeout.
+    async fn take(&self) -> Result<PgConnection, sqlx::Error> {
+        let taken = async {
+            loop {
+                let Some((mut connection, since)) = self.idle().pop() else {
+                    return self.options.connect().await;
+                };
+                if since.elapsed() < Self::CHECK_AFTER || connection.ping().await.is_ok() {
+                    return Ok(connection);
+                }
+            }
+        };
+        tokio::time::timeout(self.timeout, taken)
+            .await
+            .unwrap_or(Err(sqlx::Error::PoolTimedOut))
+    }
+
+    /// Closes the idle connections (the writer has stopped; none is in use).
+    async fn close(&self) {
+        let idle = std::mem::take(&mut *self.idle());
+        for (connection, _) in idle {
+            let _ = connection.close().await;
+        }
+    }
+
+    /// Gives `connection` back after a batch ended with `outcome`: kept unless the failure
+    /// may have left it broken (anything but the database refusing a statement while
+    /// available).
+    fn settle<T>(&self, connection: PgConnection, outcome: &Result<T, sqlx::Error>) {
+        let usable = match outcome {
+            Ok(_) => true,
+            Err(error) => {
+                matches!(error, sqlx::Error::Database(_) | sqlx::Error::RowNotFound)
+                    && !error.is_unavailable()
+            }
+        };
+        if usable {
+            self.idle().push((connection, Instant::now()));
+        }
+    }
+}
+
 /// Audit batches, one `INSERT` each.
 struct AuditInserts {
-    pool: PgPool,
-    concurrency: usize,
+    connections: WriterConnections,
 }
 
 #[async_trait]
@@ -301,6 +392,42 @@ impl BatchInsert for AuditInserts {
     type Aftermath = ();
 
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
+        let mut connection = self.connections.take().await?;
+        let inserted = Self::insert_on(&mut connection, rows).await;
+        self.connections.settle(connection, &inserted);
+        inserted
+    }
+
+    fn concurrent_batches(&self) -> usize {
+        self.connections.concurrency
+    }
+
+    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+        is_unique_violation(error)
+    }
+
+    async fn row_failed(&self, row: &AuditRow, error: sqlx::Error) -> AiError {
+        audit_record_failed(row, is_unique_violation(&error), error)
+    }
+
+    fn batch_failed(error: sqlx::Error) -> AiError {
+        audit_batch_failed(error)
+    }
+
+    async fn finish(&self) {
+        self.connections.close().await;
+    }
+
+    fn closed(_: Option<&AuditRow>) -> AiError {
+        audit_closed()
+    }
+}
+
+impl AuditInserts {
+    async fn insert_on(
+        connection: &mut PgConnection,
+        rows: &[AuditRow],
+    ) -> Result<(), sqlx::Error> {
         // One statement for the whole batch: the columns travel as arrays.
         let column = |f: fn(&AuditRow) -> &str| rows.iter().map(f).collect::<Vec<_>>();
         let optional = |f: fn(&AuditRow) -> Option<&str>| rows.iter().map(f).collect::<Vec<_>>();
@@ -325,29 +452,9 @@ impl BatchInsert for AuditInserts {
         .bind(optional(|r| r.tool_name.as_deref()))
         .bind(optional(|r| r.trace_id.as_deref()))
         .bind(column(|r| &r.body))
-        .execute(&self.pool)
+        .execute(connection)
         .await?;
         Ok(())
-    }
-
-    fn concurrent_batches(&self) -> usize {
-        self.concurrency
-    }
-
-    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
-        is_unique_violation(error)
-    }
-
-    async fn row_failed(&self, row: &AuditRow, error: sqlx::Error) -> AiError {
-        audit_record_failed(row, is_unique_violation(&error), error)
-    }
-
-    fn batch_failed(error: sqlx::Error) -> AiError {
-        audit_batch_failed(error)
-    }
-
-    fn closed(_: Option<&AuditRow>) -> AiError {
-        audit_closed()
     }
 }
 
@@ -366,7 +473,7 @@ impl BatchInsert for AuditInserts {
 /// every heartbeat anyway.
 struct JournalInserts {
     pool: PgPool,
-    concurrency: usize,
+    connections: WriterConnections,
 }
 
 #[async_trait]
@@ -374,9 +481,76 @@ impl BatchInsert for JournalInserts {
     type Row = StreamRow;
     type Error = sqlx::Error;
     /// The connection that wrote the batch, and the notices to send on it.
-    type Aftermath = (PoolConnection<Postgres>, Vec<String>);
+    type Aftermath = (PgConnection, Vec<String>);
 
     async fn insert(&self, rows: &[StreamRow]) -> Result<Self::Aftermath, sqlx::Error> {
+        let mut connection = self.connections.take().await?;
+        match Self::insert_on(&mut connection, rows).await {
+            Ok(notices) => Ok((connection, notices)),
+            Err(error) => {
+                let failed = Err(error);
+                self.connections.settle(connection, &failed);
+                failed
+            }
+        }
+    }
+
+    async fn after_ack(&self, (mut connection, notices): Self::Aftermath) {
+        let announced =
+            sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
+                .bind(JOURNAL_CHANNEL)
+                .bind(&notices)
+                .execute(&mut connection)
+                .await;
+        if let Err(error) = &announced {
+            // The rows are committed and their callers answered; followers elsewhere read
+            // them at their next heartbeat.
+            tracing::warn!(%error, "announcing journal commits failed");
+        }
+        self.connections.settle(connection, &announced);
+    }
+
+    fn concurrent_batches(&self) -> usize {
+        self.connections.concurrency
+    }
+
+    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
+        matches!(error, sqlx::Error::RowNotFound) || is_unique_violation(error)
+    }
+
+    async fn row_failed(&self, row: &StreamRow, error: sqlx::Error) -> AiError {
+        if !self.is_row_refusal(&error) {
+            return failed("appending to the stream journal", error);
+        }
+        match last_sequence(&self.pool, &row.tenant_id, &row.conversation_id).await {
+            Ok(last) => conflicts::sequence_of(
+                &row.conversation_id,
+                u64::try_from(row.sequence).unwrap_or(0),
+                last,
+            ),
+            Err(error) => error,
+        }
+    }
+
+    fn batch_failed(error: sqlx::Error) -> AiError {
+        failed("appending to the stream journal", error)
+    }
+
+    async fn finish(&self) {
+        self.connections.close().await;
+    }
+
+    fn closed(_: Option<&StreamRow>) -> AiError {
+        store_closed()
+    }
+}
+
+impl JournalInserts {
+    /// The batch's one statement; the notices to announce once the callers are answered.
+    async fn insert_on(
+        connection: &mut PgConnection,
+        rows: &[StreamRow],
+    ) -> Result<Vec<String>, sqlx::Error> {
         let tenants: Vec<&str> = rows.iter().map(|r| r.tenant_id.as_str()).collect();
         let conversations: Vec<&str> = rows.iter().map(|r| r.conversation_id.as_str()).collect();
         // A turn's terminal event ends its claim in the same commit.
@@ -385,7 +559,6 @@ impl BatchInsert for JournalInserts {
             .filter(|r| is_terminal(r.event_type))
             .map(|r| (r.tenant_id.as_str(), r.conversation_id.as_str()))
             .collect();
-        let mut connection = self.pool.acquire().await?;
         // One statement, so one round trip and one commit: it finds where each conversation's
         // journal ends (one index probe per conversation), and inserts the rows and ends the
         // claims only if every row is exactly the next sequence of its conversation (the
@@ -420,7 +593,7 @@ impl BatchInsert for JournalInserts {
         .bind(rows.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
         .bind(ended.iter().map(|(t, _)| *t).collect::<Vec<_>>())
         .bind(ended.iter().map(|(_, c)| *c).collect::<Vec<_>>())
-        .fetch_one(&mut *connection)
+        .fetch_one(connection)
         .await?;
         if usize::try_from(appended).ok() != Some(rows.len()) {
             // Some row is not the next sequence: nothing was written, and each row is tried
@@ -442,51 +615,7 @@ impl BatchInsert for JournalInserts {
                 JournalNotice::encode(tenant, conversation, *sequence)
             })
             .collect();
-        Ok((connection, notices))
-    }
-
-    async fn after_ack(&self, (mut connection, notices): Self::Aftermath) {
-        if let Err(error) =
-            sqlx::query("SELECT pg_notify($1, payload) FROM UNNEST($2::text[]) AS n (payload)")
-                .bind(JOURNAL_CHANNEL)
-                .bind(&notices)
-                .execute(&mut *connection)
-                .await
-        {
-            // The rows are committed and their callers answered; followers elsewhere read
-            // them at their next heartbeat.
-            tracing::warn!(%error, "announcing journal commits failed");
-        }
-    }
-
-    fn concurrent_batches(&self) -> usize {
-        self.concurrency
-    }
-
-    fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
-        matches!(error, sqlx::Error::RowNotFound) || is_unique_violation(error)
-    }
-
-    async fn row_failed(&self, row: &StreamRow, error: sqlx::Error) -> AiError {
-        if !self.is_row_refusal(&error) {
-            return failed("appending to the stream journal", error);
-        }
-        match last_sequence(&self.pool, &row.tenant_id, &row.conversation_id).await {
-            Ok(last) => conflicts::sequence_of(
-                &row.conversation_id,
-                u64::try_from(row.sequence).unwrap_or(0),
-                last,
-            ),
-            Err(error) => error,
-        }
-    }
-
-    fn batch_failed(error: sqlx::Error) -> AiError {
-        failed("appending to the stream journal", error)
-    }
-
-    fn closed(_: Option<&StreamRow>) -> AiError {
-        store_closed()
+        Ok(notices)
     }
 }
 
@@ -531,7 +660,7 @@ impl ConversationWrite {
 /// which is then retried row by row.
 struct ConversationWrites {
     pool: PgPool,
-    concurrency: usize,
+    connections: WriterConnections,
 }
 
 /// A new conversation as a batch writes it: its row (id, tenant, owner, agent, title,
@@ -581,45 +710,11 @@ fn bind_claims<'q>(query: ArrayQuery<'q>, claims: &[&'q ClaimRow]) -> ArrayQuery
 }
 
 impl ConversationWrites {
-    /// Creations and claims in one statement (data-modifying `WITH` clauses), so in one
-    /// round trip and one commit: all rows or none. A claim on a conversation another claim
-    /// holds, like an id that exists, is a unique violation that refuses the batch (then
-    /// retried row by row).
-    async fn create_and_claim(
-        &self,
-        created: &[&CreatedRow],
-        messages: &[MessageRow<'_>],
-        claims: &[&ClaimRow],
+    /// The batch, on the writer's connection.
+    async fn insert_on(
+        connection: &mut PgConnection,
+        rows: &[ConversationWrite],
     ) -> Result<(), sqlx::Error> {
-        let query = sqlx::query(
-            "WITH created AS (INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
-             created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
-             $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])), \
-             messages AS (INSERT INTO conversation_messages (conversation_id, role, content, \
-             created_at_ns) SELECT id, role, content, at FROM UNNEST($8::text[], $9::text[], \
-             $10::text[], $11::int8[]) WITH ORDINALITY AS m (id, role, content, at, n) \
-             ORDER BY n) \
-             INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
-             lease_until_ns) SELECT * FROM UNNEST($12::text[], $13::text[], $14::text[], \
-             $15::text[], $16::int8[])",
-        );
-        bind_claims(
-            bind_messages(bind_created(query, created), messages),
-            claims,
-        )
-        .execute(&self.pool)
-        .await?;
-        Ok(())
-    }
-}
-
-#[async_trait]
-impl BatchInsert for ConversationWrites {
-    type Row = ConversationWrite;
-    type Error = sqlx::Error;
-    type Aftermath = ();
-
-    async fn insert(&self, rows: &[ConversationWrite]) -> Result<(), sqlx::Error> {
         let mut created = Vec::new();
         let mut messages: Vec<(&str, &str, &str, i64)> = Vec::new();
         let mut appended: Vec<(&str, &str, i64)> = Vec::new();
@@ -661,9 +756,9 @@ impl BatchInsert for ConversationWrites {
         }
         if appended.is_empty() && sessions.is_empty() {
             // What a new conversation's turn waits for: one statement, its own transaction.
-            return self.create_and_claim(&created, &messages, &claims).await;
+            return Self::create_and_claim(connection, &created, &messages, &claims).await;
         }
-        let mut tx = self.pool.begin().await?;
+        let mut tx = connection.begin().await?;
         if !created.is_empty() {
             let query = sqlx::query(
                 "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
@@ -741,8 +836,53 @@ impl BatchInsert for ConversationWrites {
         tx.commit().await
     }
 
+    /// Creations and claims in one statement (data-modifying `WITH` clauses), so in one
+    /// round trip and one commit: all rows or none. A claim on a conversation another claim
+    /// holds, like an id that exists, is a unique violation that refuses the batch (then
+    /// retried row by row).
+    async fn create_and_claim(
+        connection: &mut PgConnection,
+        created: &[&CreatedRow],
+        messages: &[MessageRow<'_>],
+        claims: &[&ClaimRow],
+    ) -> Result<(), sqlx::Error> {
+        let query = sqlx::query(
+            "WITH created AS (INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
+             created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
+             $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])), \
+             messages AS (INSERT INTO conversation_messages (conversation_id, role, content, \
+             created_at_ns) SELECT id, role, content, at FROM UNNEST($8::text[], $9::text[], \
+             $10::text[], $11::int8[]) WITH ORDINALITY AS m (id, role, content, at, n) \
+             ORDER BY n) \
+             INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
+             lease_until_ns) SELECT * FROM UNNEST($12::text[], $13::text[], $14::text[], \
+             $15::text[], $16::int8[])",
+        );
+        bind_claims(
+            bind_messages(bind_created(query, created), messages),
+            claims,
+        )
+        .execute(connection)
+        .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl BatchInsert for ConversationWrites {
+    type Row = ConversationWrite;
+    type Error = sqlx::Error;
+    type Aftermath = ();
+
+    async fn insert(&self, rows: &[ConversationWrite]) -> Result<(), sqlx::Error> {
+        let mut connection = self.connections.take().await?;
+        let inserted = Self::insert_on(&mut connection, rows).await;
+        self.connections.settle(connection, &inserted);
+        inserted
+    }
+
     fn concurrent_batches(&self) -> usize {
-        self.concurrency
+        self.connections.concurrency
     }
 
     fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
@@ -788,6 +928,10 @@ impl BatchInsert for ConversationWrites {
 
     fn batch_failed(error: sqlx::Error) -> AiError {
         failed("committing a batch of conversation writes", error)
+    }
+
+    async fn finish(&self) {
+        self.connections.close().await;
     }
 
     fn closed(_: Option<&ConversationWrite>) -> AiError {
@@ -946,7 +1090,7 @@ impl AiConversationStore for PostgresStore {
                 .map(ConversationWrite::message)
                 .collect::<Result<_, _>>()?,
         };
-        self.conversations.write(write).await
+        self.openings.write(write).await
     }
 
     async fn find(
@@ -1192,7 +1336,7 @@ impl AiToolEnablementStore for PostgresStore {
 impl AiTurnClaims for PostgresStore {
     async fn claim(&self, claim: &AiTurnClaim, now: DateTime<Utc>) -> Result<(), AiError> {
         // Group-committed with the turn's other opening writes.
-        self.conversations
+        self.openings
             .write(ConversationWrite::Claim(ClaimRow::new(claim, now)?))
             .await
     }

@@ -230,6 +230,81 @@ async fn postgres_audit_record_fails_while_the_database_is_unreachable() {
     assert_eq!(kept, ["after", "before"]);
 }
 
+/// PostgreSQL: the audit writer keeps its connections apart from the pool. One the server
+/// terminated fails only the batch that was using it (503, not acknowledged) and is replaced
+/// for the next; one terminated during a quiet spell is found dead before a batch uses it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_writer_replaces_a_connection_the_server_terminated() {
+    let db = TestDb::postgres().await;
+    let store = db
+        .open_postgres(PostgresStoreOptions::new(db.location()))
+        .await;
+    let tenant = TenantId::new("acme");
+    let TestDb::Postgres(database) = &db else {
+        unreachable!()
+    };
+    let mut admin = sqlx::PgConnection::connect(database.admin_url())
+        .await
+        .unwrap();
+    let terminate_all = async |admin: &mut sqlx::PgConnection| {
+        let ended: Vec<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+        )
+        .bind(database.name())
+        .fetch_all(&mut *admin)
+        .await
+        .unwrap();
+        sqlx::query("SELECT pg_terminate_backend(pid) FROM UNNEST($1::int4[]) AS ended (pid)")
+            .bind(&ended)
+            .execute(&mut *admin)
+            .await
+            .unwrap();
+        // Termination is a signal: wait until those backends are gone.
+        let deadline = std::time::Instant::now() + PATIENCE;
+        loop {
+            let left: i64 =
+                sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY($1)")
+                    .bind(&ended)
+                    .fetch_one(&mut *admin)
+                    .await
+                    .unwrap();
+            if left == 0 {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "backends still running"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+
+    store.record(event(&tenant, "first")).await.unwrap();
+    terminate_all(&mut admin).await;
+    let error = store
+        .record(event(&tenant, "on the dead connection"))
+        .await
+        .expect_err("a batch whose connection died is not acknowledged");
+    assert_eq!(
+        (error.status(), error.code()),
+        (503, "store_unavailable"),
+        "{error:?}"
+    );
+    store.record(event(&tenant, "second")).await.unwrap();
+
+    terminate_all(&mut admin).await;
+    // Past the writer's quiet spell: the idle connection is checked before it is used.
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    store.record(event(&tenant, "third")).await.unwrap();
+
+    let kept: Vec<String> = trail(&store, &tenant)
+        .await
+        .into_iter()
+        .map(|e| e.summary)
+        .collect();
+    assert_eq!(kept, ["third", "second", "first"]);
+}
+
 /// PostgreSQL: a server of its own is restarted while writers keep recording. During the
 /// outage records fail with 503 `store_unavailable` (never a 500, never acknowledged), the
 /// pool reconnects by itself afterwards, and every acknowledged record is in the trail.
