@@ -805,17 +805,25 @@ impl ConversationWrites {
             );
             bind_messages(query, &messages).execute(&mut *tx).await?;
         }
-        for (id, tenant_id, session) in &sessions {
+        if !sessions.is_empty() {
+            // One statement for all: a conversation named twice keeps the batch's last session.
+            let mut latest: HashMap<(&str, &str), &str> = HashMap::with_capacity(sessions.len());
+            for (id, tenant_id, session) in &sessions {
+                latest.insert((id, tenant_id), session);
+            }
             let touched = sqlx::query(
-                "UPDATE conversations SET provider_session = $1 WHERE id = $2 AND tenant_id = $3",
+                "UPDATE conversations SET provider_session = s.session FROM UNNEST($1::text[], \
+                 $2::text[], $3::text[]) AS s (id, tenant_id, session) \
+                 WHERE conversations.id = s.id AND conversations.tenant_id = s.tenant_id",
             )
-            .bind(session)
-            .bind(id)
-            .bind(tenant_id)
+            .bind(latest.keys().map(|(id, _)| *id).collect::<Vec<_>>())
+            .bind(latest.keys().map(|(_, tenant)| *tenant).collect::<Vec<_>>())
+            .bind(latest.values().copied().collect::<Vec<_>>())
             .execute(&mut *tx)
             .await?
             .rows_affected();
-            if touched == 0 {
+            // Every one must be a conversation of its tenant, or the batch is refused.
+            if touched != latest.len() as u64 {
                 return Err(sqlx::Error::RowNotFound);
             }
         }

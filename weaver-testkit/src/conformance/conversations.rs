@@ -1,10 +1,11 @@
-//! [`AiConversationStore`]: creation, tenant scope, messages, the owner's list and retention
-//! (which also purges the [`AiStreamJournal`] of every purged conversation).
+//! [`AiConversationStore`]: creation, tenant scope, messages, provider sessions, the owner's
+//! list and retention (which also purges the [`AiStreamJournal`] of every purged
+//! conversation).
 
 use chrono::{DateTime, Duration, Utc};
 use elsa_ai_abstractions::{
-    AiConversation, AiConversationStore, AiMessage, AiStreamEvent, AiStreamEventType,
-    AiStreamJournal, ConversationId, MessageRole,
+    AiConversation, AiConversationStore, AiMessage, AiSessionHandle, AiStreamEvent,
+    AiStreamEventType, AiStreamJournal, ConversationId, MessageRole,
 };
 use elsa_workflows::{PageRequest, TenantId};
 use serde_json::json;
@@ -19,6 +20,7 @@ where
 {
     create_then_find_round_trips_in_the_tenant(store).await;
     append_message_keeps_order_and_bumps_updated_at(store).await;
+    provider_sessions_are_kept_per_conversation_in_the_tenant(store).await;
     list_is_the_owners_newest_first_without_messages(store).await;
     purge_before_drops_expired_conversations_and_their_journals(store, journal).await;
 }
@@ -87,6 +89,81 @@ pub async fn create_then_find_round_trips_in_the_tenant<S: AiConversationStore +
             .unwrap(),
         None
     );
+}
+
+/// Provider sessions recorded at once (a group-committing store writes them together) are
+/// each kept with their own conversation, the last one recorded wins, and one for a
+/// conversation outside the tenant is a 404 that changes nothing.
+pub async fn provider_sessions_are_kept_per_conversation_in_the_tenant<
+    S: AiConversationStore + ?Sized,
+>(
+    store: &S,
+) {
+    case("conversations: provider sessions are kept per conversation in the tenant");
+    let tenant = tenant();
+    let other = TenantId::new(unique("other"));
+    let now = Utc::now();
+    let conversations: Vec<AiConversation> = (0..8)
+        .map(|_| conversation(&tenant, "alice", now))
+        .collect();
+    for created in &conversations {
+        store.create(created).await.unwrap();
+        assert_eq!(
+            store.provider_session(&created.id, &tenant).await.unwrap(),
+            None
+        );
+    }
+    let session = |id: &ConversationId, n: usize| AiSessionHandle {
+        session_id: format!("session-{n}-{id}"),
+        provider: "scripted".into(),
+        conversation_id: id.clone(),
+    };
+    let sessions: Vec<AiSessionHandle> = conversations
+        .iter()
+        .enumerate()
+        .map(|(n, c)| session(&c.id, n))
+        .collect();
+    let recorded = futures::future::join_all(
+        conversations
+            .iter()
+            .zip(&sessions)
+            .map(|(c, s)| store.set_provider_session(&c.id, &tenant, s)),
+    )
+    .await;
+    assert!(recorded.iter().all(Result::is_ok), "{recorded:?}");
+    let first = &conversations[0].id;
+    let missing = ConversationId::generate();
+    let (newer, unknown, stranger) = (
+        session(first, 100),
+        session(&missing, 101),
+        session(first, 102),
+    );
+    let (replaced, unknown, elsewhere) = futures::join!(
+        store.set_provider_session(first, &tenant, &newer),
+        store.set_provider_session(&missing, &tenant, &unknown),
+        store.set_provider_session(first, &other, &stranger),
+    );
+    replaced.expect("a session is replaced");
+    assert_eq!(
+        assert_status(unknown, 404, "an unknown conversation").code(),
+        "conversation_not_found"
+    );
+    assert_eq!(
+        assert_status(elsewhere, 404, "another tenant's conversation").code(),
+        "conversation_not_found"
+    );
+    for (n, created) in conversations.iter().enumerate() {
+        let expected = session(&created.id, if n == 0 { 100 } else { n });
+        assert_eq!(
+            store.provider_session(&created.id, &tenant).await.unwrap(),
+            Some(expected)
+        );
+        assert_eq!(
+            store.provider_session(&created.id, &other).await.unwrap(),
+            None,
+            "another tenant does not see the session"
+        );
+    }
 }
 
 /// Messages are kept in the order appended; `updated_at` moves to the newest message and
