@@ -304,8 +304,7 @@ impl PostgresStore {
 
 /// The connections one group-commit writer's batches run on, kept apart from the pool: a
 /// pooled connection costs a batch two more round trips (sqlx checks it when it is taken and
-/// again when it is given back), which under load is more of the database's time than the
-/// batch itself. A batch takes an idle connection, or opens one; at most `concurrency` exist
+/// again when it is given back), waits a batch's callers need not have. A batch takes an idle connection, or opens one; at most `concurrency` exist
 /// because at most that many batches run at once.
 struct WriterConnections {
     options: Arc<sqlx::postgres::PgConnectOptions>,
@@ -355,6 +354,18 @@ impl WriterConnections {
             .unwrap_or(Err(sqlx::Error::PoolTimedOut))
     }
 
+    /// Runs `batch` on a connection of the writer's, which it keeps unless the batch's failure
+    /// may have broken it.
+    async fn with<T>(
+        &self,
+        batch: impl AsyncFnOnce(&mut PgConnection) -> Result<T, sqlx::Error>,
+    ) -> Result<T, sqlx::Error> {
+        let mut connection = self.take().await?;
+        let outcome = batch(&mut connection).await;
+        self.settle(connection, &outcome);
+        outcome
+    }
+
     /// Closes the idle connections (the writer has stopped; none is in use).
     async fn close(&self) {
         let idle = std::mem::take(&mut *self.idle());
@@ -392,10 +403,9 @@ impl BatchInsert for AuditInserts {
     type Aftermath = ();
 
     async fn insert(&self, rows: &[AuditRow]) -> Result<(), sqlx::Error> {
-        let mut connection = self.connections.take().await?;
-        let inserted = Self::insert_on(&mut connection, rows).await;
-        self.connections.settle(connection, &inserted);
-        inserted
+        self.connections
+            .with(async |connection| Self::insert_on(connection, rows).await)
+            .await
     }
 
     fn concurrent_batches(&self) -> usize {
@@ -883,10 +893,9 @@ impl BatchInsert for ConversationWrites {
     type Aftermath = ();
 
     async fn insert(&self, rows: &[ConversationWrite]) -> Result<(), sqlx::Error> {
-        let mut connection = self.connections.take().await?;
-        let inserted = Self::insert_on(&mut connection, rows).await;
-        self.connections.settle(connection, &inserted);
-        inserted
+        self.connections
+            .with(async |connection| Self::insert_on(connection, rows).await)
+            .await
     }
 
     fn concurrent_batches(&self) -> usize {
