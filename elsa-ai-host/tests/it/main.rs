@@ -1,6 +1,6 @@
 //! elsa-ai-host's integration tests, one binary: governance step by step, the registries and
-//! enablement, context, the orchestrator and reconnects, proposals, retention, telemetry and the
-//! store conformance suite on the in-memory stores.
+//! enablement, context, the orchestrator and reconnects, proposals, retention and the store
+//! conformance suite on the in-memory stores. Telemetry has a binary of its own (`telemetry.rs`).
 
 mod context;
 mod enablement;
@@ -13,4 +13,3 @@ mod reconnect;
 mod registry;
 mod retention;
 mod store_conformance;
-mod telemetry;

@@ -1,4 +1,9 @@
 //! Governed tool calls are traced with the OpenTelemetry GenAI attribute names.
+//!
+//! A binary of its own: `tracing` caches whether a callsite is enabled when the callsite is
+//! first hit, and a test without a subscriber hitting it on another thread at the moment a
+//! test here installs one can leave it cached as disabled. Every test here installs a
+//! subscriber before it runs anything.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
