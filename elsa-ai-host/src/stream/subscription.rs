@@ -11,7 +11,10 @@
 //! A turn's own stream skips the first read: its receiver is opened before the turn's first
 //! event is appended, and the turn holds the conversation, so that event is handed over and
 //! everything after it is in the receiver. On the first-event path that saves two journal
-//! reads per turn (the event, then the empty read that switches to live).
+//! reads per turn (the event, then the empty read that switches to live). Its end needs no
+//! read either: when the turn ends, the terminal event is taken from the receiver once its
+//! append is through, and the journal (and where the conversation stands) is consulted only
+//! if the event is not there.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -226,7 +229,7 @@ impl Subscription {
             };
         }
         tokio::select! {
-            received = self.live.recv() => match received {
+            received = self.live.recv() => return match received {
                 Ok(event) => Some(event),
                 // Lagged: the buffer overflowed. Closed cannot happen while this subscription
                 // holds the channel, but the journal is the answer to both.
@@ -235,8 +238,15 @@ impl Subscription {
                     None
                 }
             },
-            // The turn ended: whatever it wrote is in the journal.
-            _ = self.turn.wait_for(Option::is_none) => {
+            _ = self.turn.wait_for(Option::is_none) => {}
+        }
+        // The turn ended, and its terminal event is being appended (the turn is freed first).
+        // Once that append is through, the event is in the receiver unless it failed or the
+        // receiver lagged; only then is the journal read.
+        self.channel.settled().await;
+        match self.live.try_recv() {
+            Ok(event) => Some(event),
+            Err(_) => {
                 self.mode = Mode::Replay;
                 None
             }
