@@ -62,6 +62,9 @@ pub struct ToolCallScope {
     /// The span each call's `execute_tool` span is a child of (the chat turn's, whichever
     /// task the provider calls from); `None` uses the span current at the call.
     pub span: Option<Span>,
+    /// Whether the host already checked that the caller owns the conversation for this turn
+    /// (the orchestrator does at admission), so step 6 need not read it again.
+    owner_verified: bool,
 }
 
 impl std::fmt::Debug for ToolCallScope {
@@ -87,6 +90,7 @@ impl ToolCallScope {
             events: None,
             cancellation: CancellationToken::new(),
             span: None,
+            owner_verified: false,
         }
     }
 
@@ -99,6 +103,14 @@ impl ToolCallScope {
     /// Binds the calls to a conversation (whose ownership step 6 checks).
     pub fn with_conversation(mut self, conversation_id: ConversationId) -> Self {
         self.conversation_id = Some(conversation_id);
+        self
+    }
+
+    /// Binds the calls to a conversation the host has already found the caller owns for
+    /// this turn: step 6 takes that verdict instead of reading the conversation again.
+    pub(crate) fn with_owned_conversation(mut self, conversation_id: ConversationId) -> Self {
+        self.conversation_id = Some(conversation_id);
+        self.owner_verified = true;
         self
     }
 
@@ -234,8 +246,8 @@ impl ToolGovernor {
     pub fn bind(&self, scope: ToolCallScope) -> Arc<dyn AiProviderToolInvoker> {
         Arc::new(BoundToolInvoker {
             governor: self.governor.clone(),
+            ownership: OnceCell::new_with(scope.owner_verified.then_some(Ok(()))),
             scope,
-            ownership: OnceCell::new(),
             narrowed: OnceLock::new(),
         })
     }
@@ -468,5 +480,44 @@ impl BoundToolInvoker {
         let result = Box::pin(finished).await;
         self.passed(call_id, GovernanceStep::EmitEvents);
         result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use elsa_ai_abstractions::AiToolOutcome;
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::governance::{GovernanceHarness, TEST_AGENT, invocation, read_tool};
+
+    #[tokio::test]
+    async fn a_turn_whose_conversation_the_host_checked_is_not_read_again() {
+        let harness = GovernanceHarness::builder()
+            .definition(read_tool("demo.read"))
+            .build();
+        // Not in the store: only the host's verdict lets the call through.
+        let scope = ToolCallScope::new(harness.caller(), TEST_AGENT)
+            .with_owned_conversation(ConversationId::new("checked-at-admission"));
+        let invoker = harness.governor.bind(scope);
+        for _ in 0..2 {
+            let result = invoker.invoke(invocation("demo.read", json!({}))).await;
+            assert_eq!(result.outcome, AiToolOutcome::Success, "{result:?}");
+        }
+        assert_eq!(harness.conversations.finds(), 0);
+
+        // The same conversation bound the ordinary way is looked up, and refused.
+        let scope = ToolCallScope::new(harness.caller(), TEST_AGENT)
+            .with_conversation(ConversationId::new("checked-at-admission"));
+        let result = harness
+            .governor
+            .bind(scope)
+            .invoke(invocation("demo.read", json!({})))
+            .await;
+        assert_eq!(harness.conversations.finds(), 1);
+        assert_eq!(
+            result.error.as_ref().map(|e| e.code.as_str()),
+            Some("conversation_not_found")
+        );
     }
 }

@@ -91,7 +91,8 @@ pub(super) async fn run(core: Arc<Core>, turn: Turn) {
 async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
     let invoker = core.governor.bind(
         ToolCallScope::new(turn.caller.clone(), turn.agent.name.clone())
-            .with_conversation(turn.conversation_id.clone())
+            // Admission found (or made) the conversation the caller's.
+            .with_owned_conversation(turn.conversation_id.clone())
             .with_attachments(turn.attachments.clone())
             .with_events(events.clone())
             .with_cancellation(turn.cancellation.clone())
