@@ -304,8 +304,9 @@ impl PostgresStore {
 
 /// The connections one group-commit writer's batches run on, kept apart from the pool: a
 /// pooled connection costs a batch two more round trips (sqlx checks it when it is taken and
-/// again when it is given back), waits a batch's callers need not have. A batch takes an idle connection, or opens one; at most `concurrency` exist
-/// because at most that many batches run at once.
+/// again when it is given back), waits a batch's callers need not have. A batch takes an idle
+/// connection, or opens one; at most `concurrency` exist because at most that many batches
+/// run at once.
 struct WriterConnections {
     options: Arc<sqlx::postgres::PgConnectOptions>,
     idle: std::sync::Mutex<Vec<(PgConnection, Instant)>>,
@@ -719,6 +720,15 @@ fn bind_claims<'q>(query: ArrayQuery<'q>, claims: &[&'q ClaimRow]) -> ArrayQuery
         .bind(claims.iter().map(|c| c.lease_until_ns).collect::<Vec<_>>())
 }
 
+/// What one batch changes on an existing conversation's row.
+#[derive(Default)]
+struct RowChange<'a> {
+    /// The latest time of a message appended to it.
+    appended_at: Option<i64>,
+    /// The last provider session recorded for it.
+    session: Option<&'a str>,
+}
+
 impl ConversationWrites {
     /// The batch, on the writer's connection.
     async fn insert_on(
@@ -727,9 +737,9 @@ impl ConversationWrites {
     ) -> Result<(), sqlx::Error> {
         let mut created = Vec::new();
         let mut messages: Vec<(&str, &str, &str, i64)> = Vec::new();
-        let mut appended: Vec<(&str, &str, i64)> = Vec::new();
-        let mut appended_messages: Vec<(&str, &str, &str, &str, i64)> = Vec::new();
-        let mut sessions: Vec<(&str, &str, &str)> = Vec::new();
+        let mut appended: Vec<(&str, &str, &str, i64)> = Vec::new();
+        // Written in one statement: one new row version per conversation, whatever changed.
+        let mut touched: HashMap<(&str, &str), RowChange> = HashMap::new();
         let mut claims = Vec::new();
         for row in rows {
             match row {
@@ -747,24 +757,26 @@ impl ConversationWrites {
                     tenant_id,
                     message: (role, content, at),
                 } => {
-                    appended.push((id.as_str(), tenant_id.as_str(), *at));
-                    appended_messages.push((
-                        id.as_str(),
-                        tenant_id.as_str(),
-                        role,
-                        content.as_str(),
-                        *at,
-                    ));
+                    let change = touched
+                        .entry((id.as_str(), tenant_id.as_str()))
+                        .or_default();
+                    change.appended_at = change.appended_at.max(Some(*at));
+                    appended.push((id.as_str(), role, content.as_str(), *at));
                 }
                 ConversationWrite::Session {
                     id,
                     tenant_id,
                     session,
-                } => sessions.push((id.as_str(), tenant_id.as_str(), session.as_str())),
+                } => {
+                    touched
+                        .entry((id.as_str(), tenant_id.as_str()))
+                        .or_default()
+                        .session = Some(session)
+                }
                 ConversationWrite::Claim(claim) => claims.push(claim),
             }
         }
-        if appended.is_empty() && sessions.is_empty() {
+        if touched.is_empty() {
             // What a new conversation's turn waits for: one statement, its own transaction.
             return Self::create_and_claim(connection, &created, &messages, &claims).await;
         }
@@ -777,35 +789,30 @@ impl ConversationWrites {
             );
             bind_created(query, &created).execute(&mut *tx).await?;
         }
-        if !appended.is_empty() {
-            // Every appended-to conversation must be in its tenant, or the batch is refused.
-            let mut distinct: Vec<(&str, &str)> = appended
-                .iter()
-                .map(|(id, tenant, _)| (*id, *tenant))
-                .collect();
-            distinct.sort_unstable();
-            distinct.dedup();
-            let touched = sqlx::query(
-                "UPDATE conversations SET updated_at_ns = GREATEST(updated_at_ns, u.at) \
-                 FROM (SELECT id, tenant_id, MAX(at) AS at FROM UNNEST($1::text[], $2::text[], \
-                 $3::int8[]) AS a (id, tenant_id, at) GROUP BY id, tenant_id) AS u \
-                 WHERE conversations.id = u.id AND conversations.tenant_id = u.tenant_id",
-            )
-            .bind(appended.iter().map(|a| a.0).collect::<Vec<_>>())
-            .bind(appended.iter().map(|a| a.1).collect::<Vec<_>>())
-            .bind(appended.iter().map(|a| a.2).collect::<Vec<_>>())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if touched != distinct.len() as u64 {
-                return Err(sqlx::Error::RowNotFound);
-            }
-            messages.extend(
-                appended_messages
-                    .iter()
-                    .map(|(id, _, role, content, at)| (*id, *role, *content, *at)),
-            );
+        let updated = sqlx::query(
+            "UPDATE conversations SET updated_at_ns = GREATEST(updated_at_ns, u.at), \
+             provider_session = COALESCE(u.session, provider_session) \
+             FROM UNNEST($1::text[], $2::text[], $3::int8[], $4::text[]) \
+             AS u (id, tenant_id, at, session) \
+             WHERE conversations.id = u.id AND conversations.tenant_id = u.tenant_id",
+        )
+        .bind(touched.keys().map(|(id, _)| *id).collect::<Vec<_>>())
+        .bind(
+            touched
+                .keys()
+                .map(|(_, tenant)| *tenant)
+                .collect::<Vec<_>>(),
+        )
+        .bind(touched.values().map(|c| c.appended_at).collect::<Vec<_>>())
+        .bind(touched.values().map(|c| c.session).collect::<Vec<_>>())
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+        // Every one must be a conversation of its tenant, or the batch is refused.
+        if updated != touched.len() as u64 {
+            return Err(sqlx::Error::RowNotFound);
         }
+        messages.extend(appended);
         if !messages.is_empty() {
             let query = sqlx::query(
                 "INSERT INTO conversation_messages (conversation_id, role, content, \
@@ -814,28 +821,6 @@ impl ConversationWrites {
                  AS m (id, role, content, at, n) ORDER BY n",
             );
             bind_messages(query, &messages).execute(&mut *tx).await?;
-        }
-        if !sessions.is_empty() {
-            // One statement for all: a conversation named twice keeps the batch's last session.
-            let mut latest: HashMap<(&str, &str), &str> = HashMap::with_capacity(sessions.len());
-            for (id, tenant_id, session) in &sessions {
-                latest.insert((id, tenant_id), session);
-            }
-            let touched = sqlx::query(
-                "UPDATE conversations SET provider_session = s.session FROM UNNEST($1::text[], \
-                 $2::text[], $3::text[]) AS s (id, tenant_id, session) \
-                 WHERE conversations.id = s.id AND conversations.tenant_id = s.tenant_id",
-            )
-            .bind(latest.keys().map(|(id, _)| *id).collect::<Vec<_>>())
-            .bind(latest.keys().map(|(_, tenant)| *tenant).collect::<Vec<_>>())
-            .bind(latest.values().copied().collect::<Vec<_>>())
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            // Every one must be a conversation of its tenant, or the batch is refused.
-            if touched != latest.len() as u64 {
-                return Err(sqlx::Error::RowNotFound);
-            }
         }
         if !claims.is_empty() {
             let query = sqlx::query(
