@@ -8,7 +8,11 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use elsa_ai_host::testing::governance::{GovernanceHarness, invocation, proposal_tool, read_tool};
+use elsa_ai_host::testing::chat::{ChatHarness, ChatHarnessBuilder};
+use elsa_ai_host::testing::governance::{
+    GovernanceHarness, TestTool, invocation, proposal_tool, read_tool,
+};
+use elsa_ai_scripted::Script;
 use serde_json::json;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -21,6 +25,24 @@ type SpanFields = (String, BTreeMap<String, String>);
 /// Every span created, in order, with the fields recorded on it (also later, by id).
 #[derive(Clone, Default)]
 struct Spans(Arc<Mutex<Vec<SpanFields>>>, Arc<Mutex<Vec<u64>>>);
+
+impl Spans {
+    /// Records every span this thread creates until the guard drops.
+    fn install(&self) -> tracing::subscriber::DefaultGuard {
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+    }
+
+    /// The fields of every span named `name`, in the order they were created.
+    fn named(&self, name: &str) -> Vec<BTreeMap<String, String>> {
+        self.0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(span, _)| span == name)
+            .map(|(_, fields)| fields.clone())
+            .collect()
+    }
+}
 
 struct Fields<'a>(&'a mut BTreeMap<String, String>);
 
@@ -66,11 +88,22 @@ where
     }
 }
 
+/// A chat whose scripted turn calls `demo.read` (a tool that echoes its arguments) once and
+/// replies `done`.
+fn one_tool_call_chat() -> ChatHarnessBuilder {
+    ChatHarness::builder()
+        .tool(Arc::new(TestTool::echo(read_tool("demo.read"))))
+        .script(
+            Script::new()
+                .tool_call("demo.read", json!({}))
+                .reply("done"),
+        )
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn each_call_has_an_execute_tool_span_with_genai_attributes_and_its_outcome() {
     let spans = Spans::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let _guard = spans.install();
     let harness = GovernanceHarness::builder()
         .definition(read_tool("demo.read"))
         .definition(proposal_tool("demo.propose"))
@@ -81,14 +114,9 @@ async fn each_call_has_an_execute_tool_span_with_genai_attributes_and_its_outcom
     denied.call_id = "call-2".into();
     invoker.invoke(denied).await;
 
-    let spans = spans.0.lock().unwrap().clone();
-    let tools: Vec<&BTreeMap<String, String>> = spans
-        .iter()
-        .filter(|(name, _)| name == "execute_tool")
-        .map(|(_, f)| f)
-        .collect();
+    let tools = spans.named("execute_tool");
     assert_eq!(tools.len(), 2);
-    let first = tools[0];
+    let first = &tools[0];
     assert_eq!(first["gen_ai.operation.name"], "execute_tool");
     assert_eq!(first["gen_ai.tool.name"], "demo.read");
     assert_eq!(first["gen_ai.tool.call.id"], "call-1");
@@ -102,37 +130,20 @@ async fn each_call_has_an_execute_tool_span_with_genai_attributes_and_its_outcom
 #[tokio::test(flavor = "current_thread")]
 async fn each_chat_turn_has_a_chat_span_with_genai_attributes_and_its_outcome() {
     use elsa_ai_abstractions::AiStreamEventType;
-    use elsa_ai_host::testing::chat::ChatHarness;
     use elsa_ai_host::testing::governance::TEST_AGENT;
-    use elsa_ai_scripted::Script;
 
     let spans = Spans::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
-    let harness = ChatHarness::builder()
-        .tool(std::sync::Arc::new(
-            elsa_ai_host::testing::governance::TestTool::echo(read_tool("demo.read")),
-        ))
-        .script(
-            Script::new()
-                .tool_call("demo.read", json!({}))
-                .reply("done"),
-        )
-        .build();
+    let _guard = spans.install();
+    let harness = one_tool_call_chat().build();
     let events = harness.run(harness.request("hi")).await;
     assert_eq!(
         events.last().unwrap().event_type,
         AiStreamEventType::ConversationCompleted
     );
 
-    let spans = spans.0.lock().unwrap().clone();
-    let chats: Vec<&BTreeMap<String, String>> = spans
-        .iter()
-        .filter(|(name, _)| name == "chat")
-        .map(|(_, f)| f)
-        .collect();
+    let chats = spans.named("chat");
     assert_eq!(chats.len(), 1);
-    let chat = chats[0];
+    let chat = &chats[0];
     assert_eq!(chat["gen_ai.operation.name"], "chat");
     assert_eq!(chat["gen_ai.system"], "scripted");
     assert_eq!(chat["gen_ai.provider.name"], "scripted");
@@ -144,11 +155,8 @@ async fn each_chat_turn_has_a_chat_span_with_genai_attributes_and_its_outcome() 
     assert_eq!(chat["otel.name"], "chat scripted");
     assert_eq!(chat["weaver.turn.tool_calls"], "1");
     assert_eq!(chat["weaver.turn.outcome"], "completed");
-    let tool = spans
-        .iter()
-        .find(|(name, _)| name == "execute_tool")
-        .map(|(_, f)| f)
-        .expect("the tool call is traced");
+    let tools = spans.named("execute_tool");
+    let tool = tools.first().expect("the tool call is traced");
     assert_eq!(
         tool.get("parent").map(String::as_str),
         Some("chat"),
@@ -181,22 +189,11 @@ impl elsa_ai_host::TraceIdSource for RootSpanTraces {
 #[tokio::test(flavor = "current_thread")]
 async fn a_turns_audit_records_and_its_first_event_name_the_turns_trace() {
     use elsa_ai_abstractions::{AiAuditLog, AiStreamEventType, AuditQuery};
-    use elsa_ai_host::testing::chat::ChatHarness;
-    use elsa_ai_scripted::Script;
 
     let spans = Spans::default();
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
-    let harness = ChatHarness::builder()
+    let _guard = spans.install();
+    let harness = one_tool_call_chat()
         .traces(Arc::new(RootSpanTraces))
-        .tool(std::sync::Arc::new(
-            elsa_ai_host::testing::governance::TestTool::echo(read_tool("demo.read")),
-        ))
-        .script(
-            Script::new()
-                .tool_call("demo.read", json!({}))
-                .reply("done"),
-        )
         .build();
     let events = harness.run(harness.request("hi")).await;
     let started = &events[0];
@@ -234,13 +231,10 @@ async fn a_turns_audit_records_and_its_first_event_name_the_turns_trace() {
 #[tokio::test(flavor = "current_thread")]
 async fn an_untraced_host_writes_no_trace_id() {
     use elsa_ai_abstractions::{AiAuditLog, AuditQuery};
-    use elsa_ai_host::testing::chat::ChatHarness;
-    use elsa_ai_scripted::Script;
 
     // Spans exist (as in every test of this suite, so that no test caches a callsite as
     // disabled for the others), but nothing names their trace.
-    let _guard =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(Spans::default()));
+    let _guard = Spans::default().install();
     let harness = ChatHarness::builder()
         .script(Script::new().reply("done"))
         .build();
