@@ -6,13 +6,13 @@
 //! later conversation writes; on SQLite one for all) and wait for their own acknowledgement.
 //! The writer takes whatever has queued up (up to [`Batching::max_batch`]), writes it in one
 //! transaction and acknowledges each caller only after the commit, so throughput grows with
-//! concurrency while no caller proceeds before its row is durable. Where the database overlaps commits
-//! (PostgreSQL), several batches may be committing at once; while every slot is busy, the
-//! next batch grows. A failed batch fails each of its callers; a batch refused only because
-//! of one row (an audit id that already exists, a journal sequence that is not the next one)
-//! is retried row by row, so that only that row's caller fails. [`GroupCommitWriter::close`]
-//! stops intake, writes everything that was accepted and then ends the task: nothing accepted
-//! is lost.
+//! concurrency while no caller proceeds before its row is durable. Where the database
+//! overlaps commits (PostgreSQL), several batches may be committing at once; while every slot
+//! is busy, the next batch grows. A failed batch fails each of its callers; a batch refused
+//! only because of one row (an audit id that already exists, a journal sequence that is not
+//! the next one) is retried row by row, so that only that row's caller fails.
+//! [`GroupCommitWriter::close`] stops intake, writes everything that was accepted and then
+//! ends the task: nothing accepted is lost.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
