@@ -26,15 +26,19 @@ impl Permission {
     pub const APPLY_WORKFLOWS: Self = Self::from_static("apply:workflows");
     /// Administer the AI platform: tool enablement and the audit trail.
     pub const ADMIN_AI: Self = Self::from_static("admin:ai");
+    /// Search a tenant's runtime records (instances, incidents) without naming a workflow,
+    /// instance, diagnostics scope or time range (SPEC §9, upstream FR-010).
+    pub const ANALYZE_TENANT: Self = Self::from_static("analyze:tenant");
 
     /// Every permission Weaver defines.
-    pub const ALL: [Self; 6] = [
+    pub const ALL: [Self; 7] = [
         Self::READ_WORKFLOWS,
         Self::READ_WORKFLOW_INSTANCES,
         Self::READ_ACTIVITIES,
         Self::PROPOSE_WORKFLOWS,
         Self::APPLY_WORKFLOWS,
         Self::ADMIN_AI,
+        Self::ANALYZE_TENANT,
     ];
 
     /// A permission from a static name.

@@ -72,8 +72,8 @@ pub use stream::{AiChatRequest, AiChatStream, AiOrchestrator, AiStreamEvent, AiS
 pub use tool::{
     AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolError,
     AiToolExecutionContext, AiToolFn, AiToolOutcome, AiToolQuery, AiToolRegistration,
-    AiToolRegistry, AiToolResult, AiToolServices, AuditBehavior, DangerLevel, TenantBehavior,
-    ToolMutability, ToolSource, linked_tools, tool_fn,
+    AiToolRegistry, AiToolResult, AiToolServices, AuditBehavior, DangerLevel, GroundingLimits,
+    TenantBehavior, ToolMutability, ToolNaming, ToolSource, linked_tools, tool_fn,
 };
 
 pub use inventory;

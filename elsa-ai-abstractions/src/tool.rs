@@ -75,12 +75,32 @@ pub enum ToolSource {
     Mcp,
 }
 
+/// Which spelling of their names tools are offered under (to models, MCP clients and tool
+/// lists). Either spelling reaches the same tool; this only decides which one is shown, so
+/// that a model never sees one tool twice.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolNaming {
+    /// The names of Weaver's runtime contract (`workflow.getDefinition`, `instance.get`, …).
+    #[default]
+    Contract,
+    /// The names of upstream Elsa's grounding catalog (`workflows.getDefinition`,
+    /// `instances.get`, …) where a tool has one.
+    Grounding,
+}
+
 /// The metadata of a tool: what a model sees and what governance enforces.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AiToolDefinition {
-    /// Stable, namespaced name such as `workflow.getDefinition`.
+    /// Stable, namespaced name such as `workflow.getDefinition`: the tool's canonical name,
+    /// which audit records and metrics use whatever name a call used.
     pub name: String,
+    /// The name upstream Elsa's grounding catalog (its spec 012) gives the tool, when that
+    /// differs from `name` (`workflows.getDefinition` for `workflow.getDefinition`). The tool
+    /// answers to both wherever a tool is named; [`ToolNaming::Grounding`] offers this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grounding_name: Option<String>,
     /// Name for people.
     pub display_name: String,
     /// What the tool does, written for a model.
@@ -128,6 +148,7 @@ impl AiToolDefinition {
         Self {
             display_name: name.clone(),
             name,
+            grounding_name: None,
             description: description.into(),
             input_schema: serde_json::json!({"type": "object"}),
             mutability: ToolMutability::ReadOnly,
@@ -139,6 +160,29 @@ impl AiToolDefinition {
             source: ToolSource::Module,
             enabled_by_default: true,
             timeout: None,
+        }
+    }
+
+    /// The same definition, also answering to `name` as its grounding name.
+    pub fn with_grounding_name(mut self, name: impl Into<String>) -> Self {
+        self.grounding_name = Some(name.into());
+        self
+    }
+
+    /// Every name the tool answers to: `name`, then `grounding_name` if it has one.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.name.as_str()).chain(
+            self.grounding_name
+                .as_deref()
+                .filter(|grounding| *grounding != self.name),
+        )
+    }
+
+    /// The name the tool is offered under when tools are named the `naming` way.
+    pub fn name_for(&self, naming: ToolNaming) -> &str {
+        match naming {
+            ToolNaming::Contract => &self.name,
+            ToolNaming::Grounding => self.grounding_name.as_deref().unwrap_or(&self.name),
         }
     }
 
@@ -189,6 +233,29 @@ impl std::fmt::Debug for AiToolServices {
     }
 }
 
+/// The bounds of a grounding result (SPEC §9): how many items a list holds and how many
+/// bytes of compact JSON the whole result may take. A tool that would exceed them returns
+/// fewer items and says so (`truncated`, `nextOffset`); the governor's result clamp still
+/// applies after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GroundingLimits {
+    /// The most items one list result holds (upstream's default: 25).
+    pub max_items: usize,
+    /// The largest result in bytes of compact JSON, before the governor's clamp.
+    pub max_result_bytes: usize,
+}
+
+impl Default for GroundingLimits {
+    /// 25 items (upstream Elsa's default) and 32 KiB (the governor's default result budget).
+    fn default() -> Self {
+        Self {
+            max_items: 25,
+            max_result_bytes: 32 * 1024,
+        }
+    }
+}
+
 /// Everything a tool gets for one execution, after governance has allowed it.
 #[derive(Clone, Debug)]
 pub struct AiToolExecutionContext {
@@ -210,6 +277,8 @@ pub struct AiToolExecutionContext {
     pub services: Arc<AiToolServices>,
     /// Cancelled when the turn is cancelled or the tool's timeout expires.
     pub cancellation: CancellationToken,
+    /// How large a grounding result may be.
+    pub limits: GroundingLimits,
 }
 
 impl AiToolExecutionContext {
@@ -460,6 +529,7 @@ mod tests {
     fn definitions_serialise_camel_case_with_timeout_millis() {
         let definition = AiToolDefinition {
             name: "demo.echo".into(),
+            grounding_name: None,
             display_name: "Echo".into(),
             description: "Echoes".into(),
             input_schema: serde_json::json!({"type": "object"}),

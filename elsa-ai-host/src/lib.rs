@@ -46,6 +46,7 @@
 //! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
 //! let tool = GetDefinition(AiToolDefinition {
 //!     name: "workflow.getDefinition".into(),
+//!     grounding_name: None,
 //!     display_name: "Get definition".into(),
 //!     description: "Reads one workflow definition.".into(),
 //!     input_schema: json!({"type": "object", "properties": {"id": {"type": "string"}}}),

@@ -24,6 +24,7 @@ pub(crate) fn built_in<I: JsonSchema>(
 ) -> AiToolDefinition {
     AiToolDefinition {
         name: name.to_owned(),
+        grounding_name: None,
         display_name: display_name.to_owned(),
         description: description.to_owned(),
         input_schema: AiToolDefinition::schema_for::<I>(),

@@ -156,6 +156,10 @@ pub struct ToolCallDetails {
     pub call_id: Arc<str>,
     /// The agent the call ran under.
     pub agent: Arc<str>,
+    /// The name the call used, when it was not the tool's canonical name (the record's
+    /// `toolName`): a grounding name such as `workflows.getDefinition`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub called_as: Option<Arc<str>>,
     /// The redacted arguments, shared with the call's other reports.
     pub arguments: Arc<Value>,
     /// How the call ended.
@@ -181,6 +185,9 @@ pub struct ToolDenialDetails {
     pub call_id: Arc<str>,
     /// The agent the call was made under.
     pub agent: Arc<str>,
+    /// The name the call used, when it was not the tool's canonical name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub called_as: Option<Arc<str>>,
     /// The step that refused the call, such as `checkPermissions`.
     pub step: Cow<'static, str>,
     /// The step's number in the governance pipeline (1–7).
@@ -201,6 +208,7 @@ mod tests {
         ToolCallDetails {
             call_id: "call-1".into(),
             agent: "workflow-assistant".into(),
+            called_as: None,
             arguments: Arc::new(json!({"definitionId": "wf-1"})),
             outcome: AiToolOutcome::Error,
             duration_ms: 3,
@@ -242,6 +250,7 @@ mod tests {
         let details = AuditDetails::from(ToolDenialDetails {
             call_id: "call-2".into(),
             agent: "a".into(),
+            called_as: Some("demo.alias".into()),
             step: "checkPermissions".into(),
             step_number: 6,
             arguments: Arc::new(json!({})),
@@ -250,7 +259,7 @@ mod tests {
         let text = serde_json::to_string(&details).unwrap();
         assert_eq!(
             text,
-            r#"{"callId":"call-2","agent":"a","step":"checkPermissions","stepNumber":6,"arguments":{},"error":null}"#
+            r#"{"callId":"call-2","agent":"a","calledAs":"demo.alias","step":"checkPermissions","stepNumber":6,"arguments":{},"error":null}"#
         );
         let back: AuditDetails = serde_json::from_str(&text).unwrap();
         assert_eq!(back, details);

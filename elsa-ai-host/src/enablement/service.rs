@@ -84,6 +84,13 @@ impl ToolEnablementService {
                 message: format!("tool '{}' not found", change.tool_name),
             });
         };
+        // A decision is kept under the canonical name, whichever name the change used, so a
+        // tool has one enablement state.
+        let called_as = (*change.tool_name != **tool.name()).then(|| change.tool_name.clone());
+        let change = EnablementChange {
+            tool_name: tool.name().to_string(),
+            ..change
+        };
         // A disabled agent may still be configured; an unknown one may not.
         if let Some(agent) = &change.agent
             && self.registry.agents().get(agent).is_none()
@@ -111,13 +118,16 @@ impl ToolEnablementService {
             changed_at: self.clock.now(),
         };
         let after = change.enabled && EnablementPolicy::may_enable(tool.definition()).is_ok();
-        let details = json!({
+        let mut details = json!({
             "tool": change.tool_name,
             "agent": change.agent,
             "decision": change.enabled,
             "before": {"enabled": before},
             "after": {"enabled": after},
         });
+        if let Some(called_as) = called_as {
+            details["calledAs"] = json!(called_as);
+        }
         let summary = format!(
             "{} {} tool '{}'{}",
             caller.actor_id,

@@ -22,7 +22,7 @@ use std::time::Duration;
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
     AiProviderToolInvocation, AiProviderToolInvoker, AiToolExecutionContext, AiToolResult,
-    AiToolServices, Clock, ConversationId,
+    AiToolServices, Clock, ConversationId, GroundingLimits,
 };
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
@@ -144,6 +144,7 @@ struct Governor {
     observer: Option<Arc<dyn StepObserver>>,
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
+    limits: GroundingLimits,
 }
 
 /// Builds a [`ToolGovernor`].
@@ -174,6 +175,13 @@ impl ToolGovernorBuilder {
     /// The timeout of tools whose definition names none.
     pub fn default_timeout(mut self, timeout: Duration) -> Self {
         self.governor.default_timeout = timeout;
+        self
+    }
+
+    /// The bounds of grounding results that tools apply themselves (default
+    /// [`GroundingLimits::default`]).
+    pub fn grounding_limits(mut self, limits: GroundingLimits) -> Self {
+        self.governor.limits = limits;
         self
     }
 
@@ -238,6 +246,7 @@ impl ToolGovernor {
                 observer: None,
                 metrics: Arc::new(Metrics::new()),
                 clock,
+                limits: GroundingLimits::default(),
             },
         }
     }
@@ -338,7 +347,7 @@ impl BoundToolInvoker {
             call_id,
             GovernanceStep::ResolveAgentScope,
             ResolveAgentScope {
-                agents: g.registry.agents(),
+                registry: &g.registry,
                 narrowed: &self.narrowed,
             }
             .run(actor, &scope.agent, tool_name),
@@ -394,12 +403,21 @@ impl BoundToolInvoker {
         let g = &*self.governor;
         let scope = &self.scope;
         g.metrics.tools.invoked();
-        // Shared by the call's events and audit details instead of copied into each.
-        let (call_id, tool_name): (Arc<str>, Arc<str>) =
-            (invocation.call_id.into(), invocation.tool_name.into());
+        // Shared by the call's events and audit details instead of copied into each. Records
+        // and metrics name a tool by its canonical name, whichever name the call used.
+        let call_id: Arc<str> = invocation.call_id.into();
+        let (tool_name, called_as): (Arc<str>, Option<Arc<str>>) = match g
+            .registry
+            .registered(&invocation.tool_name)
+        {
+            Some(tool) if **tool.name() == *invocation.tool_name => (Arc::clone(tool.name()), None),
+            Some(tool) => (Arc::clone(tool.name()), Some(invocation.tool_name.into())),
+            None => (invocation.tool_name.into(), None),
+        };
         let record = CallRecord {
             call_id: &call_id,
             tool_name: &tool_name,
+            called_as: called_as.as_ref(),
             caller: &scope.caller,
             agent: &scope.agent,
             conversation_id: scope.conversation_id.as_ref(),
@@ -461,6 +479,7 @@ impl BoundToolInvoker {
                 services: g.services.clone(),
                 // The tool's own token; the turn's reaches it through `ExecuteTool`.
                 cancellation: CancellationToken::new(),
+                limits: g.limits,
             };
             ExecuteTool {
                 default_timeout: g.default_timeout,

@@ -1214,6 +1214,7 @@ mod tests {
         event.details = elsa_ai_abstractions::ToolCallDetails {
             call_id: "call-sk-live-0123456789abcdefghij".into(),
             agent: "a".into(),
+            called_as: None,
             arguments: std::sync::Arc::new(
                 json!({"password": "hunter2", "text": "key sk-live-0123456789abcdefghij"}),
             ),

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use elsa_ai_abstractions::{
     AiAgentDefinition, AiCaller, AiError, AiTool, AiToolDefinition, AiToolEnablementStore,
-    AiToolQuery, AiToolRegistry, Permission, linked_tools,
+    AiToolQuery, AiToolRegistry, Permission, ToolNaming, linked_tools,
 };
 use elsa_workflows::TenantId;
 use serde_json::Value;
@@ -24,10 +24,16 @@ pub use access::{ToolPolicy, agent_names_tool, requires_tenant, tool_admits_agen
 pub use validation::{MAX_TOOL_NAME_LEN, ToolRegistrationError};
 
 /// A tool as the registry holds it: the tool, the metadata validated at registration, and
-/// what was precomputed from it (compiled input schema, permission mask).
+/// what was precomputed from it (canonical name, the definition as offered, compiled input
+/// schema, permission mask).
 pub struct RegisteredTool {
     tool: Arc<dyn AiTool>,
     definition: Arc<AiToolDefinition>,
+    /// The definition under the registry's [`ToolNaming`]: the same handle as `definition`
+    /// unless the tool is offered under its grounding name.
+    offered: Arc<AiToolDefinition>,
+    /// The canonical name, shared by every record of a call instead of copied into each.
+    name: Arc<str>,
     validator: jsonschema::Validator,
     required: PermissionMask,
     tenants: Option<Arc<[TenantId]>>,
@@ -53,6 +59,18 @@ impl RegisteredTool {
     /// The metadata as a shared handle.
     pub fn shared_definition(&self) -> &Arc<AiToolDefinition> {
         &self.definition
+    }
+
+    /// The metadata as models and clients are shown it: `name` is the spelling the
+    /// registry's [`ToolNaming`] offers (the canonical name stays in [`Self::name`]).
+    pub fn offered_definition(&self) -> &Arc<AiToolDefinition> {
+        &self.offered
+    }
+
+    /// The canonical name (the definition's `name`), which audit records and metrics use
+    /// whichever name a call used.
+    pub fn name(&self) -> &Arc<str> {
+        &self.name
     }
 
     /// The tool itself.
@@ -103,6 +121,7 @@ impl RegisteredTool {
 pub struct ToolRegistryBuilder {
     tools: Vec<PendingTool>,
     policy: ToolPolicy,
+    naming: ToolNaming,
 }
 
 /// A validated tool waiting for [`ToolRegistryBuilder::build`].
@@ -141,13 +160,14 @@ impl ToolRegistryBuilder {
     ) -> Result<Self, ToolRegistrationError> {
         let definition = tool.definition().clone();
         validation::check_definition(&definition)?;
-        if self
-            .tools
-            .iter()
-            .any(|t| t.definition.name == definition.name)
-        {
+        // One name, one tool: a grounding name may not be another tool's name either.
+        if let Some(taken) = definition.names().find(|name| {
+            self.tools
+                .iter()
+                .any(|t| t.definition.names().any(|other| other == *name))
+        }) {
             return Err(ToolRegistrationError::Duplicate {
-                name: definition.name,
+                name: taken.to_owned(),
             });
         }
         let validator = validation::compile_schema(&definition)?;
@@ -166,6 +186,13 @@ impl ToolRegistryBuilder {
         self
     }
 
+    /// Which spelling of their names tools are listed under (default
+    /// [`ToolNaming::Contract`]); calls reach a tool by either.
+    pub fn naming(mut self, naming: ToolNaming) -> Self {
+        self.naming = naming;
+        self
+    }
+
     /// The registry; tools are filtered through `agents` and the tenants' decisions in
     /// `enablement`.
     pub fn build(
@@ -173,8 +200,10 @@ impl ToolRegistryBuilder {
         agents: Arc<AgentRegistry>,
         enablement: Arc<dyn AiToolEnablementStore>,
     ) -> ToolRegistry {
+        // Listed in the order of the names they are offered under.
+        let naming = self.naming;
         self.tools
-            .sort_by(|a, b| a.definition.name.cmp(&b.definition.name));
+            .sort_by(|a, b| (a.definition.name_for(naming)).cmp(b.definition.name_for(naming)));
         let mut permissions = PermissionIndex::default();
         for PendingTool { definition, .. } in &self.tools {
             definition
@@ -197,7 +226,9 @@ impl ToolRegistryBuilder {
                     validator,
                     tenants,
                 } = pending;
-                index.insert(definition.name.clone(), position);
+                for name in definition.names() {
+                    index.insert(name.to_owned(), position);
+                }
                 if let Some(server) =
                     validation::mcp_server(&definition.name).filter(|_| access::is_mcp(&definition))
                 {
@@ -206,10 +237,21 @@ impl ToolRegistryBuilder {
                         .or_default()
                         .push(position);
                 }
+                let name = Arc::from(definition.name.as_str());
+                let definition = Arc::new(definition);
+                let offered = match definition.name_for(self.naming) {
+                    offered if offered == definition.name => Arc::clone(&definition),
+                    offered => Arc::new(AiToolDefinition {
+                        name: offered.to_owned(),
+                        ..AiToolDefinition::clone(&definition)
+                    }),
+                };
                 RegisteredTool {
                     required: permissions.mask(&definition.permissions),
                     tool,
-                    definition: Arc::new(definition),
+                    definition,
+                    offered,
+                    name,
                     validator,
                     tenants,
                 }
@@ -224,6 +266,7 @@ impl ToolRegistryBuilder {
             agents,
             enablement,
             policy: self.policy,
+            naming: self.naming,
         }
     }
 }
@@ -244,6 +287,7 @@ pub struct ToolRegistry {
     agents: Arc<AgentRegistry>,
     enablement: Arc<dyn AiToolEnablementStore>,
     policy: ToolPolicy,
+    naming: ToolNaming,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -270,8 +314,8 @@ impl ToolRegistry {
         ToolRegistryBuilder::default()
     }
 
-    /// The registered tool of that name, unfiltered: for governance and administration,
-    /// never for showing tools to a model.
+    /// The registered tool of that name (canonical or grounding), unfiltered: for governance
+    /// and administration, never for showing tools to a model.
     pub fn registered(&self, name: &str) -> Option<&RegisteredTool> {
         self.index.get(name).map(|&i| &self.tools[i])
     }
@@ -321,6 +365,23 @@ impl ToolRegistry {
         &self.policy
     }
 
+    /// Which spelling of their names tools are listed under.
+    pub fn naming(&self) -> ToolNaming {
+        self.naming
+    }
+
+    /// Whether the agent's scope names the tool called `name`, by any name the tool answers
+    /// to (an agent may list either spelling).
+    pub fn agent_names(&self, agent: &AiAgentDefinition, name: &str) -> bool {
+        match self.registered(name) {
+            Some(tool) => tool
+                .definition
+                .names()
+                .any(|name| agent_names_tool(agent, name)),
+            None => agent_names_tool(agent, name),
+        }
+    }
+
     async fn viewer<'a>(&'a self, query: &'a AiToolQuery) -> Result<Viewer<'a>, AiError> {
         let agent = query
             .agent
@@ -352,7 +413,7 @@ impl ToolRegistry {
                 .danger_level
                 .is_none_or(|d| d == definition.danger_level)
             && viewer.agent.is_none_or(|agent| {
-                agent_names_tool(agent, &definition.name)
+                definition.names().any(|name| agent_names_tool(agent, name))
                     && tool_admits_agent(definition, &agent.name)
             })
             && (!requires_tenant(definition) || !viewer.caller.tenant_id.as_str().is_empty())
@@ -408,7 +469,7 @@ impl AiToolRegistry for ToolRegistry {
         let viewer = self.viewer(query).await?;
         Ok(self
             .visible_tools(&viewer, query)
-            .map(|t| t.definition.clone())
+            .map(|t| t.offered.clone())
             .collect())
     }
 

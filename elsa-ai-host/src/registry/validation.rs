@@ -137,6 +137,18 @@ pub(super) fn check_definition(definition: &AiToolDefinition) -> Result<(), Tool
     if (definition.source == ToolSource::Mcp) != mcp_server(name).is_some() {
         return Err(ToolRegistrationError::McpNamespace { name: owned() });
     }
+    if let Some(grounding) = &definition.grounding_name {
+        check_name(grounding)?;
+        // A second name under `mcp.` would let a tool pass for an MCP server's.
+        if mcp_server(grounding).is_some() {
+            return Err(ToolRegistrationError::McpNamespace {
+                name: grounding.clone(),
+            });
+        }
+        if grounding == name {
+            return Err(invalid(grounding, "the grounding name repeats the name"));
+        }
+    }
     for (field, text) in [
         ("displayName", &definition.display_name),
         ("description", &definition.description),

@@ -14,7 +14,7 @@ use elsa_ai_abstractions::{
     AiProviderToolInvocation, AiProviderToolInvoker, AiSessionHandle, AiTool, AiToolDefinition,
     AiToolEnablementStore, AiToolExecutionContext, AiToolResult, AiToolServices, AttachmentKind,
     AuditBehavior, ConversationId, DangerLevel, Permission, ProposalDraft, TenantBehavior,
-    ToolEnablement, ToolMutability, ToolSource,
+    ToolEnablement, ToolMutability, ToolNaming, ToolSource,
 };
 use elsa_workflows::{
     ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
@@ -65,6 +65,7 @@ pub fn all_permissions() -> Vec<Permission> {
 pub fn read_tool(name: &str) -> AiToolDefinition {
     AiToolDefinition {
         name: name.to_owned(),
+        grounding_name: None,
         display_name: format!("Test {name}"),
         description: format!("Test tool {name}."),
         input_schema: json!({
@@ -567,6 +568,7 @@ pub struct GovernanceHarnessBuilder {
     default_timeout: Option<Duration>,
     redactor: Redactor,
     audit: Option<Arc<dyn AiAuditSink>>,
+    naming: ToolNaming,
 }
 
 impl GovernanceHarnessBuilder {
@@ -625,6 +627,12 @@ impl GovernanceHarnessBuilder {
     /// The registry's mutability and danger policy.
     pub fn policy(mut self, policy: ToolPolicy) -> Self {
         self.policy = policy;
+        self
+    }
+
+    /// Which spelling of their names tools are listed under.
+    pub fn naming(mut self, naming: ToolNaming) -> Self {
+        self.naming = naming;
         self
     }
 
@@ -687,7 +695,9 @@ impl GovernanceHarnessBuilder {
         }
         let agents = Arc::new(agents.build());
         let enablement = Arc::new(CountingEnablementStore::default());
-        let mut registry = ToolRegistry::builder().policy(self.policy);
+        let mut registry = ToolRegistry::builder()
+            .policy(self.policy)
+            .naming(self.naming);
         for (tool, tenants) in tools {
             registry = registry
                 .tool_for_tenants(tool, tenants)
@@ -775,6 +785,7 @@ impl GovernanceHarness {
             default_timeout: None,
             redactor: Redactor::default(),
             audit: None,
+            naming: ToolNaming::Contract,
         }
     }
 
@@ -855,5 +866,6 @@ pub fn execution_context(harness: &GovernanceHarness, arguments: Value) -> AiToo
         attachments: Vec::new(),
         services: Arc::new(empty_services()),
         cancellation: CancellationToken::new(),
+        limits: Default::default(),
     }
 }

@@ -13,3 +13,4 @@ mod reconnect;
 mod registry;
 mod retention;
 mod store_conformance;
+mod tool_names;

@@ -50,6 +50,7 @@ impl McpTool {
             .unwrap_or_else(|| server_name.clone());
         let definition = AiToolDefinition {
             name: registration.tool_name(&server_name),
+            grounding_name: None,
             display_name,
             description,
             input_schema: Value::Object(listed.input_schema.as_ref().clone()),

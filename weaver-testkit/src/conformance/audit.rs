@@ -70,6 +70,7 @@ pub async fn record_then_query_round_trips<S: AiAuditSink + AiAuditLog + ?Sized>
     call.details = ToolCallDetails {
         call_id: "call-1".into(),
         agent: "workflow-assistant".into(),
+        called_as: Some("workflows.getDefinition".into()),
         arguments: Arc::new(json!({"definitionId": "wf-1", "version": 3})),
         outcome: AiToolOutcome::Success,
         duration_ms: 4,
@@ -90,6 +91,7 @@ pub async fn record_then_query_round_trips<S: AiAuditSink + AiAuditLog + ?Sized>
         );
     }
     assert_eq!(found[2].details["arguments"]["version"], 3);
+    assert_eq!(found[2].details["calledAs"], "workflows.getDefinition");
 }
 
 /// Tenant-partitioned; each filter alone and combined; the time range is inclusive at

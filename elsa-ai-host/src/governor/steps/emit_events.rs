@@ -21,7 +21,10 @@ use crate::telemetry::{self, ToolCounters};
 pub(crate) struct CallRecord<'a> {
     /// Shared with the call's events and audit details rather than copied for each.
     pub call_id: &'a Arc<str>,
+    /// The canonical name once the name called is known to the registry, else that name.
     pub tool_name: &'a Arc<str>,
+    /// The name the call used, when it was not the canonical one.
+    pub called_as: Option<&'a Arc<str>>,
     pub caller: &'a AiCaller,
     pub agent: &'a Arc<str>,
     pub conversation_id: Option<&'a ConversationId>,
@@ -84,6 +87,7 @@ impl<'r> EmitEvents<'r> {
             let details = ToolDenialDetails {
                 call_id: Arc::clone(record.call_id),
                 agent: Arc::clone(record.agent),
+                called_as: record.called_as.cloned(),
                 step: step.as_str().into(),
                 step_number: step.number(),
                 arguments: Arc::clone(&arguments),
@@ -129,6 +133,7 @@ impl<'r> EmitEvents<'r> {
                 let details = ToolCallDetails {
                     call_id: Arc::clone(record.call_id),
                     agent: Arc::clone(record.agent),
+                    called_as: record.called_as.cloned(),
                     arguments,
                     outcome: result.outcome,
                     duration_ms: u64::try_from(record.started.elapsed().as_millis())
@@ -337,6 +342,7 @@ mod tests {
             CallRecord {
                 call_id: &self.call_id,
                 tool_name: &self.tool_name,
+                called_as: None,
                 caller: &self.caller,
                 agent: &self.agent,
                 conversation_id: None,

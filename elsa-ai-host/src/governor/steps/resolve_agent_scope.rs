@@ -7,7 +7,7 @@ use elsa_ai_abstractions::{AiAgentDefinition, AiCaller, AiError, Permission};
 
 use super::Actor;
 use crate::agents::AgentRegistry;
-use crate::registry::agent_names_tool;
+use crate::registry::ToolRegistry;
 
 /// The actor under an agent: the agent's definition and the caller narrowed by it.
 #[derive(Clone, Debug)]
@@ -26,11 +26,12 @@ impl AgentScope<'_> {
 }
 
 /// The agent must exist (404 `agent_not_found`), be enabled (403 `agent_disabled`) and name
-/// the tool in its scope (403 `tool_not_in_agent_scope`). The tool's own `allowed_agents`
-/// is checked once the tool is found (step 3).
+/// the tool in its scope (403 `tool_not_in_agent_scope`), by any name the tool answers to.
+/// The tool's own `allowed_agents` is checked once the tool is found (step 3).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResolveAgentScope<'r> {
-    pub agents: &'r AgentRegistry,
+    /// The registry, for its agents and for the names each tool answers to.
+    pub registry: &'r ToolRegistry,
     /// The narrowed caller, made on the first call of a bound turn (its caller and agent do
     /// not change, and neither do the registered agents) and shared by the turn's tools.
     pub narrowed: &'r OnceLock<Arc<AiCaller>>,
@@ -53,8 +54,8 @@ impl<'r> ResolveAgentScope<'r> {
     where
         'r: 'a,
     {
-        let agent = self.agents.resolve(agent)?;
-        if !agent_names_tool(agent, tool_name) {
+        let agent = self.registry.agents().resolve(agent)?;
+        if !self.registry.agent_names(agent, tool_name) {
             return Err(outside_scope(&agent.name, tool_name));
         }
         let narrowed = self
@@ -77,15 +78,19 @@ mod tests {
     use crate::governor::steps::ResolveActor;
     use crate::testing::governance::test_agent;
 
-    fn registry() -> AgentRegistry {
+    fn registry() -> ToolRegistry {
         let mut off = test_agent("off-agent", &["demo.read"], &[Permission::READ_WORKFLOWS]);
         off.enabled = false;
-        AgentRegistry::builder()
+        let agents = AgentRegistry::builder()
             .with_builtin_agents()
             .unwrap()
             .agent(off)
             .unwrap()
-            .build()
+            .build();
+        ToolRegistry::builder().build(
+            Arc::new(agents),
+            Arc::new(crate::InMemoryToolEnablementStore::new()),
+        )
     }
 
     #[test]
@@ -99,7 +104,7 @@ mod tests {
         let actor = ResolveActor.run(&caller).unwrap();
         let narrowed = OnceLock::new();
         let scope = ResolveAgentScope {
-            agents: &agents,
+            registry: &agents,
             narrowed: &narrowed,
         }
         .run(actor, WORKFLOW_AUTHOR, "workflow.getDefinition")
@@ -129,7 +134,7 @@ mod tests {
         let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
         let narrowed = OnceLock::new();
         let step = ResolveAgentScope {
-            agents: &agents,
+            registry: &agents,
             narrowed: &narrowed,
         };
         let actor = ResolveActor.run(&caller).unwrap();
