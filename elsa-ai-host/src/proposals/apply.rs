@@ -76,8 +76,26 @@ impl Inner {
             return Err(self.refuse(actor, action, (&current).into(), stale).await);
         }
 
+        // The baseline is the latest version here (checked above): findings it has too stay
+        // warnings, as they were when the proposal was made.
+        let baseline = match &current.baseline {
+            Some(baseline) => self
+                .definitions
+                .find(
+                    &current.tenant_id,
+                    &baseline.definition_id,
+                    VersionOptions::Specific(baseline.version),
+                )
+                .await?
+                .map(|definition| (baseline.version, definition)),
+            None => None,
+        };
         let diagnostics = self
-            .diagnostics(&current.tenant_id, &current.payload.definition)
+            .diagnostics(
+                &current.tenant_id,
+                &current.payload.definition,
+                baseline.as_ref().map(|(v, d)| (*v, d)),
+            )
             .await?;
         if review::is_blocking(&diagnostics) {
             let errors = diagnostics.iter().filter(|d| d.is_error()).count();

@@ -112,6 +112,33 @@ pub(crate) fn diff_warnings(diff: &GraphDiff) -> Vec<String> {
     warnings
 }
 
+/// Turns the blocking findings of a draft that its baseline (version `version`) has as well
+/// into warnings that say so: an unknown activity type or a missing input the workflow
+/// already had must not block a change that did not touch it, while anything the change
+/// introduces still blocks. Findings are the same when rule, activity and message are: paths
+/// are not compared, since a change that inserts an activity moves its neighbours' paths.
+pub(crate) fn predating(draft: &mut [Diagnostic], baseline: &[Diagnostic], version: i32) {
+    let known: std::collections::HashSet<(DiagnosticCode, Option<&str>, &str)> = baseline
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| (d.code, d.activity_id.as_deref(), d.message.as_str()))
+        .collect();
+    for finding in draft.iter_mut().filter(|d| d.is_error()) {
+        let key = (
+            finding.code,
+            finding.activity_id.as_deref(),
+            finding.message.as_str(),
+        );
+        if known.contains(&key) {
+            finding.severity = Severity::Warning;
+            finding.message = format!(
+                "{} (already in version {version}: it predates this proposal)",
+                finding.message
+            );
+        }
+    }
+}
+
 /// Whether any finding blocks applying.
 pub(crate) fn is_blocking(diagnostics: &[Diagnostic]) -> bool {
     diagnostics.iter().any(Diagnostic::is_error)
@@ -160,10 +187,11 @@ impl Inner {
     ) -> Result<Review, AiError> {
         let mut warnings = Vec::new();
         let mut graph_diff = None;
+        let mut before = None;
         match baseline {
             Some(baseline) => {
                 let id = baseline.definition_id.as_str();
-                let before = self
+                before = self
                     .definitions
                     .find(tenant_id, id, VersionOptions::Specific(baseline.version))
                     .await?;
@@ -216,7 +244,13 @@ impl Inner {
                 }
             }
         }
-        let diagnostics = self.diagnostics(tenant_id, definition).await?;
+        let before = match (baseline, before) {
+            (Some(baseline), Some(before)) => Some((baseline.version, before)),
+            _ => None,
+        };
+        let diagnostics = self
+            .diagnostics(tenant_id, definition, before.as_ref().map(|(v, d)| (*v, d)))
+            .await?;
         warnings.extend(self::warnings(&diagnostics));
         let warnings = warnings
             .into_iter()
@@ -230,21 +264,32 @@ impl Inner {
     }
 
     /// Validation findings for `definition` against the tenant's catalog as it is now,
-    /// with redacted messages (they may quote the definition).
+    /// with redacted messages (they may quote the definition). For an update, `baseline` is
+    /// the version it changes: findings that version has too are not the change's doing and
+    /// become warnings ([`predating`]).
     pub(super) async fn diagnostics(
         &self,
         tenant_id: &TenantId,
         definition: &WorkflowDefinition,
+        baseline: Option<(i32, &WorkflowDefinition)>,
     ) -> Result<Vec<Diagnostic>, AiError> {
         let catalog = self.catalog.list(tenant_id).await?;
-        let mut diagnostics = validate(definition, catalog);
+        let mut diagnostics = self.redacted(validate(definition, catalog.clone()));
+        if let Some((version, baseline)) = baseline {
+            let before = self.redacted(validate(baseline, catalog));
+            predating(&mut diagnostics, &before, version);
+        }
+        Ok(diagnostics)
+    }
+
+    fn redacted(&self, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
         for diagnostic in &mut diagnostics {
             if let std::borrow::Cow::Owned(message) = self.redactor.redact_str(&diagnostic.message)
             {
                 diagnostic.message = message;
             }
         }
-        Ok(diagnostics)
+        diagnostics
     }
 }
 
@@ -286,6 +331,49 @@ mod tests {
             serde_json::to_value(call.code).unwrap(),
             json!("redacted_value")
         );
+    }
+
+    #[test]
+    fn findings_the_baseline_had_are_warnings_wherever_the_activity_moved() {
+        let finding = |path: &str, activity: &str, message: &str| Diagnostic {
+            severity: Severity::Error,
+            code: DiagnosticCode::UnknownActivityType,
+            message: message.to_owned(),
+            activity_id: Some(activity.to_owned()),
+            path: path.to_owned(),
+        };
+        let baseline = [finding(
+            "$.root.activities[4].type",
+            "join",
+            "type 'Elsa.Join' is unknown",
+        )];
+        let mut draft = vec![
+            // Moved by an inserted activity: still the same finding.
+            finding(
+                "$.root.activities[5].type",
+                "join",
+                "type 'Elsa.Join' is unknown",
+            ),
+            // Another activity, or another type on the same activity: the change's own.
+            finding(
+                "$.root.activities[6].type",
+                "join2",
+                "type 'Elsa.Join' is unknown",
+            ),
+            finding(
+                "$.root.activities[5].type",
+                "join",
+                "type 'Acme.Join' is unknown",
+            ),
+        ];
+        predating(&mut draft, &baseline, 3);
+        assert_eq!(draft[0].severity, Severity::Warning);
+        assert_eq!(
+            draft[0].message,
+            "type 'Elsa.Join' is unknown (already in version 3: it predates this proposal)"
+        );
+        assert!(draft[1].is_error() && draft[2].is_error());
+        assert!(!is_blocking(&draft[..1]));
     }
 
     #[test]

@@ -22,8 +22,9 @@ use elsa_ai_host::{
 };
 use elsa_ai_scripted::{Script, ScriptStep};
 use elsa_workflows::{
-    Activity, DefinitionVersionRef, DiagnosticCode, InMemoryWorkflowBackend, TenantId,
-    WorkflowDefinition, WorkflowDefinitionWriter, WorkflowError, builtin_catalog,
+    Activity, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, DefinitionVersionRef, DiagnosticCode,
+    Endpoint, InMemoryWorkflowBackend, TenantId, WorkflowDefinition, WorkflowDefinitionWriter,
+    WorkflowError, builtin_catalog,
 };
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -310,20 +311,44 @@ async fn a_stale_baseline_is_409_with_nothing_written_and_status_unchanged() {
     );
 }
 
+/// The sample workflow with an `Elsa.End` after its WriteLine: an update that adds an
+/// activity type the baseline does not use.
+fn with_end(definition_id: &str) -> WorkflowDefinition {
+    let mut definition = sample_definition(definition_id, "Hello, world");
+    definition
+        .insert_activity(None, Activity::new("end1", "Elsa.End"), None)
+        .and_then(|()| {
+            definition.add_connection(
+                None,
+                Endpoint::new("write1", DEFAULT_SOURCE_PORT),
+                Endpoint::new("end1", DEFAULT_TARGET_PORT),
+            )
+        })
+        .expect("the edits fit the sample");
+    definition
+}
+
+/// The built-in catalog without `type_name`.
+fn catalog_without(type_name: &str) -> Vec<elsa_workflows::ActivityDescriptor> {
+    builtin_catalog()
+        .iter()
+        .filter(|d| d.type_name != type_name)
+        .cloned()
+        .collect()
+}
+
 #[tokio::test]
 async fn validation_failing_at_apply_time_is_422_blocked_and_writes_nothing() {
     let h = ProposalHarness::new();
     let conversation = h.conversation().await;
-    let proposal = h.approved_update("orders", Some(&conversation)).await;
-    // The tenant's catalog no longer offers WriteLine.
-    h.workflows.set_catalog(
-        &TEST_TENANT.into(),
-        builtin_catalog()
-            .iter()
-            .filter(|d| d.type_name != "Elsa.WriteLine")
-            .cloned()
-            .collect(),
-    );
+    let baseline = h.seed(sample_definition("orders", "Hello")).await;
+    let draft = h.update_draft(&baseline, with_end("orders"), Some(&conversation));
+    let proposal = h.service.create(&h.caller(), draft).await.unwrap();
+    assert_eq!(proposal.status, ProposalStatus::Validated);
+    let proposal = h.service.approve(&h.caller(), &proposal.id).await.unwrap();
+    // The tenant's catalog no longer offers the activity type the update adds.
+    h.workflows
+        .set_catalog(&TEST_TENANT.into(), catalog_without("Elsa.End"));
 
     let error = refused(h.service.apply(&h.caller(), &proposal.id).await);
     assert_eq!((error.status(), error.code()), (422, "validation_failed"));
@@ -332,7 +357,8 @@ async fn validation_failing_at_apply_time_is_422_blocked_and_writes_nothing() {
         diagnostics
             .iter()
             .any(|d| d.code == DiagnosticCode::UnknownActivityType
-                && d.activity_id.as_deref() == Some("write1")),
+                && d.activity_id.as_deref() == Some("end1")
+                && d.is_error()),
         "{diagnostics:?}"
     );
     assert_eq!(h.writer.attempts(), 0, "nothing written");
@@ -352,6 +378,11 @@ async fn validation_failing_at_apply_time_is_422_blocked_and_writes_nothing() {
     assert_eq!(
         statuses(&events).last().unwrap(),
         &(T::ProposalUpdated, "Blocked".to_owned())
+    );
+
+    assert_eq!(
+        h.latest("orders").await.unwrap().version(),
+        baseline.version
     );
 
     // Blocked now: approving is refused until validation passes again.
@@ -1288,4 +1319,71 @@ async fn the_actions_a_caller_may_take_follow_permission_state_tenant_and_expiry
         [],
         "past its expiry nothing is offered"
     );
+}
+
+#[tokio::test]
+async fn a_finding_the_baseline_already_had_is_a_warning_and_one_the_change_adds_still_blocks() {
+    let h = ProposalHarness::new();
+    // The tenant's catalog no longer has WriteLine, which the stored workflow uses.
+    h.workflows
+        .set_catalog(&TEST_TENANT.into(), catalog_without("Elsa.WriteLine"));
+    let baseline = h.seed(sample_definition("orders", "Hello")).await;
+
+    // A description-only change: the unknown type predates it.
+    let mut described = sample_definition("orders", "Hello");
+    described.set_description(Some("Greets whoever starts it."));
+    let draft = h.update_draft(&baseline, described, None);
+    let proposal = h.service.create(&h.caller(), draft).await.unwrap();
+    assert_eq!(proposal.status, ProposalStatus::Validated, "{proposal:#?}");
+    let predating: Vec<_> = proposal
+        .diagnostics
+        .iter()
+        .filter(|d| d.code == DiagnosticCode::UnknownActivityType)
+        .collect();
+    assert_eq!(predating.len(), 1, "{:?}", proposal.diagnostics);
+    assert!(!predating[0].is_error());
+    assert!(
+        predating[0].message.contains("predates this proposal"),
+        "{}",
+        predating[0].message
+    );
+    assert!(
+        proposal
+            .warnings
+            .iter()
+            .any(|w| w.contains("predates this proposal")),
+        "{:?}",
+        proposal.warnings
+    );
+    // Approved and applied: validation at apply time compares with the baseline too.
+    h.service.approve(&h.caller(), &proposal.id).await.unwrap();
+    let applied = h.service.apply(&h.caller(), &proposal.id).await.unwrap();
+    assert_eq!(applied.status, ProposalStatus::Applied);
+    assert_eq!(
+        h.latest("orders").await.unwrap().description(),
+        Some("Greets whoever starts it.")
+    );
+
+    // A change that adds a second unknown activity is blocked by it, and only by it.
+    let baseline = elsa_ai_abstractions::BaselineRef {
+        definition_id: "orders".into(),
+        version: applied.applied_version.unwrap().version,
+    };
+    let mut added = sample_definition("orders", "Hello");
+    added
+        .insert_activity(None, Activity::new("write2", "Elsa.WriteLine"), None)
+        .unwrap();
+    let proposal = h
+        .service
+        .create(&h.caller(), h.update_draft(&baseline, added, None))
+        .await
+        .unwrap();
+    assert_eq!(proposal.status, ProposalStatus::Blocked);
+    let blocking: Vec<_> = proposal
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .collect();
+    assert_eq!(blocking.len(), 1, "{blocking:?}");
+    assert_eq!(blocking[0].activity_id.as_deref(), Some("write2"));
 }
