@@ -283,8 +283,9 @@ pub use proposals::{
 pub use provider_router::{ProviderRouter, ProviderRouterBuilder};
 pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};
 pub use registry::{
-    MAX_TOOL_NAME_LEN, RegisteredTool, ToolPolicy, ToolRegistrationError, ToolRegistry,
-    ToolRegistryBuilder, agent_names_tool, requires_tenant, tool_admits_agent,
+    MAX_TOOL_NAME_LEN, RegisteredTool, ToolAvailability, ToolPolicy, ToolRegistrationError,
+    ToolRegistry, ToolRegistryBuilder, ToolUnavailable, agent_names_tool, requires_tenant,
+    tool_admits_agent,
 };
 pub use retention::{RetentionReport, RetentionSweeper};
 pub use stream::{ConversationEvents, InMemoryStreamJournal};

@@ -8,6 +8,8 @@ use elsa_ai_host::{
     AttachmentSearch, AuditTrail, Metrics, ProposalService, ToolEnablementService, ToolRegistry,
 };
 use elsa_ai_mcp::{McpClients, McpEndpoint};
+use elsa_ai_tools::families::GroundingFamily;
+use elsa_workflows::TenantRouter;
 
 use crate::identity::IdentityExtractor;
 use crate::views::{PersistenceView, ProviderView};
@@ -47,8 +49,28 @@ pub struct WeaverApiParts {
     pub mcp_servers: Arc<McpClients>,
     /// The grace window of the orchestrator, reported in capabilities.
     pub grace_window_secs: u64,
+    /// What the grounding families of `/ai/capabilities` depend on besides the registry.
+    pub grounding: GroundingSetup,
     /// The largest request body accepted, in bytes (413 above).
     pub max_body_bytes: usize,
+}
+
+/// What the grounding families `/ai/capabilities` reports depend on besides the caller's
+/// tools: the configuration and the tenants' workflow backends.
+#[derive(Clone)]
+pub struct GroundingSetup {
+    /// The families the configuration turned off (`[grounding]`).
+    pub switched_off: Vec<GroundingFamily>,
+    /// The tenants' workflow data: a tenant without any has nothing to ground answers in.
+    pub workflows: Arc<TenantRouter>,
+}
+
+impl std::fmt::Debug for GroundingSetup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GroundingSetup")
+            .field("switched_off", &self.switched_off)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for WeaverApiParts {

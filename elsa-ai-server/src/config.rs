@@ -9,6 +9,7 @@
 
 mod mcp;
 mod telemetry;
+mod tools;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use serde::Deserialize;
 
 pub use mcp::{McpConfig, McpServerConfig};
 pub use telemetry::{DEFAULT_METRICS_INTERVAL, DEFAULT_SERVICE_NAME, OtlpTarget, TelemetryConfig};
+pub use tools::{GroundingConfig, ToolEntryConfig, ToolsConfig};
 
 /// The address the server listens on unless configured otherwise.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -66,6 +68,12 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     "Authorization: ApiKey <key>"; never logged.
   elsa_tenant = "acme"              Elsa tenant id, sent as the X-Tenant-Id header.
   provider = "hosted"               The [[providers]] entry serving this tenant.
+  activities = "descriptors.json"   The tenant's activity catalog, as Elsa Server's
+                                    GET /elsa/api/descriptors/activities answers it
+                                    ({"items": [...]} or a bare array), instead of the built-in
+                                    one (folder and samples tenants; an Elsa Server tenant
+                                    reads its server's). A file that does not parse stops
+                                    start-up, naming the file and the position.
 
   [[auth.api_keys]]                 Static API keys, sent as "Authorization: ApiKey <key>".
   key_env = "ACME_KEY"              Environment variable holding the key (or: key = "...",
@@ -165,6 +173,40 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   danger_level = "Medium"           Low | Medium (default) | High | Critical
   timeout_s = 30                    per call
 
+  [tools]                           How tools are named to models, MCP clients and /ai/tools.
+  names = "contract"                contract (default: workflow.getDefinition, instance.get,
+                                    activities.catalog, ...) | grounding (upstream Elsa's
+                                    catalog: workflows.getDefinition, instances.get,
+                                    activities.search, ...). Every tool answers to both
+                                    spellings wherever a tool is named; audit records and
+                                    metrics use the contract name (and say which was called).
+
+  [[tools]]                         Enablement decisions applied at start-up, each an audited
+                                    change by actor "system" (made only when it differs from
+                                    the stored decision), so no admin API call is needed
+                                    after a deploy. A later administrator change lasts until
+                                    the next start. TOML cannot hold [tools] and [[tools]] in
+                                    one file: with [[tools]] entries, give names = "..." in
+                                    an entry of its own.
+  name = "workflow.proposeUpdate"   The tool, by either name.
+  enabled = true
+  tenants = ["acme"]                Default: every tenant served at start-up ([[tenants]],
+                                    or the API keys' tenants, or "default").
+  agents = ["workflow-author"]      Default: tenant-wide (every agent).
+
+  [grounding]                       The grounding families of upstream Elsa's spec 012.
+  activities = true                 activities.search, activities.getDescriptor
+  workflows = true                  workflows.search, getDefinition, getDefinitionGraph,
+                                    listVersions, compareVersions, findUsages, explain
+  proposals = true                  workflows.validateDraft, proposeCreate, proposeUpdate
+  runtime = true                    instances.*, incidents.*. A family set to false is off for
+                                    everyone (never offered, refused if called, reported in
+                                    /ai/capabilities as turned off by configuration).
+  max_items = 25                    The most items one list result holds (1-500).
+  max_result_bytes = 32768          The largest grounding result; a list drops whole items
+                                    to fit and says so (truncated, nextOffset). The result
+                                    budget of [limits] still clamps what reaches the model.
+
   [telemetry]                       Telemetry leaving the process; off unless set. Every chat
                                     turn has a trace id either way (in its audit records and
                                     in conversation.started data as traceId).
@@ -247,6 +289,12 @@ pub struct WeaverConfig {
     /// Telemetry leaving the process: OTLP export, the unauthenticated metrics listener.
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// Which spelling tools are offered under, and enablement decisions made at start-up.
+    #[serde(default)]
+    pub tools: ToolsConfig,
+    /// The grounding families and the bounds of their results.
+    #[serde(default)]
+    pub grounding: GroundingConfig,
 }
 
 /// `[http]`.
@@ -329,6 +377,10 @@ pub struct TenantConfig {
     pub elsa_tenant: Option<String>,
     /// The `[[providers]]` entry that serves this tenant's conversations.
     pub provider: Option<String>,
+    /// A file of activity descriptors (what Elsa Server's `GET
+    /// /elsa/api/descriptors/activities` answers) that replaces the built-in catalog of a
+    /// folder or samples tenant.
+    pub activities: Option<PathBuf>,
 }
 
 /// The providers a server runs, checked: every name unique and every route naming one.
@@ -411,6 +463,7 @@ impl std::fmt::Debug for TenantConfig {
             .field("elsa_api_path", &self.elsa_api_path)
             .field("elsa_api_key_env", &self.elsa_api_key_env)
             .field("elsa_tenant", &self.elsa_tenant)
+            .field("activities", &self.activities)
             .field("provider", &self.provider)
             .finish()
     }
@@ -833,6 +886,9 @@ impl WeaverConfig {
             resolve(sqlite);
         }
         for tenant in &mut self.tenants {
+            if let Some(activities) = &mut tenant.activities {
+                resolve(activities);
+            }
             if let Some(workflows) = &mut tenant.workflows {
                 resolve(workflows);
             }

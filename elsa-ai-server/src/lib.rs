@@ -86,7 +86,7 @@ pub mod testing;
 pub mod views;
 pub mod weaver;
 
-pub use api::{WeaverApi, WeaverApiParts};
+pub use api::{GroundingSetup, WeaverApi, WeaverApiParts};
 pub use error::{ApiError, ErrorBody};
 pub use extract::{ApiJson, ApiPath, ApiQuery, Caller};
 pub use requests::{

@@ -213,6 +213,16 @@ pub struct ToolsQuery {
     pub danger_level: Option<DangerLevel>,
 }
 
+/// `GET /ai/capabilities` options.
+#[derive(Clone, Debug, Default, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct CapabilitiesQuery {
+    /// Report the grounding families as this agent could use them (404 for an unknown
+    /// agent); without it, as the caller could under any agent.
+    pub agent: Option<String>,
+}
+
 /// `GET /ai/audit` filters.
 #[derive(Clone, Debug, Default, Deserialize, IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

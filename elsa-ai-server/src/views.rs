@@ -181,6 +181,44 @@ pub struct CapabilitiesView {
     pub providers: Vec<ProviderView>,
     /// The external MCP servers the caller's tenant sees, and their state.
     pub mcp_servers: Vec<McpServerView>,
+    /// The grounding families of upstream Elsa's spec 012 (`activities`, `workflows`,
+    /// `proposals`, `runtime`), each as the caller may use it.
+    pub grounding: Vec<GroundingFamilyView>,
+}
+
+/// One grounding family as the caller may use it: computed from their permissions, the
+/// enablement decisions of their tenant (and agent), the configuration and the tenant's
+/// workflow backend. Upstream's code and its documents name the fields differently; both
+/// spellings are sent.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GroundingFamilyView {
+    /// `activities`, `workflows`, `proposals` or `runtime` (upstream's code).
+    pub family: String,
+    /// The same (upstream's REST contract).
+    pub name: String,
+    /// The family's name for people.
+    pub display_name: String,
+    /// What the family grounds a model in.
+    pub description: String,
+    /// Whether the caller may use at least one of its tools (upstream's code).
+    pub available: bool,
+    /// The same (upstream's REST contract).
+    pub enabled: bool,
+    /// The family's tools the caller may call, named as models see them.
+    pub tool_names: Vec<String>,
+    /// The attachment kinds that ground the family (upstream's code).
+    #[schema(schema_with = crate::schema::attachment_kinds)]
+    pub attachment_kinds: Vec<AttachmentKind>,
+    /// The same (upstream's REST contract).
+    #[schema(schema_with = crate::schema::attachment_kinds)]
+    pub supported_attachment_kinds: Vec<AttachmentKind>,
+    /// Why the caller may not use the family or some of its tools: a missing permission, a
+    /// tool not enabled, a backend without execution records, the family turned off.
+    pub disabled_reasons: Vec<String>,
+    /// The first of them, when the family is not available at all (upstream's data model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disabled_reason: Option<String>,
 }
 
 /// An external MCP server as capabilities report it.

@@ -121,6 +121,8 @@
 
 mod activities;
 mod diagnostics;
+mod envelope;
+pub mod families;
 mod explain;
 mod graph;
 mod incidents;
@@ -154,12 +156,20 @@ pub use workflow::{
     NamedVersion, VersionSelector,
 };
 
-/// The names of the built-in tools, as agents and administrators refer to them.
+/// The names of the built-in tools, as agents and administrators refer to them: each tool's
+/// canonical name (the runtime contract's spelling) and, in [`names::grounding`], the name
+/// upstream Elsa's grounding catalog (spec 012) gives it, which it answers to as well.
 pub mod names {
     /// `workflow.getDefinition`.
     pub const GET_DEFINITION: &str = "workflow.getDefinition";
+    /// `workflow.getDefinitionGraph`.
+    pub const GET_DEFINITION_GRAPH: &str = "workflow.getDefinitionGraph";
     /// `workflow.listDefinitions`.
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
+    /// `workflow.listVersions`.
+    pub const LIST_VERSIONS: &str = "workflow.listVersions";
+    /// `workflow.compareVersions`.
+    pub const COMPARE_VERSIONS: &str = "workflow.compareVersions";
     /// `workflow.explain`.
     pub const EXPLAIN: &str = "workflow.explain";
     /// `workflow.findUsages`.
@@ -186,6 +196,8 @@ pub mod names {
     pub const INSTANCE_ACTIVITY_STATE: &str = "instance.getActivityState";
     /// `incidents.search`.
     pub const INCIDENTS_SEARCH: &str = "incidents.search";
+    /// `incidents.get`.
+    pub const INCIDENTS_GET: &str = "incidents.get";
     /// `workflow.validateDraft`.
     pub const VALIDATE_DRAFT: &str = "workflow.validateDraft";
     /// `workflow.proposeCreate`.
@@ -197,21 +209,90 @@ pub mod names {
     pub const ALL: &[&str] = &[
         ACTIVITIES_CATALOG,
         ACTIVITIES_GET_DESCRIPTOR,
+        INCIDENTS_GET,
+        INCIDENTS_SEARCH,
         AGGREGATE_FAILURES,
         DETECT_TRENDS,
-        INCIDENTS_SEARCH,
         EXECUTION_HISTORY,
         INSTANCE_GET,
         INSTANCE_ACTIVITY_STATE,
         INSTANCE_ERRORS,
         INSTANCE_SEARCH,
         INSTANCE_SUMMARIZE,
+        COMPARE_VERSIONS,
         EXPLAIN,
         FIND_USAGES,
         GET_DEFINITION,
+        GET_DEFINITION_GRAPH,
         LIST_DEFINITIONS,
+        LIST_VERSIONS,
         PROPOSE_CREATE,
         PROPOSE_UPDATE,
         VALIDATE_DRAFT,
     ];
+
+    /// The second names of the built-in tools: upstream Elsa's grounding catalog (spec 012)
+    /// where it names the tool, and the same plural spelling for the tools it lacks, so that
+    /// `[tools] names = "grounding"` shows one consistent set.
+    pub mod grounding {
+        /// `activities.search`, for [`super::ACTIVITIES_CATALOG`].
+        pub const ACTIVITIES_SEARCH: &str = "activities.search";
+        /// `workflows.search`, for [`super::LIST_DEFINITIONS`].
+        pub const WORKFLOWS_SEARCH: &str = "workflows.search";
+        /// `workflows.getDefinition`, for [`super::GET_DEFINITION`].
+        pub const GET_DEFINITION: &str = "workflows.getDefinition";
+        /// `workflows.getDefinitionGraph`, for [`super::GET_DEFINITION_GRAPH`].
+        pub const GET_DEFINITION_GRAPH: &str = "workflows.getDefinitionGraph";
+        /// `workflows.listVersions`, for [`super::LIST_VERSIONS`].
+        pub const LIST_VERSIONS: &str = "workflows.listVersions";
+        /// `workflows.compareVersions`, for [`super::COMPARE_VERSIONS`].
+        pub const COMPARE_VERSIONS: &str = "workflows.compareVersions";
+        /// `workflows.explain`, for [`super::EXPLAIN`].
+        pub const EXPLAIN: &str = "workflows.explain";
+        /// `workflows.findUsages`, for [`super::FIND_USAGES`].
+        pub const FIND_USAGES: &str = "workflows.findUsages";
+        /// `workflows.validateDraft`, for [`super::VALIDATE_DRAFT`].
+        pub const VALIDATE_DRAFT: &str = "workflows.validateDraft";
+        /// `workflows.proposeCreate`, for [`super::PROPOSE_CREATE`].
+        pub const PROPOSE_CREATE: &str = "workflows.proposeCreate";
+        /// `workflows.proposeUpdate`, for [`super::PROPOSE_UPDATE`].
+        pub const PROPOSE_UPDATE: &str = "workflows.proposeUpdate";
+        /// `instances.get`, for [`super::INSTANCE_GET`].
+        pub const INSTANCE_GET: &str = "instances.get";
+        /// `instances.search`, for [`super::INSTANCE_SEARCH`].
+        pub const INSTANCE_SEARCH: &str = "instances.search";
+        /// `instances.getExecutionHistory`, for [`super::EXECUTION_HISTORY`].
+        pub const EXECUTION_HISTORY: &str = "instances.getExecutionHistory";
+        /// `instances.getActivityState`, for [`super::INSTANCE_ACTIVITY_STATE`].
+        pub const INSTANCE_ACTIVITY_STATE: &str = "instances.getActivityState";
+        /// `instances.getErrors`, for [`super::INSTANCE_ERRORS`].
+        pub const INSTANCE_ERRORS: &str = "instances.getErrors";
+        /// `instances.summarize`, for [`super::INSTANCE_SUMMARIZE`].
+        pub const INSTANCE_SUMMARIZE: &str = "instances.summarize";
+        /// `instances.aggregateFailures`, for [`super::AGGREGATE_FAILURES`].
+        pub const AGGREGATE_FAILURES: &str = "instances.aggregateFailures";
+        /// `instances.detectTrends`, for [`super::DETECT_TRENDS`].
+        pub const DETECT_TRENDS: &str = "instances.detectTrends";
+
+        /// The catalog of upstream spec 012 that Weaver serves, each name with the tool
+        /// serving it (`activities.getDescriptor`, `incidents.search` and `incidents.get`
+        /// are spelled alike in both).
+        pub const CATALOG: &[(&str, &str)] = &[
+            (ACTIVITIES_SEARCH, super::ACTIVITIES_CATALOG),
+            (super::ACTIVITIES_GET_DESCRIPTOR, super::ACTIVITIES_GET_DESCRIPTOR),
+            (WORKFLOWS_SEARCH, super::LIST_DEFINITIONS),
+            (GET_DEFINITION, super::GET_DEFINITION),
+            (GET_DEFINITION_GRAPH, super::GET_DEFINITION_GRAPH),
+            (FIND_USAGES, super::FIND_USAGES),
+            (VALIDATE_DRAFT, super::VALIDATE_DRAFT),
+            (PROPOSE_CREATE, super::PROPOSE_CREATE),
+            (PROPOSE_UPDATE, super::PROPOSE_UPDATE),
+            (INSTANCE_SEARCH, super::INSTANCE_SEARCH),
+            (INSTANCE_GET, super::INSTANCE_GET),
+            (EXECUTION_HISTORY, super::EXECUTION_HISTORY),
+            (INSTANCE_ACTIVITY_STATE, super::INSTANCE_ACTIVITY_STATE),
+            (super::INCIDENTS_SEARCH, super::INCIDENTS_SEARCH),
+            (super::INCIDENTS_GET, super::INCIDENTS_GET),
+        ];
+    }
 }

@@ -143,7 +143,18 @@ impl std::fmt::Debug for ToolRegistryBuilder {
 impl ToolRegistryBuilder {
     /// Registers every tool linked into the program through `inventory`.
     pub fn linked_tools(self) -> Result<Self, ToolRegistrationError> {
-        linked_tools().try_fold(self, Self::tool)
+        self.linked_tools_where(|_| true)
+    }
+
+    /// Registers the tools linked into the program for which `keep` says yes (a server
+    /// that turns a family of tools off leaves them out: they do not exist for anyone).
+    pub fn linked_tools_where(
+        self,
+        keep: impl Fn(&AiToolDefinition) -> bool,
+    ) -> Result<Self, ToolRegistrationError> {
+        linked_tools()
+            .filter(|tool| keep(tool.definition()))
+            .try_fold(self, Self::tool)
     }
 
     /// Registers one tool, validating its metadata and compiling its input schema.
@@ -299,6 +310,77 @@ impl std::fmt::Debug for ToolRegistry {
     }
 }
 
+/// Whether a caller may call one tool, and if not, why ([`ToolRegistry::availability`]).
+#[derive(Debug)]
+pub struct ToolAvailability<'a> {
+    /// The tool.
+    pub tool: &'a RegisteredTool,
+    /// Every condition the caller does not meet; empty when they may call it.
+    pub unmet: Vec<ToolUnavailable>,
+}
+
+impl ToolAvailability<'_> {
+    /// Whether the caller may call the tool.
+    pub fn is_available(&self) -> bool {
+        self.unmet.is_empty()
+    }
+}
+
+/// One reason a caller may not call a tool.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolUnavailable {
+    /// The agent's scope does not name the tool, or the tool does not admit the agent.
+    OutsideAgentScope {
+        /// The agent.
+        agent: String,
+    },
+    /// The tool works on a tenant's data and the caller acts in none.
+    NoTenant,
+    /// The caller (narrowed by the agent) lacks these permissions.
+    MissingPermissions(Vec<Permission>),
+    /// The host's mutability and danger policy refuses the tool (the sentence says how).
+    Policy(String),
+    /// The tool is not enabled for the caller's tenant (and agent).
+    NotEnabled,
+}
+
+impl std::fmt::Display for ToolUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::OutsideAgentScope { agent } => write!(f, "not available to agent '{agent}'"),
+            Self::NoTenant => f.write_str("needs a tenant"),
+            Self::MissingPermissions(missing) => {
+                let names: Vec<&str> = missing.iter().map(Permission::as_str).collect();
+                write!(f, "needs {}", names.join(", "))
+            }
+            Self::Policy(sentence) => f.write_str(sentence),
+            Self::NotEnabled => f.write_str("not enabled by an administrator"),
+        }
+    }
+}
+
+/// Whether the viewer's agent, if any, has the tool in scope (by either name) and the tool
+/// admits the agent.
+fn in_agent_scope(definition: &AiToolDefinition, viewer: &Viewer<'_>) -> bool {
+    viewer.agent.is_none_or(|agent| {
+        definition.names().any(|name| agent_names_tool(agent, name))
+            && tool_admits_agent(definition, &agent.name)
+    })
+}
+
+/// Whether the viewer acts in a tenant, when the tool needs one.
+fn has_tenant(definition: &AiToolDefinition, viewer: &Viewer<'_>) -> bool {
+    !requires_tenant(definition) || !viewer.caller.tenant_id.as_str().is_empty()
+}
+
+/// Whether the tool is enabled for the viewer's tenant and agent.
+fn is_enabled(definition: &AiToolDefinition, viewer: &Viewer<'_>) -> bool {
+    viewer
+        .decisions
+        .is_enabled(definition, viewer.agent.map(|a| a.name.as_str()))
+}
+
 /// What a filtered lookup knows about the caller, computed once per call.
 struct Viewer<'a> {
     caller: &'a AiCaller,
@@ -412,16 +494,67 @@ impl ToolRegistry {
             && query
                 .danger_level
                 .is_none_or(|d| d == definition.danger_level)
-            && viewer.agent.is_none_or(|agent| {
-                definition.names().any(|name| agent_names_tool(agent, name))
-                    && tool_admits_agent(definition, &agent.name)
-            })
-            && (!requires_tenant(definition) || !viewer.caller.tenant_id.as_str().is_empty())
+            && in_agent_scope(definition, viewer)
+            && has_tenant(definition, viewer)
             && viewer.held.contains_all(&tool.required)
             && self.policy.admits(definition, viewer.may_propose)
-            && viewer
-                .decisions
-                .is_enabled(definition, viewer.agent.map(|a| a.name.as_str()))
+            && is_enabled(definition, viewer)
+    }
+
+    /// Whether the query's caller may call each of the tools named (by either name), and if
+    /// not, every condition that stops them: the same conditions [`AiToolRegistry::list`]
+    /// applies, for telling a person why a tool is not available. `None` for a name no tool
+    /// of the caller's tenant answers to. One enablement read for all of them.
+    pub async fn availability<'a>(
+        &'a self,
+        names: &[&str],
+        query: &AiToolQuery,
+    ) -> Result<Vec<Option<ToolAvailability<'a>>>, AiError> {
+        let viewer = self.viewer(query).await?;
+        Ok(names
+            .iter()
+            .map(|name| {
+                let tool = self.registered_for(name, &query.caller.tenant_id)?;
+                let definition = &tool.definition;
+                let mut unmet = Vec::new();
+                if let Some(agent) = viewer.agent
+                    && !in_agent_scope(definition, &viewer)
+                {
+                    unmet.push(ToolUnavailable::OutsideAgentScope {
+                        agent: agent.name.clone(),
+                    });
+                }
+                if !has_tenant(definition, &viewer) {
+                    unmet.push(ToolUnavailable::NoTenant);
+                }
+                let held = match viewer.agent {
+                    Some(agent) => AgentRegistry::effective_permissions(&query.caller, agent),
+                    None => query.caller.permissions.clone(),
+                };
+                let missing: Vec<Permission> = definition
+                    .permissions
+                    .iter()
+                    .filter(|p| !held.contains(*p))
+                    .cloned()
+                    .collect();
+                if !missing.is_empty() {
+                    unmet.push(ToolUnavailable::MissingPermissions(missing));
+                }
+                if let Err(refusal) = self.policy.check(definition, &held) {
+                    // A missing propose permission is already listed above when the tool
+                    // names it; the policy's other refusals are its own.
+                    if !(refusal.code() == "permission_denied"
+                        && definition.permissions.contains(&Permission::PROPOSE_WORKFLOWS))
+                    {
+                        unmet.push(ToolUnavailable::Policy(refusal.message().to_owned()));
+                    }
+                }
+                if !is_enabled(definition, &viewer) {
+                    unmet.push(ToolUnavailable::NotEnabled);
+                }
+                Some(ToolAvailability { tool, unmet })
+            })
+            .collect())
     }
 
     /// The tools `viewer` may call that match the query's filters, in name order.

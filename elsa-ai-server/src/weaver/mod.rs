@@ -7,6 +7,7 @@ mod identity;
 mod serve;
 mod stores;
 mod tenants;
+mod tool_settings;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use elsa_ai_host::{
     builtin_context_providers,
 };
 use elsa_ai_mcp::{McpClients, McpEndpoint};
+use elsa_ai_tools::families::GroundingFamily;
 use elsa_ai_store::JournalFeed;
 use elsa_workflows::{
     FolderDefinitionWriter, InMemoryWorkflowBackend, TenantId, TenantRouter, WorkflowServices,
@@ -30,7 +32,7 @@ use elsa_workflows::{
 use tokio::net::{TcpListener, TcpSocket};
 use tokio_util::sync::CancellationToken;
 
-use crate::api::{WeaverApi, WeaverApiParts};
+use crate::api::{GroundingSetup, WeaverApi, WeaverApiParts};
 use crate::config::{ConfigError, WeaverConfig};
 use crate::http_surface::HttpSurface;
 use crate::identity::IdentityConfigError;
@@ -42,11 +44,10 @@ pub use builder::WeaverBuilder;
 pub use identity::DevelopmentKey;
 use identity::identity;
 pub use stores::WeaverStores;
+pub use tool_settings::SYSTEM_ACTOR;
 use stores::{StoreBackend, Stores};
-use tenants::{WorkflowSource, elsa_server, served_tenants};
+use tenants::{WorkflowSource, activity_catalog, elsa_server, served_tenants};
 
-// Linking the built-in tools registers them (`inventory`).
-use elsa_ai_tools as _;
 
 /// Looks up an environment variable (by name; the value is a secret or a setting).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -69,6 +70,16 @@ pub enum StartupError {
         /// The folder.
         path: PathBuf,
         /// Why.
+        message: String,
+    },
+    /// A tenant's activity catalog file cannot be read or parsed.
+    #[error("the activity catalog of tenant '{tenant}' cannot be read from {path}: {message}")]
+    Activities {
+        /// The tenant.
+        tenant: String,
+        /// The file.
+        path: PathBuf,
+        /// Why, with the position in the file.
         message: String,
     },
     /// A built-in tool or agent was refused at registration.
@@ -249,7 +260,21 @@ impl Weaver {
                 })?,
                 None => samples::seed(&memory, tenant),
             };
-            if seeded.descriptors == 0 {
+            let catalog_file = config
+                .tenants
+                .iter()
+                .find(|entry| entry.id == tenant.as_str())
+                .and_then(|entry| entry.activities.as_ref());
+            if let Some(file) = catalog_file {
+                // The tenant says which activities its server has: that catalog, only.
+                let catalog = activity_catalog(tenant, file)?;
+                report.push(format!(
+                    "tenant '{tenant}': {} activity descriptors from {}",
+                    catalog.len(),
+                    file.display()
+                ));
+                memory.set_catalog(tenant, catalog);
+            } else if seeded.descriptors == 0 {
                 // A folder without an activity catalog validates against Elsa's built-ins.
                 memory.set_catalog(tenant, elsa_workflows::builtin_catalog().to_vec());
             }
@@ -380,7 +405,15 @@ impl Weaver {
         let mcp =
             Arc::new(McpClients::start(mcp_servers, MCP_STARTUP, core.redactor().clone()).await);
         report.extend(mcp_report(&mcp));
-        let linked = ToolRegistry::builder().linked_tools()?;
+        // A family [grounding] turns off is not registered: its tools exist for no one.
+        let grounding = &config.grounding;
+        let grounding_limits = grounding.limits()?;
+        config.tools.check()?;
+        let linked = ToolRegistry::builder()
+            .naming(config.tools.names)
+            .linked_tools_where(|tool| {
+                GroundingFamily::of(&tool.name).is_none_or(|family| grounding.is_on(family))
+            })?;
         let registry = Arc::new(
             tools
                 .into_iter()
@@ -394,7 +427,8 @@ impl Weaver {
         );
         let mut governor = core
             .governor(registry.clone(), services.clone())
-            .metrics(metrics.clone());
+            .metrics(metrics.clone())
+            .grounding_limits(grounding_limits);
         if let Some(budget) = limits.result_budget_bytes {
             governor = governor.result_limit(budget);
         }
@@ -440,6 +474,18 @@ impl Weaver {
         };
         proposals.publish_events_to(orchestrator.events());
 
+        let enablement = Arc::new(core.enablement(registry.clone()));
+        let served: Vec<TenantId> = tenants.iter().map(|(tenant, _)| tenant.clone()).collect();
+        tool_settings::apply(
+            &config.tools.entries,
+            grounding,
+            &registry,
+            &enablement,
+            &served,
+            &mut report,
+        )
+        .await?;
+
         let provider_view = ProviderView::new(provider.info());
         if let Some(notice) = &provider_view.notice {
             report.push(notice.clone());
@@ -447,7 +493,7 @@ impl Weaver {
         let api = WeaverApi::new(WeaverApiParts {
             orchestrator: Arc::new(orchestrator.clone()),
             registry: registry.clone(),
-            enablement: Arc::new(core.enablement(registry)),
+            enablement,
             conversations: stores.conversations.clone(),
             proposals: proposals.clone(),
             audit: AuditTrail::new(stores.audit_log.clone()),
@@ -469,6 +515,13 @@ impl Weaver {
             mcp_endpoint,
             mcp_servers: mcp.clone(),
             grace_window_secs: grace_window.as_secs(),
+            grounding: GroundingSetup {
+                switched_off: GroundingFamily::ALL
+                    .into_iter()
+                    .filter(|family| !grounding.is_on(*family))
+                    .collect(),
+                workflows: workflows.clone(),
+            },
             max_body_bytes: limits
                 .max_body_bytes
                 .unwrap_or(WeaverApi::DEFAULT_MAX_BODY_BYTES),

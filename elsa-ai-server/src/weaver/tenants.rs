@@ -2,10 +2,12 @@
 //! folder or the samples in memory, or an Elsa Server.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use elsa_ai_host::RedactorBuilder;
-use elsa_workflows::{ElsaServerBackend, ElsaServerConfig, TenantId, TenantRouter};
+use elsa_workflows::{
+    ActivityDescriptor, ElsaServerBackend, ElsaServerConfig, TenantId, TenantRouter,
+};
 
 use super::{StartupError, invalid};
 use crate::config::{DEFAULT_TENANT, TenantConfig, WeaverConfig};
@@ -41,13 +43,22 @@ pub(super) fn served_tenants(
         for entry in &config.tenants {
             let tenant = TenantId::new(entry.id.clone());
             if hosted(&tenant) {
-                if entry.workflows.is_some() || entry.uses_elsa_server() {
+                if entry.workflows.is_some()
+                    || entry.uses_elsa_server()
+                    || entry.activities.is_some()
+                {
                     return Err(invalid(format!(
                         "tenant '{tenant}': its workflow data comes from the host, so \
-                         [[tenants]] cannot give it workflows or elsa_url too"
+                         [[tenants]] cannot give it workflows, elsa_url or activities too"
                     )));
                 }
                 continue;
+            }
+            if entry.uses_elsa_server() && entry.activities.is_some() {
+                return Err(invalid(format!(
+                    "tenant '{tenant}': activities is for a folder or samples tenant; an Elsa \
+                     Server tenant's catalog is its server's"
+                )));
             }
             let source = match &entry.workflows {
                 _ if entry.uses_elsa_server() => WorkflowSource::ElsaServer(entry.clone()),
@@ -119,4 +130,28 @@ pub(super) fn elsa_server(
     let backend = ElsaServerBackend::new(tenant.clone(), config)
         .map_err(|e| problem(format!("the Elsa Server cannot be used: {e}")))?;
     Ok((backend, secret))
+}
+
+/// The activity catalog a `[[tenants]]` entry's `activities` names: the descriptors Elsa
+/// Server's `GET /elsa/api/descriptors/activities` answers (`{"items": […]}`, or a bare
+/// array). A file that cannot be read or does not parse stops start-up, naming the file and
+/// the position (line and column of bad JSON, the JSON path of a bad descriptor).
+pub(super) fn activity_catalog(
+    tenant: &TenantId,
+    path: &Path,
+) -> Result<Vec<ActivityDescriptor>, StartupError> {
+    let failed = |message: String| StartupError::Activities {
+        tenant: tenant.to_string(),
+        path: path.to_owned(),
+        message,
+    };
+    let text = std::fs::read_to_string(path).map_err(|error| failed(error.to_string()))?;
+    let catalog =
+        ActivityDescriptor::catalog_from_json_str(&text).map_err(|e| failed(e.to_string()))?;
+    if catalog.is_empty() {
+        return Err(failed(
+            "the catalog holds no activity descriptors".to_owned(),
+        ));
+    }
+    Ok(catalog)
 }

@@ -3,7 +3,7 @@
 //!
 //! A code is found where the sources make an error: a constructor with a literal code
 //! (`AiError::bad_request("empty_message", …)`, `forbidden`, `conflict`, `internal`,
-//! `unavailable`, and the server's `ApiError::bad_request`), a `code: "…"` field of an error
+//! `unavailable`, the server's `ApiError::bad_request` and the tools' `invalid`), a `code: "…"` field of an error
 //! variant or body, and the literals of a `let code = match …;` / `let code = if …;` that picks
 //! one (the OpenAI and Copilot providers map their failures that way). Test modules and the
 //! `testing` helpers are not scanned: their codes are made up by tests.
@@ -17,6 +17,8 @@ const CONSTRUCTORS: &[&str] = &[
     "conflict(",
     "internal(",
     "unavailable(",
+    // The built-in tools' shorthand for a 400 (`invalid("time_range_required", …)`).
+    "invalid(",
 ];
 
 /// Crates whose sources return errors (not the test kit, the examples or the benchmarks).
@@ -153,6 +155,8 @@ fn the_scanner_finds_each_way_a_code_is_made() {
         r#"    AiError::unavailable(code, "m")"#,
         r#"}"#,
         r#"fn e() -> bool { is_bad_request("not_a_code") }"#,
+        r#"fn f() -> AiError { invalid("sixth_code", "m") }"#,
+        r#"fn g() -> ConfigError { self.invalid("a sentence is not a code") }"#,
         r#"#[cfg(test)]"#,
         r#"mod tests {"#,
         r#"    fn t() -> AiError { AiError::internal("test_only_code", "m") }"#,
@@ -167,6 +171,7 @@ fn the_scanner_finds_each_way_a_code_is_made() {
             "first_code",
             "fourth_code",
             "second_code",
+            "sixth_code",
             "third_code"
         ]
     );
