@@ -30,7 +30,9 @@
 //!   log records (`ExecutionLogRecord`, node id as `nodeId`) by `sequence`, `{"items",
 //!   "totalCount"}`; page 0 of 100 when neither pair is given (`PageArgs.From`);
 //! - `GET descriptors/activities`: descriptors in Elsa Server's shape (flow and embedded
-//!   `ports`, inputs with `type`, `isWrapped`, `uiHint`), `{"items", "count"}`.
+//!   `ports`, inputs with `type`, `isWrapped`, `uiHint`, and the `isBrowsable`, `isStart`
+//!   and `isTerminal` flags, from the catalog shape given or Elsa's defaults), `{"items",
+//!   "count"}`.
 //!
 //! Every request needs the configured `Authorization` header (401 without it) and, when set,
 //! the `X-Tenant-Id` header. Tests can make every request fail with a status
@@ -1221,8 +1223,8 @@ fn elsa_descriptor(descriptor: &Value) -> Value {
         "customProperties": {},
         "constructionProperties": {},
         "isContainer": descriptor.get("isContainer").and_then(Value::as_bool).unwrap_or(false),
-        "isBrowsable": true,
-        "isStart": false,
-        "isTerminal": false,
+        "isBrowsable": descriptor.get("isBrowsable").and_then(Value::as_bool).unwrap_or(true),
+        "isStart": descriptor.get("isStart").and_then(Value::as_bool).unwrap_or(false),
+        "isTerminal": descriptor.get("isTerminal").and_then(Value::as_bool).unwrap_or(false),
     })
 }
