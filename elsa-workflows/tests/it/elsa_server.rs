@@ -163,6 +163,7 @@ async fn search_matches_text_and_pages_like_one_list() {
         text: text.map(str::to_owned),
         version: VersionOptions::Latest,
         page: PageRequest::new(offset, limit),
+        ..DefinitionQuery::default()
     };
     let all = defs(&backend)
         .search(&acme(), &query(None, 0, 100))
@@ -940,6 +941,7 @@ async fn activity_executions_the_execution_log_and_incidents_come_from_elsas_own
                 to: "2024-06-05T00:00:00Z".parse().unwrap(),
             }),
             page: PageRequest::new(0, 10),
+            ..IncidentQuery::default()
         },
     )
     .await
