@@ -140,6 +140,7 @@ impl AiTool for SearchIncidents {
             activity_type: trimmed(args.activity_type),
             time_range: time_range(args.from, args.to)?,
             page: page(args.offset, args.limit),
+            ..IncidentQuery::default()
         };
         let found = context
             .services

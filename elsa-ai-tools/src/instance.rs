@@ -416,6 +416,7 @@ impl AiTool for SearchInstances {
             definition_ids: args.definition_id.into_iter().collect(),
             time_range: time_range(args.from, args.to)?,
             page: page(args.offset, args.limit),
+            ..InstanceQuery::default()
         };
         let found = context
             .services

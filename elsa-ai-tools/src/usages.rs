@@ -159,6 +159,7 @@ impl AiTool for FindUsages {
                 text: None,
                 version: VersionOptions::Latest,
                 page: PageRequest::new(scanned, PageRequest::MAX_LIMIT.min(SCAN_LIMIT - scanned)),
+                ..DefinitionQuery::default()
             };
             let rows = definitions.search(tenant, &query).await?;
             total = rows.total;

@@ -243,6 +243,7 @@ impl AiTool for ListDefinitions {
                 ListFilter::Published => VersionOptions::Published,
             },
             page: page(args.offset, args.limit),
+            ..DefinitionQuery::default()
         };
         let found = context
             .services

@@ -2,6 +2,13 @@
 //! flowchart nodes, looping, scheduling, HTTP, scripting, composition, email), written down in
 //! `catalog/builtin.json` and embedded at compile time.
 //!
+//! `Elsa.Start` is marked as a start node and `Elsa.Break`, `Elsa.Complete`, `Elsa.End` and
+//! `Elsa.Finish` as terminal nodes, as Elsa's describer marks its `IStartNode` and
+//! `ITerminalNode` activities. Every built-in is listed as browsable, including the few that
+//! Elsa Server reports with `isBrowsable: false` because Elsa hides them from its toolbox
+//! (`Flowchart`, `Sequence`, `Parallel`, `Fork`, `Inline`, `Workflow`, `NotFoundActivity`,
+//! `BpmnProcess` and the alteration-plan activities): a definition may still use them.
+//!
 //! It is what validation uses when no Elsa server is at hand. Activities that Elsa creates at
 //! run time (workflows used as activities, agent activities, other dynamic providers) cannot be
 //! in it; a host that knows them passes its own catalog instead.
@@ -91,6 +98,34 @@ mod tests {
         let write_line = builtin_descriptor("Elsa.WriteLine").expect("WriteLine");
         assert!(!write_line.allows_outcome("True"));
         assert!(builtin_descriptor("Elsa.Nothing").is_none());
+    }
+
+    #[test]
+    fn start_and_terminal_nodes_are_marked_as_elsa_marks_them() {
+        // Elsa's `ActivityDescriber` sets `isStart` for `IStartNode` and `isTerminal` for
+        // `ITerminalNode` implementations.
+        let starts: Vec<&str> = builtin_catalog()
+            .iter()
+            .filter(|d| d.is_start)
+            .map(|d| d.type_name.as_str())
+            .collect();
+        assert_eq!(starts, ["Elsa.Start"]);
+        let terminals: Vec<&str> = builtin_catalog()
+            .iter()
+            .filter(|d| d.is_terminal)
+            .map(|d| d.type_name.as_str())
+            .collect();
+        assert_eq!(
+            terminals,
+            ["Elsa.Break", "Elsa.Complete", "Elsa.End", "Elsa.Finish"]
+        );
+        assert!(builtin_catalog().iter().all(|d| d.is_browsable));
+        let start = builtin_descriptor("Elsa.Start").expect("Start");
+        assert!(start.can_start_workflow() && !start.is_trigger());
+        let http = builtin_descriptor("Elsa.HttpEndpoint").expect("HttpEndpoint");
+        assert!(http.can_start_workflow());
+        let write_line = builtin_descriptor("Elsa.WriteLine").expect("WriteLine");
+        assert!(!write_line.can_start_workflow());
     }
 
     #[tokio::test]

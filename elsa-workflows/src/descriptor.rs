@@ -256,6 +256,15 @@ pub struct ActivityDescriptor {
     pub ports: Vec<PortDescriptor>,
     /// Whether it holds an `activities` list (flowchart, sequence, parallel).
     pub is_container: bool,
+    /// Whether designers offer it in their toolbox (Elsa's `isBrowsable`, true when absent);
+    /// Elsa hides activities it uses internally.
+    pub is_browsable: bool,
+    /// Whether Elsa marks it as a start node (`isStart`, from `IStartNode`): where a
+    /// flowchart begins when no trigger starts it.
+    pub is_start: bool,
+    /// Whether Elsa marks it as a terminal node (`isTerminal`, from `ITerminalNode`): reaching
+    /// it ends the flow it runs in.
+    pub is_terminal: bool,
 }
 
 impl ActivityDescriptor {
@@ -279,6 +288,9 @@ impl ActivityDescriptor {
             dynamic_outcomes: None,
             ports: Vec::new(),
             is_container: false,
+            is_browsable: true,
+            is_start: false,
+            is_terminal: false,
         }
     }
 
@@ -367,6 +379,11 @@ impl ActivityDescriptor {
     /// Whether the activity can start workflows.
     pub fn is_trigger(&self) -> bool {
         self.kind == ActivityKind::Trigger
+    }
+
+    /// Whether a workflow can begin at this activity: a trigger, or a start node.
+    pub fn can_start_workflow(&self) -> bool {
+        self.is_trigger() || self.is_start
     }
 
     /// The label to show: the display name, else the short name, else the type name.
@@ -458,6 +475,9 @@ impl ActivityDescriptor {
             dynamic_outcomes,
             ports,
             is_container: json::optional_bool(map, "isContainer", at)?.unwrap_or(false),
+            is_browsable: json::optional_bool(map, "isBrowsable", at)?.unwrap_or(true),
+            is_start: json::optional_bool(map, "isStart", at)?.unwrap_or(false),
+            is_terminal: json::optional_bool(map, "isTerminal", at)?.unwrap_or(false),
             type_name,
         })
     }
@@ -689,11 +709,45 @@ mod tests {
     }
 
     #[test]
+    fn browsable_start_and_terminal_flags_are_read_with_elsas_defaults() {
+        // Elsa Server writes all three flags on every descriptor.
+        let start = ActivityDescriptor::from_value(&json!({
+            "typeName": "Elsa.Start", "kind": "Action",
+            "isBrowsable": true, "isStart": true, "isTerminal": false
+        }))
+        .expect("valid");
+        assert!(start.is_browsable && start.is_start && !start.is_terminal);
+        assert!(start.can_start_workflow() && !start.is_trigger());
+        let hidden_end = ActivityDescriptor::from_value(&json!({
+            "typeName": "Acme.End", "isBrowsable": false, "isTerminal": true
+        }))
+        .expect("valid");
+        assert!(!hidden_end.is_browsable && hidden_end.is_terminal && !hidden_end.is_start);
+        assert!(!hidden_end.can_start_workflow());
+        // Absent flags: browsable, neither start nor terminal, as Elsa's defaults are.
+        let plain =
+            ActivityDescriptor::from_value(&json!({"typeName": "Acme.Step"})).expect("valid");
+        assert!(plain.is_browsable && !plain.is_start && !plain.is_terminal);
+        assert!(!plain.can_start_workflow());
+        let trigger = ActivityDescriptor::from_value(&json!({"typeName": "Elsa.Cron", "kind": 1}))
+            .expect("valid");
+        assert!(trigger.can_start_workflow() && !trigger.is_start);
+        for field in ["isBrowsable", "isStart", "isTerminal"] {
+            let error =
+                ActivityDescriptor::catalog_from_value(&json!([{"typeName": "A", field: "yes"}]))
+                    .expect_err("not a boolean");
+            assert_eq!(error.path, format!("$[0].{field}"), "{error}");
+        }
+    }
+
+    #[test]
     fn serde_round_trip_keeps_the_model() {
         let mut descriptor = ActivityDescriptor::new("Elsa.FlowDecision");
         descriptor.outcomes = vec!["True".into(), "False".into()];
         descriptor.ports.push(PortDescriptor::new("Body"));
         descriptor.kind = ActivityKind::Other("Saga".into());
+        descriptor.is_browsable = false;
+        descriptor.is_terminal = true;
         let text = serde_json::to_string(&descriptor).expect("serialise");
         let read: ActivityDescriptor = serde_json::from_str(&text).expect("read back");
         assert_eq!(read, descriptor);
@@ -701,5 +755,13 @@ mod tests {
         assert_eq!(value["ports"][0]["type"], "Embedded");
         assert_eq!(value["kind"], "Saga");
         assert_eq!(value["isContainer"], false);
+        assert_eq!(
+            (
+                &value["isBrowsable"],
+                &value["isStart"],
+                &value["isTerminal"]
+            ),
+            (&json!(false), &json!(false), &json!(true))
+        );
     }
 }

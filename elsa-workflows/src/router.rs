@@ -163,6 +163,17 @@ impl WorkflowDefinitionStore for TenantRouter {
             None => Ok(empty_page(query.page)),
         }
     }
+
+    async fn versions(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+    ) -> Result<Vec<DefinitionSummary>, WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.definitions.versions(tenant, definition_id).await,
+            None => Ok(Vec::new()),
+        }
+    }
 }
 
 #[async_trait]

@@ -25,13 +25,19 @@ pub enum VersionOptions {
     Specific(i32),
 }
 
-/// Filters for [`WorkflowDefinitionStore::search`].
+/// Filters for [`WorkflowDefinitionStore::search`]; every filter given must match.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DefinitionQuery {
     /// Case-insensitive text matched against definition id, name and description.
     pub text: Option<String>,
-    /// `Latest` lists each definition's newest version, `Published` only published versions.
+    /// Only definitions with exactly this name, letter case (and surrounding whitespace of
+    /// the name asked for) ignored.
+    pub name: Option<String>,
+    /// Only the definition with exactly this id.
+    pub definition_id: Option<String>,
+    /// Which version of each definition is listed: `Latest` its newest, `Published` its
+    /// published one, `Specific(n)` its version n (definitions without one are left out).
     pub version: VersionOptions,
     /// Paging; results are ordered by name, then definition id.
     pub page: PageRequest,
@@ -59,10 +65,16 @@ pub struct DefinitionSummary {
     pub activity_count: usize,
 }
 
-/// Filters for [`WorkflowInstanceStore::search`].
+/// Filters for [`WorkflowInstanceStore::search`]; every filter given must match.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InstanceQuery {
+    /// Case-insensitive text found in the instance id, name, correlation id or definition id.
+    pub text: Option<String>,
+    /// Only instances with exactly this correlation id.
+    pub correlation_id: Option<String>,
+    /// `Some(true)`: only instances with incidents; `Some(false)`: only those without.
+    pub has_incidents: Option<bool>,
     /// Only instances with this status.
     pub status: Option<WorkflowStatus>,
     /// Only instances with this sub-status.
@@ -71,14 +83,22 @@ pub struct InstanceQuery {
     pub definition_ids: Vec<String>,
     /// Only instances created inside this range.
     pub time_range: Option<TimeRange>,
+    /// Only instances last updated inside this range (instances without an update time are
+    /// left out).
+    pub updated_range: Option<TimeRange>,
     /// Paging; results are ordered newest first, then by id.
     pub page: PageRequest,
 }
 
-/// Filters for [`IncidentStore::search`].
+/// Filters for [`IncidentStore::search`]; every filter given must match.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct IncidentQuery {
+    /// Only incidents of the instance with exactly this id.
+    pub instance_id: Option<String>,
+    /// Case-insensitive text found in the incident's message, its exception's type or
+    /// message, or the message of an inner exception.
+    pub text: Option<String>,
     /// Only incidents of instances of these definitions (empty = any definition).
     pub definition_ids: Vec<String>,
     /// Only incidents of activities of this type (letter case ignored).
@@ -139,13 +159,50 @@ pub trait WorkflowDefinitionStore: Send + Sync {
         version: VersionOptions,
     ) -> Result<Option<WorkflowDefinition>, WorkflowError>;
 
-    /// Searches definitions by text with paging.
+    /// Searches definitions by text, name, id and version with paging.
     async fn search(
         &self,
         tenant: &TenantId,
         query: &DefinitionQuery,
     ) -> Result<Page<DefinitionSummary>, WorkflowError>;
+
+    /// Every stored version of one definition, oldest first; empty when the tenant has no
+    /// such definition.
+    ///
+    /// The default asks [`Self::find`] for the latest version and then for each earlier
+    /// number, newest first, skipping numbers that are missing; it probes at most the newest
+    /// 200 version numbers, so a definition with a longer history lists only its newest 200.
+    /// Backends that can list versions in one request override it.
+    async fn versions(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+    ) -> Result<Vec<DefinitionSummary>, WorkflowError> {
+        let Some(latest) = self
+            .find(tenant, definition_id, VersionOptions::Latest)
+            .await?
+        else {
+            return Ok(Vec::new());
+        };
+        let newest = latest.version();
+        let oldest = newest.saturating_sub(VERSION_PROBE_LIMIT - 1).max(1);
+        let mut versions = vec![latest.summary()];
+        for number in (oldest..newest).rev() {
+            if let Some(version) = self
+                .find(tenant, definition_id, VersionOptions::Specific(number))
+                .await?
+            {
+                versions.push(version.summary());
+            }
+        }
+        versions.reverse();
+        Ok(versions)
+    }
 }
+
+/// How many version numbers the default [`WorkflowDefinitionStore::versions`] probes at most
+/// (each is one `find`, which may be one request to a remote backend).
+const VERSION_PROBE_LIMIT: i32 = 200;
 
 /// Reads workflow instances.
 #[async_trait]
@@ -157,7 +214,8 @@ pub trait WorkflowInstanceStore: Send + Sync {
         instance_id: &str,
     ) -> Result<Option<WorkflowInstance>, WorkflowError>;
 
-    /// Searches instances by status, sub-status, definition and time range with paging.
+    /// Searches instances by text, correlation id, incidents, status, sub-status, definition
+    /// and creation or update time, with paging.
     async fn search(
         &self,
         tenant: &TenantId,
@@ -227,4 +285,104 @@ pub trait WorkflowDefinitionWriter: Send + Sync {
         expected_version: i32,
         definition: WorkflowDefinition,
     ) -> Result<DefinitionVersionRef, WorkflowError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// A store that implements only `find` and `search`, as an out-of-tree backend might,
+    /// and counts the lookups it answers.
+    struct FindOnly {
+        versions: BTreeMap<i32, WorkflowDefinition>,
+        finds: AtomicUsize,
+    }
+
+    impl FindOnly {
+        fn with(numbers: impl IntoIterator<Item = i32>) -> Self {
+            let versions = numbers
+                .into_iter()
+                .map(|version| {
+                    let definition = WorkflowDefinition::from_value(json!({
+                        "id": format!("d-v{version}"), "definitionId": "d", "version": version,
+                        "name": "D", "isPublished": version == 1,
+                        "root": {"id": "Flowchart1", "type": "Elsa.Flowchart", "activities": []}
+                    }))
+                    .expect("a definition");
+                    (version, definition)
+                })
+                .collect();
+            Self {
+                versions,
+                finds: AtomicUsize::new(0),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl WorkflowDefinitionStore for FindOnly {
+        async fn find(
+            &self,
+            tenant: &TenantId,
+            definition_id: &str,
+            version: VersionOptions,
+        ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+            self.finds.fetch_add(1, Ordering::Relaxed);
+            if tenant.as_str() != "acme" || definition_id != "d" {
+                return Ok(None);
+            }
+            Ok(match version {
+                VersionOptions::Latest => self.versions.values().next_back(),
+                VersionOptions::Published => self.versions.get(&1),
+                VersionOptions::Specific(n) => self.versions.get(&n),
+            }
+            .cloned())
+        }
+
+        async fn search(
+            &self,
+            _tenant: &TenantId,
+            query: &DefinitionQuery,
+        ) -> Result<Page<DefinitionSummary>, WorkflowError> {
+            Ok(query.page.slice(Vec::new()))
+        }
+    }
+
+    fn numbers(rows: &[DefinitionSummary]) -> Vec<i32> {
+        rows.iter().map(|row| row.version).collect()
+    }
+
+    #[tokio::test]
+    async fn the_default_versions_probes_each_number_and_skips_missing_ones() {
+        let acme = TenantId::new("acme");
+        let store = FindOnly::with([1, 2, 4, 7]);
+        let versions = store.versions(&acme, "d").await.expect("versions");
+        assert_eq!(numbers(&versions), [1, 2, 4, 7]);
+        assert_eq!(versions[0].version_id.as_deref(), Some("d-v1"));
+        assert!(versions[0].is_published);
+        // The latest, then 6 down to 1.
+        assert_eq!(store.finds.load(Ordering::Relaxed), 7);
+
+        let unknown = store.versions(&acme, "other").await.expect("versions");
+        assert!(unknown.is_empty());
+        let globex = store
+            .versions(&TenantId::new("globex"), "d")
+            .await
+            .expect("versions");
+        assert!(globex.is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_default_versions_lists_at_most_the_newest_200() {
+        let acme = TenantId::new("acme");
+        let store = FindOnly::with(1..=250);
+        let versions = store.versions(&acme, "d").await.expect("versions");
+        assert_eq!(numbers(&versions), (51..=250).collect::<Vec<_>>());
+        assert_eq!(store.finds.load(Ordering::Relaxed), 200);
+    }
 }

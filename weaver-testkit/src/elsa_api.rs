@@ -8,16 +8,23 @@
 //!
 //! - `GET workflow-definitions/by-definition-id/{id}?versionOptions=Latest|Published|{n}`:
 //!   the model (with `links`), 404 when no version matches;
-//! - `GET workflow-definitions?versionOptions&searchTerm&page&pageSize`: summaries ordered by
-//!   name, `{"items", "totalCount", "links"}`; `searchTerm` matches name, description, version
-//!   id and definition id (without regard to case here);
+//! - `GET workflow-definitions?versionOptions&searchTerm&definitionIds&page&pageSize`:
+//!   summaries ordered by name, `{"items", "totalCount", "links"}`; `searchTerm` matches
+//!   name, description, version id and definition id (without regard to case here),
+//!   `definitionIds` (repeated) keeps the versions of those definitions;
+//! - `GET workflow-definitions/{definitionId}/versions`: every stored version as Elsa's store
+//!   entity (the graph serialised in `stringData`, `materializerName: "Json"`), newest first,
+//!   as a JSON array; 404 when the definition has none (`ListVersions`);
 //! - `GET workflow-definitions/many-by-id?ids=…`: models, `{"items", "count"}`;
 //! - `POST workflow-definitions` `{"model", "publish"}`: Elsa's draft semantics (a save over
 //!   an unpublished latest version replaces it in place; after a published one it adds the
 //!   next version; `publish` publishes it and un-publishes the others), answering
 //!   `{"workflowDefinition", "alreadyPublished", "consumingWorkflowCount", "validationErrors"}`;
-//! - `POST workflow-instances` (`page`, `pageSize`, `definitionId(s)`, `status(es)`,
-//!   `subStatus(es)`, `hasIncidents` (`incidentCount > 0`), `orderBy` (`Created` or
+//! - `POST workflow-instances` (`page`, `pageSize`, `searchTerm` (Elsa 3.3+: the name
+//!   without regard to case; instance, definition, definition version and correlation ids
+//!   with regard to case, as a case-sensitive database compares them), `correlationId`
+//!   (exact), `definitionId(s)`, `status(es)`, `subStatus(es)`, `hasIncidents`
+//!   (`incidentCount > 0`, or `= 0` when false), `orderBy` (`Created` or
 //!   `UpdatedAt`) and `orderDirection`, `timestampFilters` with Elsa's reading of a midnight
 //!   timestamp as a whole day, UTC): instance summaries newest first, `{"items",
 //!   "totalCount"}`; 400 for a negative page, a page size below 1, an unknown status or
@@ -30,7 +37,9 @@
 //!   log records (`ExecutionLogRecord`, node id as `nodeId`) by `sequence`, `{"items",
 //!   "totalCount"}`; page 0 of 100 when neither pair is given (`PageArgs.From`);
 //! - `GET descriptors/activities`: descriptors in Elsa Server's shape (flow and embedded
-//!   `ports`, inputs with `type`, `isWrapped`, `uiHint`), `{"items", "count"}`.
+//!   `ports`, inputs with `type`, `isWrapped`, `uiHint`, and the `isBrowsable`, `isStart`
+//!   and `isTerminal` flags, from the catalog shape given or Elsa's defaults), `{"items",
+//!   "count"}`.
 //!
 //! Every request needs the configured `Authorization` header (401 without it) and, when set,
 //! the `X-Tenant-Id` header. Tests can make every request fail with a status
@@ -161,6 +170,10 @@ impl ElsaApiStandIn {
             .route(
                 "/workflow-definitions/by-definition-id/{definition_id}",
                 get(definition_by_definition_id),
+            )
+            .route(
+                "/workflow-definitions/{definition_id}/versions",
+                get(definition_versions),
             )
             .route("/workflow-instances", axum::routing::post(list_instances))
             .route("/workflow-instances/{id}", get(instance_by_id))
@@ -609,12 +622,21 @@ async fn list_definitions(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .map(str::to_lowercase);
+    let definition_ids: Vec<&str> = query
+        .iter()
+        .filter(|(key, _)| key.eq_ignore_ascii_case("definitionIds"))
+        .map(|(_, value)| value.as_str())
+        .collect();
     let data = lock(&data);
     let mut rows: Vec<&Map<String, Value>> = data
         .definitions
         .values()
         .flatten()
         .filter(|v| select.matches(v))
+        .filter(|v| {
+            definition_ids.is_empty()
+                || text(v, "definitionId").is_some_and(|id| definition_ids.contains(&id))
+        })
         .filter(|v| {
             term.as_deref().is_none_or(|term| {
                 ["name", "description", "id", "definitionId"]
@@ -632,6 +654,40 @@ async fn list_definitions(
         .map(definition_summary)
         .collect();
     axum::Json(json!({"items": items, "totalCount": total, "links": []})).into_response()
+}
+
+/// A stored version as Elsa's store entity (`WorkflowDefinition`): the graph serialised in
+/// `stringData` for the JSON materializer instead of a `root`.
+fn definition_entity(version: &Map<String, Value>) -> Value {
+    let mut entity = version.clone();
+    let root = entity.remove("root").unwrap_or(Value::Null);
+    entity.insert("materializerName".into(), json!("Json"));
+    entity.insert("stringData".into(), Value::String(root.to_string()));
+    entity.insert("version".into(), json!(version_of(version)));
+    for field in ["isLatest", "isPublished", "isReadonly", "isSystem"] {
+        entity.insert(field.into(), Value::Bool(flag(version, field)));
+    }
+    Value::Object(entity)
+}
+
+/// `ListVersions`: every version of the definition, newest first; 404 when there is none.
+async fn definition_versions(
+    State(data): State<Shared>,
+    Path(definition_id): Path<String>,
+) -> Response {
+    let data = lock(&data);
+    let versions: Vec<Value> = data
+        .definitions
+        .get(&definition_id)
+        .into_iter()
+        .flatten()
+        .rev()
+        .map(definition_entity)
+        .collect();
+    if versions.is_empty() {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    axum::Json(Value::Array(versions)).into_response()
 }
 
 /// `PageArgs.FromPage(page, pageSize)`: skip `page * pageSize` (nothing without a page),
@@ -968,6 +1024,9 @@ async fn list_instances(State(data): State<Shared>, body: axum::body::Bytes) -> 
         single("subStatus"),
     );
     let has_incidents = request.get("hasIncidents").and_then(Value::as_bool);
+    // Elsa ignores a blank correlation id or search term (`IsNullOrWhiteSpace`).
+    let correlation_id = single("correlationId").filter(|c| !c.trim().is_empty());
+    let term = single("searchTerm").filter(|t| !t.trim().is_empty());
     let order_by = single("orderBy").unwrap_or_else(|| "Created".to_owned());
     let ascending = single("orderDirection").as_deref() == Some("Ascending");
     let data = lock(&data);
@@ -995,6 +1054,12 @@ async fn list_instances(State(data): State<Shared>, body: axum::body::Bytes) -> 
                     let count = i.get("incidentCount").and_then(Value::as_i64).unwrap_or(0);
                     wanted == (count > 0)
                 })
+                && correlation_id
+                    .as_deref()
+                    .is_none_or(|c| text(i, "correlationId") == Some(c))
+                && term
+                    .as_deref()
+                    .is_none_or(|term| search_term_matches(i, term))
         })
         .collect();
     // Elsa's default order: created, newest first; `UpdatedAt` orders by the last update.
@@ -1034,6 +1099,19 @@ async fn list_instances(State(data): State<Shared>, body: axum::body::Bytes) -> 
         })
         .collect();
     axum::Json(json!({"items": items, "totalCount": total})).into_response()
+}
+
+/// `WorkflowInstanceFilter.SearchTerm` (Elsa 3.3+): the name contains the term without
+/// regard to case, or an id contains it exactly (ordinal `Contains`, as a case-sensitive
+/// database compares).
+fn search_term_matches(instance: &Map<String, Value>, term: &str) -> bool {
+    let named = text(instance, "name")
+        .is_some_and(|name| name.to_lowercase().contains(&term.to_lowercase()));
+    named
+        || ["definitionVersionId", "definitionId", "id", "correlationId"]
+            .iter()
+            .filter_map(|field| text(instance, field))
+            .any(|id| id.contains(term))
 }
 
 /// `ActivityExecutionRecordFilter`: each filter given must match; none given lists all.
@@ -1221,8 +1299,8 @@ fn elsa_descriptor(descriptor: &Value) -> Value {
         "customProperties": {},
         "constructionProperties": {},
         "isContainer": descriptor.get("isContainer").and_then(Value::as_bool).unwrap_or(false),
-        "isBrowsable": true,
-        "isStart": false,
-        "isTerminal": false,
+        "isBrowsable": descriptor.get("isBrowsable").and_then(Value::as_bool).unwrap_or(true),
+        "isStart": descriptor.get("isStart").and_then(Value::as_bool).unwrap_or(false),
+        "isTerminal": descriptor.get("isTerminal").and_then(Value::as_bool).unwrap_or(false),
     })
 }

@@ -73,6 +73,7 @@ impl AttachmentSearch {
                     text: (!text.is_empty()).then(|| text.clone()),
                     version: VersionOptions::Latest,
                     page: PageRequest::new(0, limit),
+                    ..DefinitionQuery::default()
                 };
                 let page = self.definitions.search(&caller.tenant_id, &query).await?;
                 Ok(page

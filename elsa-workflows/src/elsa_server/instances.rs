@@ -1,5 +1,6 @@
 //! Instances over Elsa's REST API: one by id, and the instance list with its filters
-//! (Elsa's timestamps and its whole-day reading of midnight included).
+//! (search term, correlation id, incidents, statuses, definitions, and creation and update
+//! times in Elsa's timestamps, its whole-day reading of midnight included).
 
 use async_trait::async_trait;
 use chrono::{DateTime, Timelike, Utc};
@@ -21,17 +22,18 @@ pub(super) fn elsa_timestamp(instant: DateTime<Utc>) -> String {
     )
 }
 
-/// Elsa's timestamp filters for "created inside `range`" (both ends inclusive).
+/// Elsa's timestamp filters for "`column` inside `range`" (both ends inclusive); `column` is
+/// one of Elsa's instance timestamp columns (`CreatedAt`, `UpdatedAt`).
 ///
 /// Elsa reads a filter timestamp at midnight as a whole day (`<= 2025-01-03T00:00` would
 /// include all of January 3rd), so an end at midnight is sent as the strict comparison with
 /// the next (or previous) 100 ns tick, which Elsa compares exactly.
-fn created_within(range: &TimeRange) -> Vec<Value> {
+fn within(column: &str, range: &TimeRange) -> Vec<Value> {
     let tick = chrono::TimeDelta::nanoseconds(100);
     let midnight = |instant: DateTime<Utc>| {
         instant.num_seconds_from_midnight() == 0 && instant.nanosecond() < 100
     };
-    let filter = |operator: &str, instant: DateTime<Utc>| json!({"column": "CreatedAt", "operator": operator, "timestamp": elsa_timestamp(instant)});
+    let filter = |operator: &str, instant: DateTime<Utc>| json!({"column": column, "operator": operator, "timestamp": elsa_timestamp(instant)});
     let from = if midnight(range.from) {
         filter("GreaterThan", range.from - tick)
     } else {
@@ -68,10 +70,30 @@ impl WorkflowInstanceStore for ElsaServerBackend {
         query: &InstanceQuery,
     ) -> Result<Page<WorkflowInstance>, WorkflowError> {
         let window = PageRequest::new(query.page.offset, query.page.limit);
-        if !self.serves(tenant) {
+        // Elsa ignores a blank correlation id (no filter at all), so the blank one it cannot
+        // ask for is answered here: no instance it lists would have it.
+        let blank_correlation = query
+            .correlation_id
+            .as_deref()
+            .is_some_and(|id| id.trim().is_empty());
+        if !self.serves(tenant) || blank_correlation {
             return Ok(window.slice(Vec::new()));
         }
         let mut filters = Map::new();
+        if let Some(text) = query
+            .text
+            .as_deref()
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
+            filters.insert("searchTerm".into(), json!(text));
+        }
+        if let Some(correlation_id) = &query.correlation_id {
+            filters.insert("correlationId".into(), json!(correlation_id));
+        }
+        if let Some(has_incidents) = query.has_incidents {
+            filters.insert("hasIncidents".into(), json!(has_incidents));
+        }
         if !query.definition_ids.is_empty() {
             filters.insert("definitionIds".into(), json!(query.definition_ids));
         }
@@ -81,11 +103,15 @@ impl WorkflowInstanceStore for ElsaServerBackend {
         if let Some(sub_status) = query.sub_status {
             filters.insert("subStatuses".into(), json!([sub_status.as_str()]));
         }
+        let mut timestamps = Vec::new();
         if let Some(range) = &query.time_range {
-            filters.insert(
-                "timestampFilters".into(),
-                Value::Array(created_within(range)),
-            );
+            timestamps.extend(within("CreatedAt", range));
+        }
+        if let Some(range) = &query.updated_range {
+            timestamps.extend(within("UpdatedAt", range));
+        }
+        if !timestamps.is_empty() {
+            filters.insert("timestampFilters".into(), Value::Array(timestamps));
         }
         // Elsa's default order is what the trait promises: newest first.
         let (rows, total) = self
@@ -137,7 +163,7 @@ mod tests {
             to: at("2025-01-03T17:00:00Z"),
         };
         assert_eq!(
-            created_within(&range),
+            within("CreatedAt", &range),
             [
                 json!({"column": "CreatedAt", "operator": "GreaterThanOrEqual", "timestamp": "2025-01-02T08:30:00.1234567Z"}),
                 json!({"column": "CreatedAt", "operator": "LessThanOrEqual", "timestamp": "2025-01-03T17:00:00.0000000Z"}),
@@ -148,10 +174,10 @@ mod tests {
             to: at("2025-01-03T00:00:00Z"),
         };
         assert_eq!(
-            created_within(&days),
+            within("UpdatedAt", &days),
             [
-                json!({"column": "CreatedAt", "operator": "GreaterThan", "timestamp": "2025-01-01T23:59:59.9999999Z"}),
-                json!({"column": "CreatedAt", "operator": "LessThan", "timestamp": "2025-01-03T00:00:00.0000001Z"}),
+                json!({"column": "UpdatedAt", "operator": "GreaterThan", "timestamp": "2025-01-01T23:59:59.9999999Z"}),
+                json!({"column": "UpdatedAt", "operator": "LessThan", "timestamp": "2025-01-03T00:00:00.0000001Z"}),
             ]
         );
     }

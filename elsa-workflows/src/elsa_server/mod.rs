@@ -30,13 +30,14 @@
 //! | call | request |
 //! |---|---|
 //! | definition `find` | `GET workflow-definitions/by-definition-id/{definitionId}?versionOptions=Latest\|Published\|{n}` (404 → `None`) |
-//! | definition `search` | `GET workflow-definitions?versionOptions=…&searchTerm=…&page=…&pageSize=…`, then `GET workflow-definitions/many-by-id?ids=…` for the activity counts |
+//! | definition `search` | `GET workflow-definitions?versionOptions=…&searchTerm=…&definitionIds=…&page=…&pageSize=…`, then `GET workflow-definitions/many-by-id?ids=…` for the activity counts |
+//! | definition `versions` | `GET workflow-definitions/{definitionId}/versions` (404 → none) |
 //! | instance `find` | `GET workflow-instances/{id}` (404 → `None`) |
-//! | instance `search` | `POST workflow-instances` with `page`, `pageSize`, `definitionIds`, `statuses`, `subStatuses`, `timestampFilters` |
+//! | instance `search` | `POST workflow-instances` with `page`, `pageSize`, `searchTerm`, `correlationId`, `hasIncidents`, `definitionIds`, `statuses`, `subStatuses`, `timestampFilters` |
 //! | catalog `list` | `GET descriptors/activities` |
 //! | `activity_executions` | `GET activity-executions/list?workflowInstanceId=…` (`{"items", "count"}`) |
 //! | `execution_log` | `GET workflow-instances/{id}/journal?skip=…&take=…` (`{"items", "totalCount"}`, by sequence) |
-//! | incident `search` | `POST workflow-instances` with `hasIncidents: true`, `orderBy: UpdatedAt` (at most [`INCIDENT_SCAN_LIMIT`] instances), then `GET workflow-instances/{id}` for each one's `incidents` |
+//! | incident `search` | `POST workflow-instances` with `hasIncidents: true`, `orderBy: UpdatedAt` (at most [`INCIDENT_SCAN_LIMIT`] instances), then `GET workflow-instances/{id}` for each one's `incidents`; with an `instance_id`, only `GET workflow-instances/{id}` |
 //! | `create` / `update` | `POST workflow-definitions` with `{"model": …, "publish": …}` |
 //!
 //! Elsa's paged lists (`{"items": […], "totalCount": n}`, items possibly wrapped in
@@ -49,6 +50,30 @@
 //! this crate cannot read counts 0. The catalog is Elsa's, with the dynamic-outcome notes of
 //! Elsa's built-in activities added where the server's descriptors cannot express them
 //! (a flow switch's case labels, for example).
+//!
+//! # Filters: what Elsa applies and what is applied here
+//!
+//! The list endpoints' request types (`WorkflowDefinitions/List`, `WorkflowInstances/List` in
+//! `Elsa.Workflows.Api`) take most filters; the rest are applied to Elsa's answer.
+//!
+//! | filter | sent to Elsa as | applied here |
+//! |---|---|---|
+//! | [`DefinitionQuery`] `text` | `searchTerm` (name and description without regard to case, version id and definition id as the database compares them) | — |
+//! | `DefinitionQuery::name` | `searchTerm` (the name itself, unless `text` is given), narrowing the list | the exact name, letter case ignored: Elsa's list has no name parameter, so up to [`NAME_SCAN_LIMIT`] rows of the narrowed list are read and the page is cut from the matches (beyond that bound, matches are not seen) |
+//! | `DefinitionQuery::definition_id` | `definitionIds` | — (an empty id finds nothing without a request) |
+//! | `DefinitionQuery::version` | `versionOptions` (`Latest`, `Published` or the number) | — |
+//! | [`InstanceQuery`] `text` | `searchTerm`: Elsa 3.3+ matches the name without regard to case and the ids (instance, definition, definition version, correlation) as the database compares them, usually with regard to case; it also matches the definition version id | — (so results may differ from the in-memory backend in those two ways) |
+//! | `InstanceQuery::correlation_id` | `correlationId` (exact) | a blank one finds nothing without a request (Elsa would ignore it) |
+//! | `InstanceQuery::has_incidents` | `hasIncidents` (`incidentCount > 0`, or `= 0`) | — |
+//! | `InstanceQuery::time_range`, `updated_range` | `timestampFilters` on `CreatedAt` and `UpdatedAt` | — |
+//! | [`IncidentQuery`] `instance_id` | the instance read directly (`GET workflow-instances/{id}`); the list cannot filter by id | the instance's incidents |
+//! | `IncidentQuery::text`, `activity_type`, `time_range` | — (`time_range`'s start also as an `UpdatedAt` filter on the instances) | incidents live in each instance's workflow state, which Elsa cannot search |
+//!
+//! `searchTerm`, `correlationId`, `hasIncidents` and `timestampFilters` on the instance list
+//! are Elsa 3.1+; the versions endpoint (`ListVersions`, `read:workflow-definitions`) is in
+//! every Elsa 3 release (3.0.0 onwards) and answers the stored versions as a JSON array,
+//! newest first; a version's activity count is read from its graph (`stringData`), 0 when the
+//! version has none this crate reads.
 //!
 //! # Writing, and what the compare-and-set guarantees
 //!
@@ -118,10 +143,13 @@ use serde_json::Value;
 
 use self::client::ElsaHttp;
 pub use self::config::{ElsaCredentials, ElsaServerConfig, ElsaServerConfigError};
+pub use self::definitions::NAME_SCAN_LIMIT;
 use self::instances::elsa_timestamp;
 use self::paging::PagePlan;
 pub use self::runtime::INCIDENT_SCAN_LIMIT;
 use crate::json::{self as js, Seg};
+#[cfg(doc)]
+use crate::{DefinitionQuery, IncidentQuery, InstanceQuery};
 use crate::{PageRequest, ParseError, TenantId, WorkflowError};
 
 /// Elsa's default API path below the server's URL.

@@ -27,7 +27,7 @@ fn in_item(mut error: ParseError, index: usize) -> ParseError {
 }
 
 /// Elsa's timestamp filter for "updated at or after `from`", with the midnight adjustment
-/// of [`super::created_within`] (Elsa reads a midnight timestamp as a whole day).
+/// of the instance search's time ranges (Elsa reads a midnight timestamp as a whole day).
 fn updated_since(from: chrono::DateTime<chrono::Utc>) -> Value {
     use chrono::Timelike;
     let midnight = from.num_seconds_from_midnight() == 0 && from.nanosecond() < 100;
@@ -37,6 +37,31 @@ fn updated_since(from: chrono::DateTime<chrono::Utc>) -> Value {
         ("GreaterThanOrEqual", from)
     };
     json!({"column": "UpdatedAt", "operator": operator, "timestamp": elsa_timestamp(at)})
+}
+
+impl ElsaServerBackend {
+    /// The incidents of one instance that `query` matches: Elsa's instance list cannot be
+    /// filtered by instance id, so the instance is read directly.
+    async fn incidents_of(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+        query: &IncidentQuery,
+        window: PageRequest,
+    ) -> Result<IncidentSearch, WorkflowError> {
+        let instance = WorkflowInstanceStore::find(self, tenant, instance_id).await?;
+        let with_incidents = instance.filter(|i| i.incident_count() > 0);
+        let mut found = with_incidents
+            .as_ref()
+            .map(|instance| matching_incidents(instance, query))
+            .unwrap_or_default();
+        sort_incidents(&mut found);
+        Ok(IncidentSearch {
+            incidents: window.slice(found),
+            instances_read: usize::from(with_incidents.is_some()),
+            complete: true,
+        })
+    }
 }
 
 #[async_trait]
@@ -124,7 +149,9 @@ impl ExecutionRecordStore for ElsaServerBackend {
 #[async_trait]
 impl IncidentStore for ElsaServerBackend {
     /// `POST workflow-instances` with `hasIncidents: true` (most recently updated first, at
-    /// most [`INCIDENT_SCAN_LIMIT`]), then each instance's workflow state for its incidents.
+    /// most [`INCIDENT_SCAN_LIMIT`]), then each instance's workflow state for its incidents;
+    /// for one instance (`instance_id`), only that instance's state. The text and the other
+    /// incident filters are applied here (Elsa's API cannot filter incidents).
     async fn search(
         &self,
         tenant: &TenantId,
@@ -137,6 +164,9 @@ impl IncidentStore for ElsaServerBackend {
                 instances_read: 0,
                 complete: true,
             });
+        }
+        if let Some(instance_id) = &query.instance_id {
+            return self.incidents_of(tenant, instance_id, query, window).await;
         }
         let what = "listing workflow instances with incidents";
         let mut body = json!({

@@ -295,14 +295,52 @@ fn select(
 }
 
 fn matches_text(summary: &DefinitionSummary, needle: &str) -> bool {
-    [
-        Some(summary.definition_id.as_str()),
-        summary.name.as_deref(),
-        summary.description.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .any(|field| field.to_lowercase().contains(needle))
+    contains_text(
+        [
+            Some(summary.definition_id.as_str()),
+            summary.name.as_deref(),
+            summary.description.as_deref(),
+        ],
+        needle,
+    )
+}
+
+/// A query's text, trimmed and lowercased for [`contains_text`]; `None` when there is none.
+fn text_needle(text: Option<&str>) -> Option<String> {
+    text.map(str::trim)
+        .filter(|text| !text.is_empty())
+        .map(str::to_lowercase)
+}
+
+/// Whether any of `fields` contains `needle` (already lowercased), letter case ignored.
+fn contains_text<'a>(fields: impl IntoIterator<Item = Option<&'a str>>, needle: &str) -> bool {
+    fields
+        .into_iter()
+        .flatten()
+        .any(|field| field.to_lowercase().contains(needle))
+}
+
+/// Whether a definition's `name` is the name a [`DefinitionQuery`] asks for: the same
+/// letters in any case; the wanted name's surrounding whitespace is ignored.
+pub(crate) fn same_name(name: Option<&str>, wanted: &str) -> bool {
+    name.is_some_and(|name| name.to_lowercase() == wanted.trim().to_lowercase())
+}
+
+/// Whether a definition search row passes the query's text, name and id filters.
+fn summary_matches(
+    summary: &DefinitionSummary,
+    query: &DefinitionQuery,
+    needle: Option<&str>,
+) -> bool {
+    needle.is_none_or(|n| matches_text(summary, n))
+        && query
+            .name
+            .as_deref()
+            .is_none_or(|wanted| same_name(summary.name.as_deref(), wanted))
+        && query
+            .definition_id
+            .as_deref()
+            .is_none_or(|id| summary.definition_id == id)
 }
 
 /// The page a caller asked for, held to [`PageRequest::MAX_LIMIT`] even when built by hand.
@@ -332,12 +370,7 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
         tenant: &TenantId,
         query: &DefinitionQuery,
     ) -> Result<Page<DefinitionSummary>, WorkflowError> {
-        let needle = query
-            .text
-            .as_deref()
-            .map(str::trim)
-            .filter(|text| !text.is_empty())
-            .map(str::to_lowercase);
+        let needle = text_needle(query.text.as_deref());
         let mut rows: Vec<DefinitionSummary> = {
             let tenants = self.tenants.read();
             let Some(data) = tenants.get(tenant) else {
@@ -347,7 +380,7 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
                 .values()
                 .filter_map(|versions| select(versions, query.version))
                 .map(WorkflowDefinition::summary)
-                .filter(|summary| needle.as_deref().is_none_or(|n| matches_text(summary, n)))
+                .filter(|summary| summary_matches(summary, query, needle.as_deref()))
                 .collect()
         };
         rows.sort_by_cached_key(|row| {
@@ -360,12 +393,45 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
         });
         Ok(capped(query.page).slice(rows))
     }
+
+    async fn versions(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+    ) -> Result<Vec<DefinitionSummary>, WorkflowError> {
+        Ok(self
+            .definition_versions(tenant, definition_id)
+            .iter()
+            .map(WorkflowDefinition::summary)
+            .collect())
+    }
 }
 
-fn instance_matches(instance: &WorkflowInstance, query: &InstanceQuery) -> bool {
-    query
-        .status
-        .is_none_or(|status| instance.status() == status)
+fn instance_matches(
+    instance: &WorkflowInstance,
+    query: &InstanceQuery,
+    needle: Option<&str>,
+) -> bool {
+    needle.is_none_or(|needle| {
+        contains_text(
+            [
+                Some(instance.id()),
+                instance.name(),
+                instance.correlation_id(),
+                instance.definition_id(),
+            ],
+            needle,
+        )
+    }) && query
+        .correlation_id
+        .as_deref()
+        .is_none_or(|wanted| instance.correlation_id() == Some(wanted))
+        && query
+            .has_incidents
+            .is_none_or(|wanted| (instance.incident_count() > 0) == wanted)
+        && query
+            .status
+            .is_none_or(|status| instance.status() == status)
         && query
             .sub_status
             .is_none_or(|sub_status| instance.sub_status() == sub_status)
@@ -377,6 +443,11 @@ fn instance_matches(instance: &WorkflowInstance, query: &InstanceQuery) -> bool 
             instance
                 .created_at()
                 .is_some_and(|created| range.contains(created))
+        })
+        && query.updated_range.is_none_or(|range| {
+            instance
+                .updated_at()
+                .is_some_and(|updated| range.contains(updated))
         })
 }
 
@@ -412,6 +483,7 @@ impl WorkflowInstanceStore for InMemoryWorkflowBackend {
         tenant: &TenantId,
         query: &InstanceQuery,
     ) -> Result<Page<WorkflowInstance>, WorkflowError> {
+        let needle = text_needle(query.text.as_deref());
         let mut rows: Vec<WorkflowInstance> = {
             let tenants = self.tenants.read();
             let Some(data) = tenants.get(tenant) else {
@@ -419,7 +491,7 @@ impl WorkflowInstanceStore for InMemoryWorkflowBackend {
             };
             data.instances
                 .values()
-                .filter(|instance| instance_matches(instance, query))
+                .filter(|instance| instance_matches(instance, query, needle.as_deref()))
                 .cloned()
                 .collect()
         };
@@ -479,14 +551,18 @@ impl ExecutionRecordStore for InMemoryWorkflowBackend {
     }
 }
 
-/// Whether an incident of an instance of `definition_id` passes the query's filters.
+/// Whether an incident of an instance of `definition_id` passes the query's filters (all
+/// but `instance_id`, which picks the instances); `needle` is the query's text, lowercased.
 fn incident_matches(
     query: &IncidentQuery,
     definition_id: Option<&str>,
     incident: &crate::Incident,
+    needle: Option<&str>,
 ) -> bool {
-    (query.definition_ids.is_empty()
-        || definition_id.is_some_and(|id| query.definition_ids.iter().any(|wanted| wanted == id)))
+    needle.is_none_or(|needle| incident_has_text(incident, needle))
+        && (query.definition_ids.is_empty()
+            || definition_id
+                .is_some_and(|id| query.definition_ids.iter().any(|wanted| wanted == id)))
         && query.activity_type.as_deref().is_none_or(|wanted| {
             incident
                 .activity_type
@@ -498,6 +574,35 @@ fn incident_matches(
                 .timestamp
                 .is_some_and(|timestamp| range.contains(timestamp))
         })
+}
+
+/// Whether `needle` (lowercased) is in the incident's message, its exception's type or
+/// message, or the message of an exception inside it.
+fn incident_has_text(incident: &crate::Incident, needle: &str) -> bool {
+    let exception = incident.exception.as_ref();
+    let inner_messages = std::iter::successors(exception.and_then(|e| e.inner.as_deref()), |e| {
+        e.inner.as_deref()
+    })
+    .map(|inner| inner.message.as_deref());
+    contains_text(
+        [
+            incident.message.as_deref(),
+            exception.and_then(|e| e.type_name.as_deref()),
+            exception.and_then(|e| e.message.as_deref()),
+        ]
+        .into_iter()
+        .chain(inner_messages),
+        needle,
+    )
+}
+
+/// Whether the incidents of `instance` are searched at all: the query names no instance, or
+/// names this one.
+fn instance_wanted(instance: &WorkflowInstance, query: &IncidentQuery) -> bool {
+    query
+        .instance_id
+        .as_deref()
+        .is_none_or(|wanted| instance.id() == wanted)
 }
 
 /// Newest first (incidents without a time last), then by instance id.
@@ -522,10 +627,16 @@ pub(crate) fn matching_incidents(
     instance: &WorkflowInstance,
     query: &IncidentQuery,
 ) -> Vec<InstanceIncident> {
+    if !instance_wanted(instance, query) {
+        return Vec::new();
+    }
+    let needle = text_needle(query.text.as_deref());
     instance
         .incidents()
         .into_iter()
-        .filter(|incident| incident_matches(query, instance.definition_id(), incident))
+        .filter(|incident| {
+            incident_matches(query, instance.definition_id(), incident, needle.as_deref())
+        })
         .map(|incident| InstanceIncident {
             instance_id: instance.id().to_owned(),
             definition_id: instance.definition_id().map(str::to_owned),
@@ -549,7 +660,7 @@ impl IncidentStore for InMemoryWorkflowBackend {
                 .map(|data| {
                     data.instances
                         .values()
-                        .filter(|i| i.incident_count() > 0)
+                        .filter(|i| i.incident_count() > 0 && instance_wanted(i, query))
                         .collect()
                 })
                 .unwrap_or_default();

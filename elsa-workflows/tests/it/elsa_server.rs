@@ -163,6 +163,7 @@ async fn search_matches_text_and_pages_like_one_list() {
         text: text.map(str::to_owned),
         version: VersionOptions::Latest,
         page: PageRequest::new(offset, limit),
+        ..DefinitionQuery::default()
     };
     let all = defs(&backend)
         .search(&acme(), &query(None, 0, 100))
@@ -407,6 +408,9 @@ async fn instances_are_found_and_searched_by_status_definition_and_time() {
 #[tokio::test]
 async fn the_catalog_is_elsas_descriptors() {
     let (elsa, backend) = seeded().await;
+    elsa.insert_descriptor(&json!({
+        "typeName": "Acme.Begin", "kind": "Action", "isStart": true, "isBrowsable": false
+    }));
     let catalog = ActivityCatalog::list(&backend, &acme()).await.unwrap();
     assert_eq!(catalog.len(), elsa.catalog().len());
     let decision = catalog
@@ -422,6 +426,21 @@ async fn the_catalog_is_elsas_descriptors() {
     assert!(
         catalog.iter().any(|d| !d.ports.is_empty()),
         "embedded ports"
+    );
+    // Elsa Server writes `isBrowsable`, `isStart` and `isTerminal` on every descriptor.
+    let begin = catalog
+        .iter()
+        .find(|d| d.type_name == "Acme.Begin")
+        .expect("the inserted descriptor");
+    assert!(begin.is_start && !begin.is_browsable && !begin.is_terminal);
+    assert!(begin.can_start_workflow());
+    assert!(decision.is_browsable && !decision.is_start && !decision.can_start_workflow());
+    assert_eq!(
+        elsa.catalog()
+            .iter()
+            .find(|d| d["typeName"] == "Acme.Begin")
+            .map(|d| (d["isStart"].clone(), d["isBrowsable"].clone())),
+        Some((json!(true), json!(false)))
     );
     // Another Weaver tenant sees nothing, and nothing is asked of Elsa for it.
     let before = elsa.requests().len();
@@ -922,6 +941,7 @@ async fn activity_executions_the_execution_log_and_incidents_come_from_elsas_own
                 to: "2024-06-05T00:00:00Z".parse().unwrap(),
             }),
             page: PageRequest::new(0, 10),
+            ..IncidentQuery::default()
         },
     )
     .await

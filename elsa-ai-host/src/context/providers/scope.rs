@@ -52,6 +52,7 @@ impl DiagnosticsScopeContext {
             definition_ids: definition_id.map(str::to_owned).into_iter().collect(),
             time_range,
             page: PageRequest::new(0, 0),
+            ..InstanceQuery::default()
         };
         Ok(self.instances.search(tenant, &query).await?.total)
     }

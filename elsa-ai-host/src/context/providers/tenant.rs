@@ -61,6 +61,7 @@ impl AiContextProvider for TenantContext {
                     text: None,
                     version: VersionOptions::Latest,
                     page: PageRequest::new(0, Self::LISTED),
+                    ..DefinitionQuery::default()
                 },
             )
             .await?;
@@ -72,6 +73,7 @@ impl AiContextProvider for TenantContext {
                     text: None,
                     version: VersionOptions::Published,
                     page: PageRequest::new(0, 0),
+                    ..DefinitionQuery::default()
                 },
             )
             .await?;
