@@ -101,8 +101,9 @@ pub(crate) fn object<B: Serialize>(
 /// A list's result, built by [`GroundedList::finish`].
 pub(crate) struct GroundedList<T, X = ()> {
     listing: Listing<T>,
-    /// Where the listing starts among all matches (for `nextOffset` after dropping items).
-    offset: usize,
+    /// Where the listing starts among all matches (for `nextOffset` after dropping items);
+    /// `None` for a list the tool cannot page through.
+    offset: Option<usize>,
     /// Fields of the answer besides the list (counts per category, whether a scan was
     /// complete), written before it.
     extra: X,
@@ -118,13 +119,21 @@ struct ListBody<'a, T, X> {
 }
 
 impl<T: Serialize> GroundedList<T> {
-    /// A list starting at `offset` among all matches.
+    /// A page starting at `offset` among all matches.
     pub fn new(listing: Listing<T>, offset: usize) -> Self {
         Self {
             listing,
-            offset,
+            offset: Some(offset),
             extra: (),
             warnings: Vec::new(),
+        }
+    }
+
+    /// A list the tool cannot page through (its first items): what it cuts is only counted.
+    pub fn unpaged(listing: Listing<T>) -> Self {
+        Self {
+            offset: None,
+            ..Self::new(listing, 0)
         }
     }
 }
@@ -153,7 +162,7 @@ impl<T: Serialize, X: Serialize> GroundedList<T, X> {
     pub fn finish(
         mut self,
         limits: &GroundingLimits,
-        summary: impl FnOnce(&Listing<T>) -> String,
+        summary: impl Fn(&Listing<T>) -> String,
         evidence: impl Fn(&T) -> Evidence,
     ) -> Result<Value, AiError> {
         let max_items = limits.max_items.max(1);
@@ -168,20 +177,25 @@ impl<T: Serialize, X: Serialize> GroundedList<T, X> {
             .zip(&evidence)
             .map(|(item, evidence)| size_of(item) + size_of(evidence) + 2)
             .collect();
-        // Sized with the summary left empty: the summary is short, and the budget is not a
-        // hair's breadth measure.
+        // A first estimate, then the exact size: the summary and the paging fields change
+        // with what is cut.
         let mut size = size_of(&self.envelope("", &evidence));
         let mut kept = self.listing.items.len();
-        while size > limits.max_result_bytes && kept > 1 {
-            kept -= 1;
-            size -= sizes[kept];
+        loop {
+            while size > limits.max_result_bytes && kept > 1 {
+                kept -= 1;
+                size -= sizes[kept];
+            }
+            if kept < self.listing.items.len() {
+                self.cut_to(kept);
+                evidence.truncate(kept);
+            }
+            let text = summary(&self.listing);
+            size = size_of(&self.envelope(&text, &evidence));
+            if size <= limits.max_result_bytes || kept <= 1 {
+                return to_json(&self.envelope(&text, &evidence));
+            }
         }
-        if kept < self.listing.items.len() {
-            self.cut_to(kept);
-            evidence.truncate(kept);
-        }
-        let summary = summary(&self.listing);
-        to_json(&self.envelope(&summary, &evidence))
     }
 
     fn envelope<'a>(
@@ -204,7 +218,7 @@ impl<T: Serialize, X: Serialize> GroundedList<T, X> {
         self.listing.items.truncate(kept);
         self.listing.returned = kept;
         self.listing.truncated = true;
-        self.listing.next_offset = Some(self.offset + kept);
+        self.listing.next_offset = self.offset.map(|offset| offset + kept);
     }
 }
 
@@ -231,9 +245,12 @@ pub(crate) fn count(n: usize, singular: &str, plural: &str) -> String {
     format!("{n} {}", if n == 1 { singular } else { plural })
 }
 
-/// How many of how many a list shows, for a summary: "all 3", "the first 25 of 40",
-/// "items 26–40 of 40".
+/// Which of the matches a list shows, for a summary: "all 3", "the first 25 of 40",
+/// "items 26–40 of 40", "none of 40".
 pub(crate) fn shown<T>(listing: &Listing<T>, offset: usize) -> String {
+    if listing.total == 0 {
+        return "none".to_owned();
+    }
     if listing.returned == listing.total {
         return format!("all {}", listing.total);
     }
@@ -276,7 +293,10 @@ mod tests {
             .finish(&limits, |l| format!("{} found", shown(l, 0)), evidence)
             .unwrap();
         assert_eq!(result["summary"], "all 3 found");
-        assert_eq!((result["total"].as_u64(), result["returned"].as_u64()), (Some(3), Some(3)));
+        assert_eq!(
+            (result["total"].as_u64(), result["returned"].as_u64()),
+            (Some(3), Some(3))
+        );
         assert_eq!(result["truncated"], false);
         assert!(result.get("nextOffset").is_none());
         assert!(result.get("warnings").is_none(), "no warnings, no field");
@@ -284,10 +304,22 @@ mod tests {
             result["evidence"],
             json!(["instance:item-0", "instance:item-1", "instance:item-2"])
         );
-        let keys: Vec<&str> = result.as_object().unwrap().keys().map(String::as_str).collect();
+        let keys: Vec<&str> = result
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(
             keys,
-            ["summary", "total", "returned", "truncated", "items", "evidence"]
+            [
+                "summary",
+                "total",
+                "returned",
+                "truncated",
+                "items",
+                "evidence"
+            ]
         );
     }
 
@@ -335,6 +367,11 @@ mod tests {
             .finish(&tiny, |l| shown(l, 0), evidence)
             .unwrap();
         assert_eq!(result["returned"], 1);
+        let result = GroundedList::unpaged(listing(5, 0, 5))
+            .finish(&tiny, |l| shown(l, 0), evidence)
+            .unwrap();
+        assert_eq!(result["truncated"], true);
+        assert!(result.get("nextOffset").is_none(), "nothing to page to");
     }
 
     #[test]
@@ -351,7 +388,10 @@ mod tests {
             json!({"summary": "Workflow 'orders' version 3.", "definitionId": "orders",
                    "version": 3, "evidence": ["definition:orders@3"]})
         );
-        assert_eq!(Evidence::descriptor("Elsa.If", Some(1)).as_str(), "descriptor:Elsa.If@1");
+        assert_eq!(
+            Evidence::descriptor("Elsa.If", Some(1)).as_str(),
+            "descriptor:Elsa.If@1"
+        );
         assert_eq!(Evidence::incident("i", None).as_str(), "incident:i/?");
         assert_eq!(count(1, "run", "runs"), "1 run");
         assert_eq!(count(2, "run", "runs"), "2 runs");

@@ -20,9 +20,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::graph::DefinitionHeader;
+use crate::envelope::{Evidence, count, object};
+use crate::graph::{CatalogGaps, DefinitionHeader};
 use crate::names;
-use crate::support::{Listing, built_in, input, not_found, to_json};
+use crate::support::{Listing, built_in, input, not_found};
+use crate::workflow::describe;
 
 /// How many containers, and steps per container, one explanation lists.
 const MAX_CONTAINERS: usize = 20;
@@ -128,7 +130,8 @@ impl Default for Explain {
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOWS],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::EXPLAIN),
         }
     }
 }
@@ -151,7 +154,33 @@ impl AiTool for Explain {
             .find(&context.caller.tenant_id, &args.definition_id, version)
             .await?
             .ok_or_else(|| not_found("workflow definition", &args.definition_id))?;
-        to_json(&explain(&definition))
+        let gaps = CatalogGaps::of(&context, &definition).await?;
+        let explanation = explain(&definition);
+        let unreachable: usize = explanation
+            .containers
+            .items
+            .iter()
+            .map(|walk| walk.unreachable.len())
+            .sum();
+        let summary = format!(
+            "{}: {} in {}{}.",
+            describe(&definition),
+            count(definition.activity_count(), "activity", "activities"),
+            count(explanation.containers.total, "container", "containers"),
+            match unreachable {
+                0 => String::new(),
+                n => format!(", {} never reached", count(n, "activity", "activities")),
+            }
+        );
+        object(
+            &summary,
+            explanation,
+            &gaps.warnings(),
+            &[Evidence::definition(
+                definition.definition_id(),
+                definition.version(),
+            )],
+        )
     }
 }
 

@@ -144,7 +144,10 @@ mod tests {
         }
         let listed: usize = GroundingFamily::ALL.iter().map(|f| f.tools().len()).sum();
         assert_eq!(listed, names::ALL.len());
-        assert_eq!(GroundingFamily::of(names::INCIDENTS_GET), Some(GroundingFamily::Runtime));
+        assert_eq!(
+            GroundingFamily::of(names::INCIDENTS_GET),
+            Some(GroundingFamily::Runtime)
+        );
         assert_eq!(GroundingFamily::of("acme.tool"), None);
     }
 }

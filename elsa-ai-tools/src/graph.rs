@@ -4,10 +4,15 @@
 //! with a more-available marker and input values are clipped, so a large workflow still fits
 //! a model's context.
 
+use std::collections::{BTreeMap, HashSet};
+
+use elsa_ai_abstractions::AiError;
+use elsa_ai_abstractions::AiToolExecutionContext;
 use elsa_workflows::{ActivityNode, ActivitySlot, InputValue, WorkflowDefinition};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use crate::envelope::size_of;
 use crate::support::{Listing, clip, clip_json};
 
 /// How many activities a graph lists.
@@ -74,6 +79,9 @@ pub(crate) struct GraphActivity {
     /// Inputs with a value, each shown as one clipped line.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub inputs: Map<String, Value>,
+    /// The tenant's activity catalog has no such type (see [`CatalogGaps`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_in_catalog: bool,
 }
 
 impl GraphActivity {
@@ -100,6 +108,7 @@ impl GraphActivity {
             starts_workflow: node.can_start_workflow(),
             workflow_definition_id: node.workflow_definition_id().map(str::to_owned),
             inputs,
+            not_in_catalog: false,
         }
     }
 }
@@ -217,6 +226,197 @@ impl Graph {
             variables: Listing::first(variables, MAX_DECLARATIONS),
             inputs: io(definition.inputs()),
             outputs: io(definition.outputs()),
+        }
+    }
+}
+
+impl Graph {
+    /// Marks the activities whose type the tenant's catalog lacks.
+    pub fn flag(&mut self, gaps: &CatalogGaps) {
+        for activity in std::iter::once(&mut self.root).chain(&mut self.activities.items) {
+            activity.not_in_catalog = gaps.lacks(&activity.type_name);
+        }
+    }
+}
+
+/// The activity types a definition uses that the caller's tenant's catalog does not have
+/// (an activity that is no longer installed, or a custom one the server never had), and
+/// which activities use each.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct CatalogGaps {
+    missing: BTreeMap<String, Vec<String>>,
+}
+
+/// How many activities a catalog-gap warning names before it only counts them.
+const GAP_ACTIVITIES_NAMED: usize = 5;
+
+impl CatalogGaps {
+    /// The gaps of `definition` against the tenant's catalog.
+    pub async fn of(
+        context: &AiToolExecutionContext,
+        definition: &WorkflowDefinition,
+    ) -> Result<Self, AiError> {
+        let catalog = context
+            .services
+            .catalog
+            .list(&context.caller.tenant_id)
+            .await?;
+        let known: HashSet<&str> = catalog.iter().map(|d| d.type_name.as_str()).collect();
+        let mut missing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for node in definition.activities() {
+            if !known.contains(node.type_name()) {
+                missing
+                    .entry(node.type_name().to_owned())
+                    .or_default()
+                    .push(node.id().unwrap_or("?").to_owned());
+            }
+        }
+        Ok(Self { missing })
+    }
+
+    /// Whether the catalog lacks `type_name`.
+    pub fn lacks(&self, type_name: &str) -> bool {
+        self.missing.contains_key(type_name)
+    }
+
+    /// One warning per missing type, naming the activities that use it.
+    pub fn warnings(&self) -> Vec<String> {
+        self.missing
+            .iter()
+            .map(|(type_name, activities)| {
+                let mut named: Vec<&str> = activities
+                    .iter()
+                    .take(GAP_ACTIVITIES_NAMED)
+                    .map(String::as_str)
+                    .collect();
+                let more = activities.len().saturating_sub(GAP_ACTIVITIES_NAMED);
+                let more = (more > 0).then(|| format!(" and {more} more"));
+                named.sort_unstable();
+                format!(
+                    "activity type '{type_name}' is not in this tenant's catalog (used by {}{}): \
+                     it is not installed, so the workflow cannot run it",
+                    named.join(", "),
+                    more.unwrap_or_default()
+                )
+            })
+            .collect()
+    }
+}
+
+/// One activity of the structure-only graph.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct StructureActivity {
+    pub id: Option<String>,
+    #[serde(rename = "type")]
+    pub type_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_text: Option<String>,
+    /// The containing activity; absent for children of the root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub not_in_catalog: bool,
+}
+
+/// A workflow's structure without input values: what `workflow.getDefinitionGraph` returns
+/// when a model needs the shape of a workflow rather than its settings. Connections are one
+/// string each, `source:port -> target:port`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Structure {
+    #[serde(rename = "rootType")]
+    pub root_type: String,
+    pub activities: Listing<StructureActivity>,
+    pub connections: Listing<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub variables: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outputs: Vec<String>,
+}
+
+impl Structure {
+    /// The structure of `definition`, flagging the activities `gaps` names.
+    pub fn of(definition: &WorkflowDefinition, gaps: &CatalogGaps) -> Self {
+        let nodes = definition.activities();
+        let root = definition.root();
+        let root_id = root.id().map(str::to_owned);
+        let activities = nodes.iter().skip(1).map(|node| StructureActivity {
+            id: node.id().map(str::to_owned),
+            type_name: node.type_name().to_owned(),
+            name: node.name().map(str::to_owned),
+            display_text: node
+                .display_text()
+                .filter(|text| Some(*text) != node.name())
+                .map(|text| clip(text, MAX_VALUE_CHARS)),
+            parent: node
+                .parent_id()
+                .filter(|parent| Some(*parent) != root_id.as_deref())
+                .map(str::to_owned),
+            not_in_catalog: gaps.lacks(node.type_name()),
+        });
+        let mut connections = Vec::new();
+        for node in nodes.iter().filter(|n| n.is_flowchart()) {
+            connections.extend(node.connections().into_iter().map(|c| {
+                format!(
+                    "{}:{} -> {}:{}",
+                    c.source.activity, c.source.port, c.target.activity, c.target.port
+                )
+            }));
+        }
+        let declared = |name: Option<String>, type_name: Option<String>| {
+            let name = name.unwrap_or_else(|| "?".to_owned());
+            match type_name {
+                Some(type_name) => format!("{name}: {type_name}"),
+                None => name,
+            }
+        };
+        Self {
+            root_type: root.type_name().to_owned(),
+            activities: Listing::first(activities, MAX_ACTIVITIES),
+            connections: Listing::first(connections, MAX_CONNECTIONS),
+            variables: definition
+                .variables()
+                .into_iter()
+                .take(MAX_DECLARATIONS)
+                .map(|v| declared(v.name.or(v.id), v.type_name))
+                .collect(),
+            inputs: definition
+                .inputs()
+                .into_iter()
+                .take(MAX_DECLARATIONS)
+                .map(|d| declared(d.name, d.type_name))
+                .collect(),
+            outputs: definition
+                .outputs()
+                .into_iter()
+                .take(MAX_DECLARATIONS)
+                .map(|d| declared(d.name, d.type_name))
+                .collect(),
+        }
+    }
+
+    /// Drops activities and connections from the ends of their lists (the longer list
+    /// first) until the structure fits `max_bytes`, marking what it cut.
+    pub fn fit(&mut self, max_bytes: usize) {
+        let mut size = size_of(self);
+        while size > max_bytes {
+            let activities_first = self.activities.items.len() >= self.connections.items.len();
+            let dropped = if activities_first {
+                self.activities.items.pop().map(|a| size_of(&a) + 1)
+            } else {
+                self.connections.items.pop().map(|c| size_of(&c) + 1)
+            };
+            let Some(dropped) = dropped else { break };
+            size -= dropped;
+            self.activities.returned = self.activities.items.len();
+            self.activities.truncated = self.activities.returned < self.activities.total;
+            self.connections.returned = self.connections.items.len();
+            self.connections.truncated = self.connections.returned < self.connections.total;
         }
     }
 }

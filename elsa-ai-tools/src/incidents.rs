@@ -139,7 +139,7 @@ impl AiTool for SearchIncidents {
             definition_ids: trimmed(args.definition_id).into_iter().collect(),
             activity_type: trimmed(args.activity_type),
             time_range: time_range(args.from, args.to)?,
-            page: page(args.offset, args.limit),
+            page: page(args.offset, args.limit, &context.limits),
             ..IncidentQuery::default()
         };
         let found = context

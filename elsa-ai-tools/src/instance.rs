@@ -415,7 +415,7 @@ impl AiTool for SearchInstances {
             sub_status: args.sub_status.map(Into::into),
             definition_ids: args.definition_id.into_iter().collect(),
             time_range: time_range(args.from, args.to)?,
-            page: page(args.offset, args.limit),
+            page: page(args.offset, args.limit, &context.limits),
             ..InstanceQuery::default()
         };
         let found = context

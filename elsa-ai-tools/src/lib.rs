@@ -122,14 +122,15 @@
 mod activities;
 mod diagnostics;
 mod envelope;
-pub mod families;
 mod explain;
+pub mod families;
 mod graph;
 mod incidents;
 mod instance;
 pub mod proposal;
 mod support;
 mod usages;
+mod versions;
 mod workflow;
 
 pub use activities::{
@@ -151,9 +152,10 @@ pub use proposal::{
     ValidateDraft, ValidateDraftInput,
 };
 pub use usages::{FindUsages, FindUsagesInput};
+pub use versions::{CompareVersions, CompareVersionsInput, ListVersions, ListVersionsInput};
 pub use workflow::{
-    GetDefinition, GetDefinitionInput, ListDefinitions, ListDefinitionsInput, ListFilter,
-    NamedVersion, VersionSelector,
+    GetDefinition, GetDefinitionGraph, GetDefinitionInput, ListDefinitions, ListDefinitionsInput,
+    ListFilter, NamedVersion, VersionSelector,
 };
 
 /// The names of the built-in tools, as agents and administrators refer to them: each tool's
@@ -279,7 +281,10 @@ pub mod names {
         /// are spelled alike in both).
         pub const CATALOG: &[(&str, &str)] = &[
             (ACTIVITIES_SEARCH, super::ACTIVITIES_CATALOG),
-            (super::ACTIVITIES_GET_DESCRIPTOR, super::ACTIVITIES_GET_DESCRIPTOR),
+            (
+                super::ACTIVITIES_GET_DESCRIPTOR,
+                super::ACTIVITIES_GET_DESCRIPTOR,
+            ),
             (WORKFLOWS_SEARCH, super::LIST_DEFINITIONS),
             (GET_DEFINITION, super::GET_DEFINITION),
             (GET_DEFINITION_GRAPH, super::GET_DEFINITION_GRAPH),

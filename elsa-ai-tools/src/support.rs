@@ -2,8 +2,8 @@
 //! "first N with a more-available marker" shape of lists, and text clipping.
 
 use elsa_ai_abstractions::{
-    AiError, AiToolDefinition, AiToolExecutionContext, AuditBehavior, DangerLevel, Permission,
-    TenantBehavior, ToolMutability, ToolSource,
+    AiError, AiToolDefinition, AiToolExecutionContext, AuditBehavior, DangerLevel, GroundingLimits,
+    Permission, TenantBehavior, ToolMutability, ToolSource,
 };
 use elsa_workflows::{Page, PageRequest};
 use schemars::JsonSchema;
@@ -76,11 +76,18 @@ pub(crate) const DEFAULT_LIMIT: usize = 20;
 pub(crate) const MAX_LIMIT: usize = 50;
 
 /// The page a tool asks its store for: `offset` and `limit` (1..=[`MAX_LIMIT`], default
-/// [`DEFAULT_LIMIT`]).
-pub(crate) fn page(offset: Option<usize>, limit: Option<usize>) -> PageRequest {
+/// [`DEFAULT_LIMIT`]), never more than the grounding limits' `max_items`.
+pub(crate) fn page(
+    offset: Option<usize>,
+    limit: Option<usize>,
+    limits: &GroundingLimits,
+) -> PageRequest {
     PageRequest::new(
         offset.unwrap_or(0),
-        limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT),
+        limit
+            .unwrap_or(DEFAULT_LIMIT)
+            .clamp(1, MAX_LIMIT)
+            .min(limits.max_items.max(1)),
     )
 }
 
@@ -269,8 +276,17 @@ mod tests {
 
     #[test]
     fn pages_are_bounded() {
-        assert_eq!(page(None, None), PageRequest::new(0, DEFAULT_LIMIT));
-        assert_eq!(page(Some(3), Some(1000)).limit, MAX_LIMIT);
-        assert_eq!(page(None, Some(0)).limit, 1);
+        let wide = GroundingLimits {
+            max_items: 500,
+            ..GroundingLimits::default()
+        };
+        assert_eq!(page(None, None, &wide), PageRequest::new(0, DEFAULT_LIMIT));
+        assert_eq!(page(Some(3), Some(1000), &wide).limit, MAX_LIMIT);
+        assert_eq!(page(None, Some(0), &wide).limit, 1);
+        let narrow = GroundingLimits {
+            max_items: 5,
+            ..GroundingLimits::default()
+        };
+        assert_eq!(page(None, None, &narrow).limit, 5);
     }
 }

@@ -100,7 +100,7 @@ pub use descriptor::{
     PortDescriptor,
 };
 pub use diagnostic::{Diagnostic, DiagnosticCode, Severity};
-pub use diff::GraphDiff;
+pub use diff::{DiffCounts, GraphDiff};
 pub use edit::EditError;
 #[cfg(feature = "elsa-server")]
 pub use elsa_server::{

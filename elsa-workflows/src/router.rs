@@ -174,6 +174,17 @@ impl WorkflowDefinitionStore for TenantRouter {
             None => Ok(Vec::new()),
         }
     }
+
+    async fn find_version(
+        &self,
+        tenant: &TenantId,
+        version_id: &str,
+    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.definitions.find_version(tenant, version_id).await,
+            None => Ok(None),
+        }
+    }
 }
 
 #[async_trait]

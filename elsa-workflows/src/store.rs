@@ -198,7 +198,52 @@ pub trait WorkflowDefinitionStore: Send + Sync {
         versions.reverse();
         Ok(versions)
     }
+
+    /// Finds one version by its own id (Elsa's `id` of a definition version, shared by no
+    /// other version); `None` when the tenant has no such version.
+    ///
+    /// The default searches the tenant's definitions (at most the first 1,000) and their
+    /// versions for the id, one `versions` call each; backends that can look a version up
+    /// directly override it.
+    async fn find_version(
+        &self,
+        tenant: &TenantId,
+        version_id: &str,
+    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+        let mut offset = 0;
+        while offset < VERSION_ID_SCAN_LIMIT {
+            let query = DefinitionQuery {
+                page: PageRequest::new(offset, PageRequest::MAX_LIMIT),
+                ..DefinitionQuery::default()
+            };
+            let page = self.search(tenant, &query).await?;
+            for row in &page.items {
+                let versions = self.versions(tenant, &row.definition_id).await?;
+                if let Some(found) = versions
+                    .iter()
+                    .find(|v| v.version_id.as_deref() == Some(version_id))
+                {
+                    return self
+                        .find(
+                            tenant,
+                            &found.definition_id,
+                            VersionOptions::Specific(found.version),
+                        )
+                        .await;
+                }
+            }
+            if !page.has_more() || page.items.is_empty() {
+                break;
+            }
+            offset += page.items.len();
+        }
+        Ok(None)
+    }
 }
+
+/// How many definitions the default [`WorkflowDefinitionStore::find_version`] searches at
+/// most (each costs a `versions` call).
+const VERSION_ID_SCAN_LIMIT: usize = 1_000;
 
 /// How many version numbers the default [`WorkflowDefinitionStore::versions`] probes at most
 /// (each is one `find`, which may be one request to a remote backend).

@@ -16,6 +16,8 @@
 //!   entity (the graph serialised in `stringData`, `materializerName: "Json"`), newest first,
 //!   as a JSON array; 404 when the definition has none (`ListVersions`);
 //! - `GET workflow-definitions/many-by-id?ids=…`: models, `{"items", "count"}`;
+//! - `GET workflow-definitions/by-id/{id}`: the model of the version with that id
+//!   (`GetWorkflowDefinitionById`), 404 when none;
 //! - `POST workflow-definitions` `{"model", "publish"}`: Elsa's draft semantics (a save over
 //!   an unpublished latest version replaces it in place; after a published one it adds the
 //!   next version; `publish` publishes it and un-publishes the others), answering
@@ -167,6 +169,10 @@ impl ElsaApiStandIn {
                 get(list_definitions).post(save_definition),
             )
             .route("/workflow-definitions/many-by-id", get(definitions_by_id))
+            .route(
+                "/workflow-definitions/by-id/{id}",
+                get(definition_by_version_id),
+            )
             .route(
                 "/workflow-definitions/by-definition-id/{definition_id}",
                 get(definition_by_definition_id),
@@ -699,6 +705,19 @@ fn window<T>(rows: Vec<T>, page: Option<i64>, size: Option<i64>) -> Vec<T> {
     };
     let take = size.map_or(usize::MAX, |s| usize::try_from(s).unwrap_or(0));
     rows.into_iter().skip(skip).take(take).collect()
+}
+
+async fn definition_by_version_id(State(data): State<Shared>, Path(id): Path<String>) -> Response {
+    let data = lock(&data);
+    let found = data
+        .definitions
+        .values()
+        .flatten()
+        .find(|v| text(v, "id") == Some(id.as_str()));
+    match found {
+        Some(version) => axum::Json(definition_model(version)).into_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
 }
 
 async fn definitions_by_id(

@@ -544,7 +544,9 @@ impl ToolRegistry {
                     // A missing propose permission is already listed above when the tool
                     // names it; the policy's other refusals are its own.
                     if !(refusal.code() == "permission_denied"
-                        && definition.permissions.contains(&Permission::PROPOSE_WORKFLOWS))
+                        && definition
+                            .permissions
+                            .contains(&Permission::PROPOSE_WORKFLOWS))
                     {
                         unmet.push(ToolUnavailable::Policy(refusal.message().to_owned()));
                     }

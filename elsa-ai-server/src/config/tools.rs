@@ -282,13 +282,17 @@ mod tests {
                 "[[tools]]\nnames = \"grounding\"\nname = \"x.y\"\nenabled = true\n",
                 "of its own",
             ),
-            ("[[tools]]\nname = \"x.y\"\nenabled = true\ncolour = 1\n", "colour"),
+            (
+                "[[tools]]\nname = \"x.y\"\nenabled = true\ncolour = 1\n",
+                "colour",
+            ),
         ] {
             let error = WeaverConfig::from_toml(text).unwrap_err();
             assert!(error.contains(expected), "{text:?}: {error}");
         }
-        let empty = WeaverConfig::from_toml("[[tools]]\nname = \"x.y\"\nenabled = true\nagents = []\n")
-            .unwrap();
+        let empty =
+            WeaverConfig::from_toml("[[tools]]\nname = \"x.y\"\nenabled = true\nagents = []\n")
+                .unwrap();
         assert!(empty.tools.check().is_err());
     }
 

@@ -23,8 +23,8 @@ use elsa_ai_host::{
     builtin_context_providers,
 };
 use elsa_ai_mcp::{McpClients, McpEndpoint};
-use elsa_ai_tools::families::GroundingFamily;
 use elsa_ai_store::JournalFeed;
+use elsa_ai_tools::families::GroundingFamily;
 use elsa_workflows::{
     FolderDefinitionWriter, InMemoryWorkflowBackend, TenantId, TenantRouter, WorkflowServices,
     samples,
@@ -44,10 +44,9 @@ pub use builder::WeaverBuilder;
 pub use identity::DevelopmentKey;
 use identity::identity;
 pub use stores::WeaverStores;
-pub use tool_settings::SYSTEM_ACTOR;
 use stores::{StoreBackend, Stores};
 use tenants::{WorkflowSource, activity_catalog, elsa_server, served_tenants};
-
+pub use tool_settings::SYSTEM_ACTOR;
 
 /// Looks up an environment variable (by name; the value is a secret or a setting).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;

@@ -315,7 +315,9 @@ impl AiTool for ExecutionHistory {
         to_json(&History {
             header: InstanceHeader::of(&instance),
             complete_history,
-            executions: Listing::from_page(page(args.offset, args.limit).slice(lines)),
+            executions: Listing::from_page(
+                page(args.offset, args.limit, &context.limits).slice(lines),
+            ),
         })
     }
 }

@@ -249,7 +249,6 @@ async fn get_definition_validates_its_arguments() {
         .assert_invalid_arguments(
             names::GET_DEFINITION,
             &[
-                json!({}),
                 json!({"definitionId": 5}),
                 json!({"definitionId": ""}),
                 json!({"definitionId": "x", "version": "oldest"}),
@@ -258,6 +257,21 @@ async fn get_definition_validates_its_arguments() {
             ],
         )
         .await;
+    // The schema cannot say "one of definitionId and versionId": the tool does.
+    let world = world();
+    for arguments in [json!({}), json!({"definitionId": "a", "versionId": "b"})] {
+        let (status, code, _) = refusal(&world.call(names::GET_DEFINITION, arguments).await);
+        assert_eq!((status, code.as_str()), (400, "definition_required"));
+    }
+    let (status, code, _) = refusal(
+        &world
+            .call(
+                names::GET_DEFINITION,
+                json!({"definitionId": "a", "version": 2, "published": true}),
+            )
+            .await,
+    );
+    assert_eq!((status, code.as_str()), (400, "conflicting_arguments"));
 }
 
 #[tokio::test]
@@ -361,7 +375,8 @@ async fn list_definitions_searches_text_and_filters_published() {
                 json!({"limit": 51}),
                 json!({"filter": "all"}),
                 json!({"offset": -1}),
-                json!({"query": "x"}),
+                json!({"version": 0}),
+                json!({"published": "yes"}),
             ],
         )
         .await;
@@ -461,7 +476,8 @@ async fn the_catalog_needs_read_activities_and_valid_arguments() {
             &[
                 json!({"category": ""}),
                 json!({"limit": 100}),
-                json!({"type": "Elsa.WriteLine"}),
+                json!({"type": ""}),
+                json!({"canStartWorkflow": "yes"}),
                 json!({"text": 3}),
             ],
         )
@@ -537,13 +553,40 @@ async fn a_descriptor_is_read_whole_by_type_name_in_the_callers_tenant_only() {
         .assert_invalid_arguments(
             names::ACTIVITIES_GET_DESCRIPTOR,
             &[
-                json!({}),
                 json!({"type": ""}),
                 json!({"type": 3}),
                 json!({"type": "Elsa.WriteLine", "text": "x"}),
+                json!({"type": "Elsa.WriteLine", "version": 0}),
             ],
         )
         .await;
+    let (status, code, _) = refusal(
+        &world
+            .call(names::ACTIVITIES_GET_DESCRIPTOR, json!({}))
+            .await,
+    );
+    assert_eq!((status, code.as_str()), (400, "type_required"));
+    // Upstream's documents spell it typeName: the same lookup.
+    let spelled = world
+        .call(
+            names::ACTIVITIES_GET_DESCRIPTOR,
+            json!({"typeName": "Elsa.SendHttpRequest", "version": 1}),
+        )
+        .await;
+    assert_eq!(content(&spelled)["typeName"], "Elsa.SendHttpRequest");
+    assert_eq!(
+        content(&spelled)["evidence"][0],
+        "descriptor:Elsa.SendHttpRequest@1"
+    );
+    let (status, code, _) = refusal(
+        &world
+            .call(
+                names::ACTIVITIES_GET_DESCRIPTOR,
+                json!({"type": "Elsa.If", "typeName": "Elsa.SendHttpRequest"}),
+            )
+            .await,
+    );
+    assert_eq!((status, code.as_str()), (400, "conflicting_arguments"));
 }
 
 fn usage_ids(result: &Value) -> Vec<String> {

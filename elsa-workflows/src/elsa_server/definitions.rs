@@ -281,6 +281,25 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
             .await
     }
 
+    /// `GET workflow-definitions/by-id/{id}` (Elsa 3's `GetWorkflowDefinitionById`): the
+    /// version with that id, 404 when none.
+    async fn find_version(
+        &self,
+        tenant: &TenantId,
+        version_id: &str,
+    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+        if !self.serves(tenant) || !super::client::is_one_segment(version_id) {
+            return Ok(None);
+        }
+        let what = format!("reading workflow definition version '{version_id}'");
+        let url = self
+            .http
+            .url(&["workflow-definitions", "by-id", version_id]);
+        self.http
+            .get_optional(&what, url, WorkflowDefinition::from_slice)
+            .await
+    }
+
     async fn search(
         &self,
         tenant: &TenantId,

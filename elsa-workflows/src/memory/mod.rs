@@ -405,6 +405,20 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
             .map(WorkflowDefinition::summary)
             .collect())
     }
+
+    async fn find_version(
+        &self,
+        tenant: &TenantId,
+        version_id: &str,
+    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+        Ok(self.tenants.read().get(tenant).and_then(|data| {
+            data.definitions
+                .values()
+                .flat_map(|versions| versions.values())
+                .find(|definition| definition.version_id() == Some(version_id))
+                .cloned()
+        }))
+    }
 }
 
 fn instance_matches(
