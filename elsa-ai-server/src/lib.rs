@@ -94,4 +94,6 @@ pub use requests::{
     ProposalQueryParams, RejectBody, ResumeQuery, TimeRangeBody, ToolsQuery,
 };
 pub use routes::{AI_FEATURE, CONVERSATION_ID_HEADER, openapi, router};
-pub use weaver::{DevelopmentKey, EnvLookup, StartupError, Weaver, WeaverBuilder, WeaverStores};
+pub use weaver::{
+    DevelopmentKey, EnvLookup, SYSTEM_ACTOR, StartupError, Weaver, WeaverBuilder, WeaverStores,
+};

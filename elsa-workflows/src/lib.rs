@@ -123,4 +123,4 @@ pub use store::{
     WorkflowInstanceStore,
 };
 pub use tenant::TenantId;
-pub use validate::DraftValidator;
+pub use validate::{DraftValidator, mark_predating};

@@ -5,6 +5,9 @@ use elsa_ai_abstractions::{AiAgentDefinition, AttachmentKind, Permission};
 /// Names of the built-in tools (implemented in `elsa-ai-tools`), as agents reference them.
 pub(crate) mod tools {
     pub const GET_DEFINITION: &str = "workflow.getDefinition";
+    pub const GET_DEFINITION_GRAPH: &str = "workflow.getDefinitionGraph";
+    pub const LIST_VERSIONS: &str = "workflow.listVersions";
+    pub const COMPARE_VERSIONS: &str = "workflow.compareVersions";
     pub const LIST_DEFINITIONS: &str = "workflow.listDefinitions";
     pub const FIND_USAGES: &str = "workflow.findUsages";
     pub const EXPLAIN: &str = "workflow.explain";
@@ -22,6 +25,7 @@ pub(crate) mod tools {
     pub const INSTANCE_SUMMARIZE: &str = "instance.summarize";
     pub const INSTANCE_ACTIVITY_STATE: &str = "instance.getActivityState";
     pub const INCIDENTS_SEARCH: &str = "incidents.search";
+    pub const INCIDENTS_GET: &str = "incidents.get";
 }
 
 /// The name of the agent that drafts workflow changes; the default agent of a chat.
@@ -49,7 +53,10 @@ pub fn workflow_author() -> AiAgentDefinition {
             .to_owned(),
         allowed_tools: names(&[
             tools::GET_DEFINITION,
+            tools::GET_DEFINITION_GRAPH,
             tools::LIST_DEFINITIONS,
+            tools::LIST_VERSIONS,
+            tools::COMPARE_VERSIONS,
             tools::FIND_USAGES,
             tools::EXPLAIN,
             tools::ACTIVITIES_CATALOG,
@@ -89,7 +96,10 @@ pub fn instance_diagnostics() -> AiAgentDefinition {
             .to_owned(),
         allowed_tools: names(&[
             tools::GET_DEFINITION,
+            tools::GET_DEFINITION_GRAPH,
             tools::LIST_DEFINITIONS,
+            tools::LIST_VERSIONS,
+            tools::COMPARE_VERSIONS,
             tools::FIND_USAGES,
             tools::EXPLAIN,
             tools::INSTANCE_GET,
@@ -101,6 +111,7 @@ pub fn instance_diagnostics() -> AiAgentDefinition {
             tools::INSTANCE_SUMMARIZE,
             tools::INSTANCE_ACTIVITY_STATE,
             tools::INCIDENTS_SEARCH,
+            tools::INCIDENTS_GET,
         ]),
         allowed_context_providers: vec![
             AttachmentKind::WorkflowInstance,
@@ -110,7 +121,13 @@ pub fn instance_diagnostics() -> AiAgentDefinition {
             AttachmentKind::Tenant,
         ],
         allowed_mcp_servers: Vec::new(),
-        permissions: vec![Permission::READ_WORKFLOWS, Permission::READ_WORKFLOW_INSTANCES],
+        // A ceiling, not a grant: a caller without analyze:tenant still may not search a
+        // whole tenant's runtime records.
+        permissions: vec![
+            Permission::READ_WORKFLOWS,
+            Permission::READ_WORKFLOW_INSTANCES,
+            Permission::ANALYZE_TENANT,
+        ],
         enabled: true,
     }
 }

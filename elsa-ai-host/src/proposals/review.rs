@@ -5,7 +5,7 @@
 use elsa_ai_abstractions::{AiError, BaselineRef, ProposalStatus};
 use elsa_workflows::{
     ActivityDescriptor, Diagnostic, DiagnosticCode, DraftValidator, GraphDiff, Severity,
-    WorkflowDefinition,
+    WorkflowDefinition, mark_predating,
 };
 use elsa_workflows::{TenantId, VersionOptions};
 use serde_json::Value;
@@ -110,33 +110,6 @@ pub(crate) fn diff_warnings(diff: &GraphDiff) -> Vec<String> {
         ));
     }
     warnings
-}
-
-/// Turns the blocking findings of a draft that its baseline (version `version`) has as well
-/// into warnings that say so: an unknown activity type or a missing input the workflow
-/// already had must not block a change that did not touch it, while anything the change
-/// introduces still blocks. Findings are the same when rule, activity and message are: paths
-/// are not compared, since a change that inserts an activity moves its neighbours' paths.
-pub(crate) fn predating(draft: &mut [Diagnostic], baseline: &[Diagnostic], version: i32) {
-    let known: std::collections::HashSet<(DiagnosticCode, Option<&str>, &str)> = baseline
-        .iter()
-        .filter(|d| d.is_error())
-        .map(|d| (d.code, d.activity_id.as_deref(), d.message.as_str()))
-        .collect();
-    for finding in draft.iter_mut().filter(|d| d.is_error()) {
-        let key = (
-            finding.code,
-            finding.activity_id.as_deref(),
-            finding.message.as_str(),
-        );
-        if known.contains(&key) {
-            finding.severity = Severity::Warning;
-            finding.message = format!(
-                "{} (already in version {version}: it predates this proposal)",
-                finding.message
-            );
-        }
-    }
 }
 
 /// Whether any finding blocks applying.
@@ -266,7 +239,7 @@ impl Inner {
     /// Validation findings for `definition` against the tenant's catalog as it is now,
     /// with redacted messages (they may quote the definition). For an update, `baseline` is
     /// the version it changes: findings that version has too are not the change's doing and
-    /// become warnings ([`predating`]).
+    /// become warnings ([`mark_predating`]).
     pub(super) async fn diagnostics(
         &self,
         tenant_id: &TenantId,
@@ -277,7 +250,7 @@ impl Inner {
         let mut diagnostics = self.redacted(validate(definition, catalog.clone()));
         if let Some((version, baseline)) = baseline {
             let before = self.redacted(validate(baseline, catalog));
-            predating(&mut diagnostics, &before, version);
+            mark_predating(&mut diagnostics, &before, version);
         }
         Ok(diagnostics)
     }
@@ -331,49 +304,6 @@ mod tests {
             serde_json::to_value(call.code).unwrap(),
             json!("redacted_value")
         );
-    }
-
-    #[test]
-    fn findings_the_baseline_had_are_warnings_wherever_the_activity_moved() {
-        let finding = |path: &str, activity: &str, message: &str| Diagnostic {
-            severity: Severity::Error,
-            code: DiagnosticCode::UnknownActivityType,
-            message: message.to_owned(),
-            activity_id: Some(activity.to_owned()),
-            path: path.to_owned(),
-        };
-        let baseline = [finding(
-            "$.root.activities[4].type",
-            "join",
-            "type 'Elsa.Join' is unknown",
-        )];
-        let mut draft = vec![
-            // Moved by an inserted activity: still the same finding.
-            finding(
-                "$.root.activities[5].type",
-                "join",
-                "type 'Elsa.Join' is unknown",
-            ),
-            // Another activity, or another type on the same activity: the change's own.
-            finding(
-                "$.root.activities[6].type",
-                "join2",
-                "type 'Elsa.Join' is unknown",
-            ),
-            finding(
-                "$.root.activities[5].type",
-                "join",
-                "type 'Acme.Join' is unknown",
-            ),
-        ];
-        predating(&mut draft, &baseline, 3);
-        assert_eq!(draft[0].severity, Severity::Warning);
-        assert_eq!(
-            draft[0].message,
-            "type 'Elsa.Join' is unknown (already in version 3: it predates this proposal)"
-        );
-        assert!(draft[1].is_error() && draft[2].is_error());
-        assert!(!is_blocking(&draft[..1]));
     }
 
     #[test]

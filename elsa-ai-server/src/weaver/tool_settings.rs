@@ -74,8 +74,10 @@ pub(super) async fn apply(
                 if unchanged {
                     continue;
                 }
+                // By the name the entry gives: the service stores it canonically and records
+                // which name was used.
                 let change = EnablementChange {
-                    tool_name: canonical.clone(),
+                    tool_name: entry.name.clone(),
                     agent: agent.clone(),
                     enabled: entry.enabled,
                 };

@@ -8,6 +8,7 @@ mod console_browser;
 mod durable_store;
 mod elsa_server;
 mod error_codes;
+mod grounding;
 mod http_api;
 mod injection;
 mod mcp;

@@ -14,16 +14,17 @@ use elsa_workflows::diff::{
     ActivityChange, ActivitySummary, ChangeKind, ConnectionSummary, DiffCounts,
 };
 use elsa_workflows::validate::validate;
-use elsa_workflows::{Diagnostic, GraphDiff, VersionOptions, WorkflowDefinition};
+use elsa_workflows::{Diagnostic, GraphDiff, VersionOptions, WorkflowDefinition, mark_predating};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::draft::{DraftError, WorkflowDraft};
 use super::patch::{PatchError, PatchOperation, apply_patch, patch_json};
+use crate::envelope::{Evidence, count, object};
 use crate::graph::{Graph, GraphActivity, GraphConnection, MAX_CONNECTIONS};
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, quoted, to_json};
+use crate::support::{Listing, built_in, clip, input, quoted};
 
 /// How many diagnostics a proposal result lists.
 const MAX_DIAGNOSTICS: usize = 30;
@@ -41,15 +42,13 @@ pub(crate) struct ProposalSummary {
     #[serde(skip_serializing_if = "Option::is_none")]
     baseline: Option<BaselineRef>,
     validation: ValidationSummary,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
     graph_diff: DiffSummary,
     preview: Preview,
     next_step: &'static str,
 }
 
 impl ProposalSummary {
-    pub(crate) fn of(proposal: &AiProposal) -> Self {
+    fn of(proposal: &AiProposal) -> Self {
         Self {
             proposal_id: proposal.id.to_string(),
             status: proposal.status.as_str(),
@@ -57,7 +56,6 @@ impl ProposalSummary {
             definition_id: proposal.definition_id().to_owned(),
             baseline: proposal.baseline.clone(),
             validation: ValidationSummary::of(&proposal.diagnostics),
-            warnings: proposal.warnings.iter().map(|w| clip(w, 300)).collect(),
             // A creation's diff adds everything: the preview already shows it.
             graph_diff: DiffSummary::of(
                 &proposal.graph_diff,
@@ -67,6 +65,35 @@ impl ProposalSummary {
             next_step: "The proposal changes nothing yet: a person reviews it, and only an \
                         approved proposal is applied. Tell the user its id.",
         }
+    }
+
+    /// A proposal tool's result: the summary in the grounding envelope, with the proposal's
+    /// warnings, and the proposal and its baseline as evidence.
+    pub(crate) fn result(proposal: &AiProposal) -> Result<Value, AiError> {
+        let summary = Self::of(proposal);
+        let what = match &proposal.baseline {
+            Some(baseline) => format!(
+                "update workflow {} (baseline version {})",
+                baseline.definition_id, baseline.version
+            ),
+            None => format!("create workflow {}", proposal.definition_id()),
+        };
+        let line = format!(
+            "Proposal {} to {what} is {}: {}, {}. Nothing changes until a person approves it.",
+            proposal.id,
+            summary.status,
+            count(summary.validation.errors, "error", "errors"),
+            count(summary.validation.warnings, "warning", "warnings")
+        );
+        let mut evidence = vec![Evidence::proposal(proposal.id.as_str())];
+        evidence.extend(
+            proposal
+                .baseline
+                .as_ref()
+                .map(|b| Evidence::definition(&b.definition_id, b.version)),
+        );
+        let warnings: Vec<String> = proposal.warnings.iter().map(|w| clip(w, 300)).collect();
+        object(&line, summary, &warnings, &evidence)
     }
 }
 
@@ -354,7 +381,8 @@ impl Default for ProposeCreate {
                 DangerLevel::Medium,
                 &[Permission::PROPOSE_WORKFLOWS],
                 AuditBehavior::RecordInvocationAndResult,
-            ),
+            )
+            .with_grounding_name(names::grounding::PROPOSE_CREATE),
         }
     }
 }
@@ -407,7 +435,7 @@ impl AiTool for ProposeCreate {
                 },
             )
             .await?;
-        to_json(&ProposalSummary::of(&proposal))
+        ProposalSummary::result(&proposal)
     }
 }
 
@@ -546,7 +574,8 @@ impl Default for ProposeUpdate {
                 DangerLevel::Medium,
                 &[Permission::PROPOSE_WORKFLOWS, Permission::READ_WORKFLOWS],
                 AuditBehavior::RecordInvocationAndResult,
-            ),
+            )
+            .with_grounding_name(names::grounding::PROPOSE_UPDATE),
         }
     }
 }
@@ -586,7 +615,7 @@ impl AiTool for ProposeUpdate {
                 },
             )
             .await?;
-        to_json(&ProposalSummary::of(&proposal))
+        ProposalSummary::result(&proposal)
     }
 }
 
@@ -643,7 +672,8 @@ impl Default for ValidateDraft {
                 DangerLevel::Medium,
                 &[Permission::PROPOSE_WORKFLOWS],
                 AuditBehavior::RecordInvocationAndResult,
-            ),
+            )
+            .with_grounding_name(names::grounding::VALIDATE_DRAFT),
         }
     }
 }
@@ -676,21 +706,68 @@ impl AiTool for ValidateDraft {
                 ));
             }
         };
-        let catalog = context
-            .services
-            .catalog
-            .list(&context.caller.tenant_id)
-            .await?;
-        let diagnostics = validate(&definition, &catalog);
+        let tenant = &context.caller.tenant_id;
+        let catalog = context.services.catalog.list(tenant).await?;
+        let mut diagnostics = validate(&definition, &catalog);
+        let mut evidence = Vec::new();
+        // As a proposal would be judged: what the baseline already had does not block.
+        if let Some(baseline) = &baseline {
+            evidence.push(Evidence::definition(
+                &baseline.definition_id,
+                baseline.version,
+            ));
+            if let Some(before) = context
+                .services
+                .definitions
+                .find(
+                    tenant,
+                    &baseline.definition_id,
+                    VersionOptions::Specific(baseline.version),
+                )
+                .await?
+            {
+                mark_predating(
+                    &mut diagnostics,
+                    &validate(&before, &catalog),
+                    baseline.version,
+                );
+            }
+        }
+        // And the descriptors the draft was checked against.
+        let nodes = definition.activities();
+        let used: std::collections::BTreeSet<&str> =
+            nodes.iter().map(|node| node.type_name()).collect();
+        evidence.extend(
+            catalog
+                .iter()
+                .filter(|d| used.contains(d.type_name.as_str()))
+                .map(|d| Evidence::descriptor(&d.type_name, d.version)),
+        );
         let validation = ValidationSummary::of(&diagnostics);
-        to_json(&DraftValidation {
-            valid: validation.passed(),
-            definition_id: definition.definition_id().to_owned(),
-            baseline,
-            validation,
-            preview: Preview::of(&definition),
-            persisted: false,
-        })
+        let line = format!(
+            "The draft of workflow {} {}: {}, {}. Nothing was stored.",
+            definition.definition_id(),
+            if validation.passed() {
+                "passes validation"
+            } else {
+                "does not pass validation"
+            },
+            count(validation.errors, "error", "errors"),
+            count(validation.warnings, "warning", "warnings")
+        );
+        object(
+            &line,
+            DraftValidation {
+                valid: validation.passed(),
+                definition_id: definition.definition_id().to_owned(),
+                baseline,
+                validation,
+                preview: Preview::of(&definition),
+                persisted: false,
+            },
+            &[],
+            &evidence,
+        )
     }
 }
 

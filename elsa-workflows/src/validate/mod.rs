@@ -658,5 +658,32 @@ fn expression_problem(wrapper: &Map<String, Value>) -> Option<String> {
     }
 }
 
+/// Turns the blocking findings of a draft that its baseline (version `version`) has as well
+/// into warnings that say so: an unknown activity type or a missing input the workflow
+/// already had must not block a change that did not touch it, while anything the change
+/// introduces still blocks. Findings are the same when rule, activity and message are: paths
+/// are not compared, since a change that inserts an activity moves its neighbours' paths.
+pub fn mark_predating(draft: &mut [Diagnostic], baseline: &[Diagnostic], version: i32) {
+    let known: HashSet<(DiagnosticCode, Option<&str>, &str)> = baseline
+        .iter()
+        .filter(|d| d.is_error())
+        .map(|d| (d.code, d.activity_id.as_deref(), d.message.as_str()))
+        .collect();
+    for finding in draft.iter_mut().filter(|d| d.is_error()) {
+        let key = (
+            finding.code,
+            finding.activity_id.as_deref(),
+            finding.message.as_str(),
+        );
+        if known.contains(&key) {
+            finding.severity = Severity::Warning;
+            finding.message = format!(
+                "{} (already in version {version}: it predates this proposal)",
+                finding.message
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

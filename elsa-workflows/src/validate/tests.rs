@@ -623,3 +623,46 @@ fn nested_flowcharts_are_checked_on_their_own() {
         ]
     );
 }
+
+#[test]
+fn findings_the_baseline_had_are_warnings_wherever_the_activity_moved() {
+    let finding = |path: &str, activity: &str, message: &str| Diagnostic {
+        severity: Severity::Error,
+        code: DiagnosticCode::UnknownActivityType,
+        message: message.to_owned(),
+        activity_id: Some(activity.to_owned()),
+        path: path.to_owned(),
+    };
+    let baseline = [finding(
+        "$.root.activities[4].type",
+        "join",
+        "type 'Elsa.Join' is unknown",
+    )];
+    let mut draft = vec![
+        // Moved by an inserted activity: still the same finding.
+        finding(
+            "$.root.activities[5].type",
+            "join",
+            "type 'Elsa.Join' is unknown",
+        ),
+        // Another activity, or another type on the same activity: the change's own.
+        finding(
+            "$.root.activities[6].type",
+            "join2",
+            "type 'Elsa.Join' is unknown",
+        ),
+        finding(
+            "$.root.activities[5].type",
+            "join",
+            "type 'Acme.Join' is unknown",
+        ),
+    ];
+    mark_predating(&mut draft, &baseline, 3);
+    assert_eq!(draft[0].severity, Severity::Warning);
+    assert_eq!(
+        draft[0].message,
+        "type 'Elsa.Join' is unknown (already in version 3: it predates this proposal)"
+    );
+    assert!(draft[1].is_error() && draft[2].is_error());
+    assert!(!draft[0].is_error());
+}
