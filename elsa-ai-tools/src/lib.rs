@@ -32,6 +32,8 @@
 //! carry data a workflow processed) and for drafting changes; High for
 //! `instance.getActivityState`, which shows the values a run processed (inputs, outputs,
 //! variables), so that a host whose policy stops at Medium keeps them from models altogether.
+//! One exception: `instance.get` (Low) shows the workflow's own input and output, as upstream's
+//! `instances.get` does, shortened and keyed by name like every recorded value.
 //! The diagnosis tools read Elsa's own records through
 //! [`ExecutionRecordStore`](elsa_workflows::ExecutionRecordStore) and
 //! [`IncidentStore`](elsa_workflows::IncidentStore): activity execution records (the whole

@@ -428,6 +428,32 @@ pub fn content(result: &AiToolResult) -> &Value {
     &result.content
 }
 
+/// The references a result's envelope gives as its evidence.
+///
+/// # Panics
+///
+/// When the result has no `evidence` list.
+pub fn evidence(result: &Value) -> Vec<&str> {
+    result["evidence"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no evidence in {result}"))
+        .iter()
+        .map(|e| e.as_str().expect("evidence is text"))
+        .collect()
+}
+
+/// A result's summary line.
+///
+/// # Panics
+///
+/// When the result has none.
+pub fn summary(result: &Value) -> &str {
+    result["summary"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| panic!("no summary in {result}"))
+}
+
 /// Status, code and message of a failed or denied result.
 ///
 /// # Panics
