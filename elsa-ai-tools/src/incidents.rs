@@ -1,5 +1,5 @@
 //! `incidents.search`: the incidents recorded in the caller's tenant's instances, newest
-//! first, by definition, activity type and time.
+//! first, by definition, instance, activity type, error text and time.
 
 use std::sync::Arc;
 
@@ -9,14 +9,17 @@ use elsa_ai_abstractions::{
     AiError, AiTool, AiToolDefinition, AiToolExecutionContext, AiToolRegistration, AuditBehavior,
     DangerLevel, Permission, ToolMutability,
 };
-use elsa_workflows::{IncidentQuery, InstanceIncident};
+use elsa_workflows::{IncidentQuery, IncidentSearch, InstanceIncident, Page, PageRequest};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::instance::{ExceptionLine, time_range};
+use crate::diagnostics::{AttachedScope, RuntimeSearch, SearchScope};
+use crate::envelope::{Evidence, GroundedList, shown};
+use crate::instance::{ExceptionLine, time_range, trimmed};
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, page, to_json};
+use crate::support::{Listing, built_in, clip, input, page};
+use crate::workflow::search_text;
 
 /// Arguments of `incidents.search`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -26,11 +29,24 @@ pub struct SearchIncidentsInput {
     #[serde(default)]
     #[schemars(length(min = 1, max = 200))]
     pub definition_id: Option<String>,
+    /// Only incidents of this workflow instance.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub instance_id: Option<String>,
     /// Only incidents of activities of this type, for example "Elsa.SendHttpRequest" (letter
     /// case ignored).
     #[serde(default)]
     #[schemars(length(min = 1, max = 200))]
     pub activity_type: Option<String>,
+    /// Text found in the incident's message or its exception's type or messages (letter case
+    /// ignored).
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub text: Option<String>,
+    /// Same as text.
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub query: Option<String>,
     /// Only incidents recorded at or after this instant (RFC 3339).
     #[serde(default)]
     pub from: Option<DateTime<Utc>>,
@@ -85,20 +101,24 @@ impl IncidentRow {
             timestamp: incident.timestamp,
         }
     }
+
+    fn evidence(&self) -> Evidence {
+        Evidence::incident(&self.instance_id, self.activity_id.as_deref())
+    }
 }
 
+/// What the search read, beside the list.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct SearchResult {
+struct ReadExtra {
     /// How many instances with incidents were read, and whether that was all of them.
     instances_read: usize,
     complete: bool,
-    #[serde(flatten)]
-    incidents: Listing<IncidentRow>,
 }
 
-/// `incidents.search`: the caller's tenant's incidents, newest first. Needs
-/// `read:workflow-instances`.
+/// `incidents.search`: the caller's tenant's incidents, newest first, within a workflow,
+/// instance or time range from the arguments or the turn's attachments (or across the tenant
+/// with `analyze:tenant`). Needs `read:workflow-instances`.
 pub struct SearchIncidents {
     definition: AiToolDefinition,
 }
@@ -110,10 +130,13 @@ impl Default for SearchIncidents {
                 names::INCIDENTS_SEARCH,
                 "Search incidents",
                 "Searches the incidents (faults Elsa recorded) of the current tenant's workflow \
-                 instances, newest first, by 'definitionId', 'activityType' (letter case \
-                 ignored) and time ('from'/'to', RFC 3339). Each row names the instance, its \
-                 definition and version, the activity (id, type, the execution that raised it), \
-                 the message, the exception type and root cause, and when it happened. \
+                 instances, newest first, by 'definitionId', 'instanceId', 'activityType' \
+                 (letter case ignored), 'text' (or 'query': words of the message or exception) \
+                 and time ('from'/'to', RFC 3339). It needs a workflow, instance or time range: \
+                 from the arguments, else from the conversation's attachments (the summary says \
+                 so). Each row names the instance, its definition and version, the activity \
+                 (id, type, the execution that raised it), the message, the exception type and \
+                 root cause, and when it happened; incidents.get reads one whole. \
                  'instancesRead' and 'complete' say whether every instance with incidents was \
                  read; 'truncated': true with 'nextOffset' when more match.",
                 ToolMutability::ReadOnly,
@@ -133,26 +156,180 @@ impl AiTool for SearchIncidents {
 
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: SearchIncidentsInput = input(&context)?;
-        let trimmed =
-            |text: Option<String>| text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        let definition_id = trimmed(args.definition_id);
+        let instance_id = trimmed(args.instance_id);
+        let range = time_range(("from", "to"), args.from, args.to)?;
+        let named = definition_id.is_some() || instance_id.is_some() || range.is_some();
+        let scope = SearchScope::of(&context, RuntimeSearch::Incidents, named)?;
+        let page = page(args.offset, args.limit, &context.limits);
         let query = IncidentQuery {
-            definition_ids: trimmed(args.definition_id).into_iter().collect(),
+            instance_id,
+            text: search_text(args.text, args.query)?,
+            definition_ids: definition_id.into_iter().collect(),
             activity_type: trimmed(args.activity_type),
-            time_range: time_range(args.from, args.to)?,
-            page: page(args.offset, args.limit, &context.limits),
-            ..IncidentQuery::default()
+            time_range: range,
+            page,
         };
-        let found = context
-            .services
-            .incidents
-            .search(&context.caller.tenant_id, &query)
-            .await?;
-        to_json(&SearchResult {
+        let found = match &scope {
+            SearchScope::Attachments(attached) => {
+                search_attached(&context, query, attached).await?
+            }
+            SearchScope::Arguments | SearchScope::Tenant => {
+                context
+                    .services
+                    .incidents
+                    .search(&context.caller.tenant_id, &query)
+                    .await?
+            }
+        };
+        let note = scope.note();
+        let warning = (!found.complete).then(|| {
+            format!(
+                "only {} instances with incidents were read: more incidents may match",
+                found.instances_read
+            )
+        });
+        GroundedList::new(
+            Listing::from_page(found.incidents.map(IncidentRow::of)),
+            page.offset,
+        )
+        .with_extra(ReadExtra {
             instances_read: found.instances_read,
             complete: found.complete,
-            incidents: Listing::from_page(found.incidents.map(IncidentRow::of)),
         })
+        .with_warnings(warning)
+        .finish(
+            &context.limits,
+            |listing| {
+                format!(
+                    "Incidents matching: {}; showing {}.{note}",
+                    listing.total,
+                    shown(listing, page.offset)
+                )
+            },
+            IncidentRow::evidence,
+        )
     }
 }
 
 inventory::submit! { AiToolRegistration::new(|| Arc::new(SearchIncidents::default())) }
+
+/// Searches what the turn's attachments scope: the incidents of the attached workflows and of
+/// each attached instance (one query for the workflows, one per instance of another workflow),
+/// inside the attached time range, merged newest first and paged as `query.page` asks.
+async fn search_attached(
+    context: &AiToolExecutionContext,
+    query: IncidentQuery,
+    attached: &AttachedScope,
+) -> Result<IncidentSearch, AiError> {
+    let wanted = query.page;
+    let scoped = IncidentQuery {
+        time_range: attached.range,
+        ..query
+    };
+    let mut queries = Vec::new();
+    if !attached.definition_ids.is_empty() || attached.instance_ids.is_empty() {
+        queries.push(IncidentQuery {
+            definition_ids: attached.definition_ids.iter().cloned().collect(),
+            ..scoped.clone()
+        });
+    }
+    queries.extend(attached.instance_ids.iter().map(|id| IncidentQuery {
+        instance_id: Some(id.clone()),
+        ..scoped.clone()
+    }));
+    if let [only] = queries.as_slice() {
+        return Ok(context
+            .services
+            .incidents
+            .search(&context.caller.tenant_id, only)
+            .await?);
+    }
+    let window = wanted.offset + wanted.limit;
+    let mut rows = Vec::new();
+    let (mut total, mut instances_read, mut complete) = (0, 0, true);
+    for query in &queries {
+        let (found, read) = first_incidents(context, query, window).await?;
+        // An attached instance of an attached workflow is already among the workflow's.
+        let covered = query.instance_id.is_some()
+            && found.items.first().is_some_and(|row| {
+                row.definition_id
+                    .as_ref()
+                    .is_some_and(|id| attached.definition_ids.contains(id))
+            });
+        if covered {
+            continue;
+        }
+        total += found.total;
+        instances_read += read.instances_read;
+        complete &= read.complete;
+        rows.extend(found.items);
+    }
+    rows.sort_by(|a, b| newest_first(a).cmp(&newest_first(b)));
+    let items = rows
+        .into_iter()
+        .skip(wanted.offset)
+        .take(wanted.limit)
+        .collect();
+    Ok(IncidentSearch {
+        incidents: Page {
+            items,
+            total,
+            offset: wanted.offset,
+            limit: wanted.limit,
+        },
+        instances_read,
+        complete,
+    })
+}
+
+/// The store's order: newest first, incidents without a time last, then by instance id.
+fn newest_first(row: &InstanceIncident) -> (bool, std::cmp::Reverse<Option<DateTime<Utc>>>, &str) {
+    let time = row.incident.timestamp;
+    (time.is_none(), std::cmp::Reverse(time), &row.instance_id)
+}
+
+/// How far a search read: instances read and whether that was all of them.
+struct ReadCounts {
+    instances_read: usize,
+    complete: bool,
+}
+
+/// The first `n` incidents `query` finds (its page is ignored), read a store page at a time.
+async fn first_incidents(
+    context: &AiToolExecutionContext,
+    query: &IncidentQuery,
+    n: usize,
+) -> Result<(Page<InstanceIncident>, ReadCounts), AiError> {
+    let mut items = Vec::new();
+    loop {
+        let page = PageRequest::new(items.len(), n - items.len());
+        let found = context
+            .services
+            .incidents
+            .search(
+                &context.caller.tenant_id,
+                &IncidentQuery {
+                    page,
+                    ..query.clone()
+                },
+            )
+            .await?;
+        let more = found.incidents.has_more();
+        let fetched = found.incidents.items.len();
+        items.extend(found.incidents.items);
+        if !more || fetched == 0 || items.len() >= n {
+            let counts = ReadCounts {
+                instances_read: found.instances_read,
+                complete: found.complete,
+            };
+            let page = Page {
+                items,
+                total: found.incidents.total,
+                offset: 0,
+                limit: n,
+            };
+            return Ok((page, counts));
+        }
+    }
+}

@@ -17,10 +17,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::diagnostics::recorded_executions;
-use crate::envelope::{Evidence, count, object};
+use crate::diagnostics::{RuntimeSearch, SearchScope, recorded_executions};
+use crate::envelope::{Evidence, GroundedList, count, object, shown};
 use crate::names;
-use crate::support::{Listing, bounded, built_in, clip, input, invalid, not_found, page, to_json};
+use crate::support::{Listing, bounded, built_in, clip, input, invalid, not_found, page};
+use crate::workflow::search_text;
 
 /// How many incidents, bookmarks and execution records `instance.get` lists.
 const LISTED: usize = 10;
@@ -434,6 +435,15 @@ impl From<SubStatusFilter> for WorkflowSubStatus {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchInstancesInput {
+    /// Text found in the instance id, name, correlation id or definition id (letter case
+    /// ignored).
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub text: Option<String>,
+    /// Same as text.
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub query: Option<String>,
     /// Only instances with this status.
     #[serde(default)]
     pub status: Option<StatusFilter>,
@@ -444,12 +454,25 @@ pub struct SearchInstancesInput {
     #[serde(default)]
     #[schemars(length(min = 1, max = 200))]
     pub definition_id: Option<String>,
+    /// Only instances with exactly this correlation id.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub correlation_id: Option<String>,
+    /// true: only instances with incidents; false: only those without.
+    #[serde(default)]
+    pub has_incidents: Option<bool>,
     /// Only instances created at or after this instant (RFC 3339).
     #[serde(default)]
     pub from: Option<DateTime<Utc>>,
     /// Only instances created at or before this instant (RFC 3339).
     #[serde(default)]
     pub to: Option<DateTime<Utc>>,
+    /// Only instances last updated at or after this instant (RFC 3339).
+    #[serde(default)]
+    pub updated_from: Option<DateTime<Utc>>,
+    /// Only instances last updated at or before this instant (RFC 3339).
+    #[serde(default)]
+    pub updated_to: Option<DateTime<Utc>>,
     /// How many matches to skip (default 0).
     #[serde(default)]
     pub offset: Option<usize>,
@@ -459,9 +482,11 @@ pub struct SearchInstancesInput {
     pub limit: Option<usize>,
 }
 
-/// A time range from optional bounds: open ends reach the representable extremes, and a
-/// range that starts after it ends is 400 `invalid_time_range`.
+/// A time range from optional bounds given as the arguments `names` (for messages): open
+/// ends reach the representable extremes, and a range that starts after it ends is 400
+/// `invalid_time_range`.
 pub(crate) fn time_range(
+    names: (&str, &str),
     from: Option<DateTime<Utc>>,
     to: Option<DateTime<Utc>>,
 ) -> Result<Option<TimeRange>, AiError> {
@@ -476,8 +501,10 @@ pub(crate) fn time_range(
         return Err(invalid(
             "invalid_time_range",
             format!(
-                "'from' ({}) is after 'to' ({})",
+                "'{}' ({}) is after '{}' ({})",
+                names.0,
                 range.from.to_rfc3339(),
+                names.1,
                 range.to.to_rfc3339()
             ),
         ));
@@ -485,8 +512,16 @@ pub(crate) fn time_range(
     Ok(Some(range))
 }
 
-/// `instance.search`: the caller's tenant's instances by status, sub-status, definition and
-/// creation time, newest first, a page at a time. Needs `read:workflow-instances`.
+/// Text of a filter argument, trimmed; `None` when absent or blank.
+pub(crate) fn trimmed(text: Option<String>) -> Option<String> {
+    text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+/// `instance.search` (`instances.search`): the caller's tenant's instances by text, status,
+/// sub-status, definition, correlation id, incidents and creation or update time, newest
+/// first, a page at a time, within a workflow, correlation id or time range from the
+/// arguments or the turn's attachments (or across the tenant with `analyze:tenant`). Needs
+/// `read:workflow-instances`.
 pub struct SearchInstances {
     definition: AiToolDefinition,
 }
@@ -497,17 +532,22 @@ impl Default for SearchInstances {
             definition: built_in::<SearchInstancesInput>(
                 names::INSTANCE_SEARCH,
                 "Search workflow instances",
-                "Searches the current tenant's workflow instances (runs) by 'status' (Running, \
+                "Searches the current tenant's workflow instances (runs) by 'text' (or \
+                 'query': id, name, correlation id or definition id), 'status' (Running, \
                  Finished), 'subStatus' (Pending, Executing, Suspended, Finished, Cancelled, \
-                 Faulted), 'definitionId' and creation time ('from'/'to', RFC 3339). Returns \
-                 one row per instance (id, definition and version, status, sub-status, \
-                 timestamps, incident count), newest first, with 'total', and 'truncated': true \
-                 plus 'nextOffset' when more match.",
+                 Faulted), 'definitionId', 'correlationId', 'hasIncidents', creation time \
+                 ('from'/'to') and last update ('updatedFrom'/'updatedTo'), RFC 3339. It needs \
+                 a workflow, correlation id or time range: from the arguments, else from the \
+                 conversation's attachments (the summary says so). Returns one row per instance \
+                 (id, definition and version, status, sub-status, timestamps, incident count), \
+                 newest first, with 'total', and 'truncated': true plus 'nextOffset' when more \
+                 match.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::INSTANCE_SEARCH),
         }
     }
 }
@@ -520,20 +560,56 @@ impl AiTool for SearchInstances {
 
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: SearchInstancesInput = input(&context)?;
-        let query = InstanceQuery {
+        let definition_id = trimmed(args.definition_id);
+        let correlation_id = trimmed(args.correlation_id);
+        let created = time_range(("from", "to"), args.from, args.to)?;
+        let updated = time_range(
+            ("updatedFrom", "updatedTo"),
+            args.updated_from,
+            args.updated_to,
+        )?;
+        let named = definition_id.is_some()
+            || correlation_id.is_some()
+            || created.is_some()
+            || updated.is_some();
+        let scope = SearchScope::of(&context, RuntimeSearch::Instances, named)?;
+        let page = page(args.offset, args.limit, &context.limits);
+        let mut query = InstanceQuery {
+            text: search_text(args.text, args.query)?,
+            correlation_id,
+            has_incidents: args.has_incidents,
             status: args.status.map(Into::into),
             sub_status: args.sub_status.map(Into::into),
-            definition_ids: args.definition_id.into_iter().collect(),
-            time_range: time_range(args.from, args.to)?,
-            page: page(args.offset, args.limit, &context.limits),
-            ..InstanceQuery::default()
+            definition_ids: definition_id.into_iter().collect(),
+            time_range: created,
+            updated_range: updated,
+            page,
         };
+        if let SearchScope::Attachments(attached) = &scope {
+            query.definition_ids = attached.definition_ids.iter().cloned().collect();
+            query.time_range = attached.range;
+        }
         let found = context
             .services
             .instances
             .search(&context.caller.tenant_id, &query)
             .await?;
-        to_json(&Listing::from_page(found.map(|i| InstanceHeader::of(&i))))
+        let note = scope.note();
+        GroundedList::new(
+            Listing::from_page(found.map(|i| InstanceHeader::of(&i))),
+            page.offset,
+        )
+        .finish(
+            &context.limits,
+            |listing| {
+                format!(
+                    "Workflow instances matching: {}; showing {}.{note}",
+                    listing.total,
+                    shown(listing, page.offset)
+                )
+            },
+            |row| Evidence::instance(&row.instance_id),
+        )
     }
 }
 

@@ -47,7 +47,10 @@
 //! [`AiProposalIntake`](elsa_ai_abstractions::AiProposalIntake), and a person approves and
 //! applies the proposal. `instance.aggregateFailures` and `instance.detectTrends` refuse to
 //! run without a `DiagnosticsScope` and a `TimeRange` attached to the turn and read nothing
-//! outside them (plus attached instances); `workflow.proposeUpdate` takes a purpose-built
+//! outside them (plus attached instances); `instance.search` and `incidents.search` need a
+//! workflow, instance or time range from their arguments or, failing that, the turn's
+//! attachments, and search the whole tenant only for a caller holding `analyze:tenant` (400
+//! `search_scope_required` otherwise); `workflow.proposeUpdate` takes a purpose-built
 //! operation list rather than RFC 6902 ([`proposal::patch`] says why).
 //!
 //! Every tool is tenant-scoped: it reads through the `elsa-workflows` service traits in

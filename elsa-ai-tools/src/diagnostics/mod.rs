@@ -3,12 +3,14 @@
 //! Elsa recorded while running it; `instance.aggregateFailures` and `instance.detectTrends`
 //! analyse many, but only inside the diagnostics scope and time range the turn's attachments
 //! allow: both must be attached, arguments can only narrow them, and nothing outside them is
-//! read.
+//! read. The runtime searches follow a rule of their own ([`SearchScope`]): a workflow,
+//! instance or time range from their arguments or the attachments, or `analyze:tenant`.
 
 mod activity_state;
 mod aggregate;
 mod failures;
 mod scope;
+mod search_scope;
 mod summary;
 mod trends;
 
@@ -28,6 +30,7 @@ use serde_json::Value;
 pub use activity_state::{GetActivityState, GetActivityStateInput};
 pub use aggregate::{AggregateFailures, AggregateFailuresInput};
 use failures::{UNKNOWN_ACTIVITY_TYPE, is_faulted};
+pub(crate) use search_scope::{AttachedScope, RuntimeSearch, SearchScope};
 pub use summary::Summarize;
 pub use trends::{BucketSize, DetectTrends, DetectTrendsInput};
 

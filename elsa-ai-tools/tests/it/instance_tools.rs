@@ -161,18 +161,24 @@ async fn get_refuses_unknown_foreign_and_unpermitted_reads_and_bad_arguments() {
 async fn search_filters_by_status_definition_and_time_and_pages() {
     let world = world_with_failed_run();
     let instances = acme_instances(&world).await;
+    // Without a workflow, correlation id or time range only an analyst searches everything.
     let all = world
-        .call(names::INSTANCE_SEARCH, json!({"limit": 50}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"limit": 50}))
         .await;
     let all = content(&all);
     assert_eq!(all["total"], instances.len());
+    assert!(
+        support::summary(all).contains("whole tenant"),
+        "{}",
+        all["summary"]
+    );
     assert!(
         !all.to_string().contains(GLOBEX),
         "another tenant's runs are never listed"
     );
 
     let faulted = world
-        .call(names::INSTANCE_SEARCH, json!({"subStatus": "Faulted"}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"subStatus": "Faulted"}))
         .await;
     let faulted = content(&faulted);
     let expected = instances
@@ -189,7 +195,7 @@ async fn search_filters_by_status_definition_and_time_and_pages() {
     );
 
     let running = world
-        .call(names::INSTANCE_SEARCH, json!({"status": "Running"}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"status": "Running"}))
         .await;
     assert!(
         content(&running)["items"]
@@ -205,6 +211,11 @@ async fn search_filters_by_status_definition_and_time_and_pages() {
     let by_definition = content(&by_definition);
     assert_eq!(by_definition["total"], 1);
     assert_eq!(by_definition["items"][0]["instanceId"], "run-http-1");
+    assert_eq!(
+        support::summary(by_definition),
+        "Workflow instances matching: 1; showing all 1."
+    );
+    assert_eq!(support::evidence(by_definition), ["instance:run-http-1"]);
 
     let window = world
         .call(
@@ -228,7 +239,7 @@ async fn search_filters_by_status_definition_and_time_and_pages() {
     );
 
     let page = world
-        .call(names::INSTANCE_SEARCH, json!({"limit": 1}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"limit": 1}))
         .await;
     let page = content(&page);
     assert_eq!(
@@ -673,7 +684,7 @@ async fn activity_state_shows_inputs_outputs_and_variables_by_name_with_secrets_
 async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
     let world = world_with_recorded_runs();
     let all = world
-        .call(names::INCIDENTS_SEARCH, json!({"limit": 50}))
+        .call_as_analyst(names::INCIDENTS_SEARCH, json!({"limit": 50}))
         .await;
     let all = content(&all);
     assert_eq!(all["complete"], true);
@@ -732,7 +743,7 @@ async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
     assert_eq!(content(&foreign)["total"], 0);
 
     let paged = world
-        .call(names::INCIDENTS_SEARCH, json!({"offset": 1, "limit": 1}))
+        .call_as_analyst(names::INCIDENTS_SEARCH, json!({"offset": 1, "limit": 1}))
         .await;
     let paged = content(&paged);
     assert_eq!(paged["total"], rows.len());
@@ -767,14 +778,19 @@ async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
                 json!({"from": "yesterday"}),
                 json!({"definitionId": ""}),
                 json!({"activityType": 3}),
-                json!({"instanceId": "run-1"}),
+                json!({"instanceId": ""}),
+                json!({"instanceIds": ["run-1"]}),
             ],
         )
         .await;
     // The other tenant finds its own.
     let gina = AiCaller::new("gina", GLOBEX, all_permissions());
     let own = world
-        .call_as(gina, names::INCIDENTS_SEARCH, json!({}))
+        .call_as(
+            gina,
+            names::INCIDENTS_SEARCH,
+            json!({"from": "2024-01-01T00:00:00Z"}),
+        )
         .await;
     let own: Vec<&str> = content(&own)["items"]
         .as_array()
@@ -846,7 +862,10 @@ async fn the_diagnosis_tools_answer_alike_from_elsa_server_and_from_memory() {
             names::INSTANCE_ACTIVITY_STATE,
             json!({"instanceId": "run-1", "activityId": "CollectInvoices"}),
         ),
-        (names::INCIDENTS_SEARCH, json!({})),
+        (
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": RUN_DEFINITION}),
+        ),
         (names::EXECUTION_HISTORY, json!({"instanceId": "run-1"})),
         (names::INSTANCE_ERRORS, json!({"instanceId": "run-1"})),
         (names::INSTANCE_GET, json!({"instanceId": "run-1"})),
@@ -918,7 +937,12 @@ async fn the_diagnosis_tools_answer_alike_from_elsa_server_and_from_memory() {
         assert_eq!(refusal(&result).0, 404, "{tool}");
     }
     let none = over_elsa
-        .call_as(gina, Vec::new(), names::INCIDENTS_SEARCH, json!({}))
+        .call_as(
+            gina,
+            Vec::new(),
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": RUN_DEFINITION}),
+        )
         .await;
     assert_eq!(content(&none)["total"], 0);
     assert_eq!(elsa.requests().len(), before);
@@ -1042,6 +1066,11 @@ async fn every_instance_tool_answers_in_the_envelope_and_to_its_grounding_name()
             names::INSTANCE_ACTIVITY_STATE,
             names::grounding::INSTANCE_ACTIVITY_STATE,
             json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::INSTANCE_SEARCH,
+            names::grounding::INSTANCE_SEARCH,
+            json!({"definitionId": RUN_DEFINITION}),
         ),
     ] {
         let canonical = world.call(tool, arguments.clone()).await;

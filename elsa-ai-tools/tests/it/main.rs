@@ -6,5 +6,6 @@ mod diagnostics_scope;
 mod instance_tools;
 mod linking;
 mod proposal_tools;
+mod runtime_search;
 mod support;
 mod workflow_tools;
