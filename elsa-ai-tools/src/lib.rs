@@ -9,7 +9,10 @@
 //! | tool | mutability | danger | permissions | audit |
 //! |---|---|---|---|---|
 //! | `workflow.getDefinition` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.getDefinitionGraph` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.listDefinitions` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.listVersions` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.compareVersions` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.findUsages` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.explain` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `activities.catalog` | ReadOnly | Low | `read:activities` | invocation |
@@ -21,6 +24,7 @@
 //! | `instance.summarize` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.getActivityState` | ReadOnly | High | `read:workflow-instances` | invocation |
 //! | `incidents.search` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `incidents.get` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.aggregateFailures` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.detectTrends` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `workflow.validateDraft` | Proposal | Medium | `propose:workflows` | invocation and result |
@@ -147,7 +151,7 @@ pub use diagnostics::{
     Summarize,
 };
 pub use explain::{Explain, ExplainInput};
-pub use incidents::{SearchIncidents, SearchIncidentsInput};
+pub use incidents::{GetIncident, GetIncidentInput, SearchIncidents, SearchIncidentsInput};
 pub use instance::{
     GetInstance, InstanceIdInput, SearchInstances, SearchInstancesInput, StatusFilter,
     SubStatusFilter,

@@ -29,7 +29,8 @@ use serde_json::Value;
 
 pub use activity_state::{GetActivityState, GetActivityStateInput};
 pub use aggregate::{AggregateFailures, AggregateFailuresInput};
-use failures::{UNKNOWN_ACTIVITY_TYPE, is_faulted};
+use failures::UNKNOWN_ACTIVITY_TYPE;
+pub(crate) use failures::is_faulted;
 pub(crate) use search_scope::{AttachedScope, RuntimeSearch, SearchScope};
 pub use summary::Summarize;
 pub use trends::{BucketSize, DetectTrends, DetectTrendsInput};

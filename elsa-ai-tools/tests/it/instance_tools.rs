@@ -866,6 +866,10 @@ async fn the_diagnosis_tools_answer_alike_from_elsa_server_and_from_memory() {
             names::INCIDENTS_SEARCH,
             json!({"definitionId": RUN_DEFINITION}),
         ),
+        (
+            names::INCIDENTS_GET,
+            json!({"instanceId": "run-1", "activityId": "UploadExport"}),
+        ),
         (names::EXECUTION_HISTORY, json!({"instanceId": "run-1"})),
         (names::INSTANCE_ERRORS, json!({"instanceId": "run-1"})),
         (names::INSTANCE_GET, json!({"instanceId": "run-1"})),

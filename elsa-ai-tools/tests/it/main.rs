@@ -3,6 +3,7 @@
 
 mod cross_tenant;
 mod diagnostics_scope;
+mod incident_tools;
 mod instance_tools;
 mod linking;
 mod proposal_tools;
