@@ -1,4 +1,5 @@
-//! `instance.get` and `instance.search`: reading the caller's tenant's workflow instances.
+//! `instance.get` (`instances.get`) and `instance.search` (`instances.search`): reading the
+//! caller's tenant's workflow instances.
 
 use std::sync::Arc;
 
@@ -16,8 +17,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::diagnostics::{RuntimeSearch, SearchScope, recorded_executions};
+use crate::envelope::{Evidence, GroundedList, count, object, shown};
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, invalid, not_found, page, to_json};
+use crate::support::{Listing, bounded, built_in, clip, input, invalid, not_found, page};
+use crate::workflow::search_text;
 
 /// How many incidents, bookmarks and execution records `instance.get` lists.
 const LISTED: usize = 10;
@@ -42,6 +46,34 @@ pub(crate) async fn find_instance(
         .find(&context.caller.tenant_id, instance_id)
         .await?
         .ok_or_else(|| not_found("workflow instance", instance_id))
+}
+
+/// The words a summary names an instance with: "Workflow instance run-1 (invoice-upload
+/// version 2)".
+pub(crate) fn describe(instance: &WorkflowInstance) -> String {
+    let id = instance.id();
+    match (instance.definition_id(), instance.definition_version()) {
+        (Some(definition), Some(version)) => {
+            format!("Workflow instance {id} ({definition} version {version})")
+        }
+        (Some(definition), None) => format!("Workflow instance {id} ({definition})"),
+        _ => format!("Workflow instance {id}"),
+    }
+}
+
+/// The records an answer about one instance rests on: the instance, the definition version it
+/// runs (when it names one), and Elsa's execution records when they came from the store.
+pub(crate) fn instance_evidence(instance: &WorkflowInstance, recorded: bool) -> Vec<Evidence> {
+    let mut evidence = vec![Evidence::instance(instance.id())];
+    if let (Some(definition), Some(version)) =
+        (instance.definition_id(), instance.definition_version())
+    {
+        evidence.push(Evidence::definition(definition, version));
+    }
+    if recorded {
+        evidence.push(Evidence::executions(instance.id()));
+    }
+    evidence
 }
 
 /// An exception in a few words: short type, clipped message, and the innermost cause.
@@ -197,6 +229,56 @@ struct InstanceDetails {
     bookmarks: Listing<BookmarkLine>,
     /// The most recent activity executions, newest last.
     last_executions: Listing<ExecutionLine>,
+    /// The workflow's input, by name (shortened; sensitive names redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input: Option<Value>,
+    /// The workflow's output, by name (shortened; sensitive names redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<Value>,
+}
+
+/// What the input or output of a workflow shows when it is not an object keyed by name.
+const NOT_KEYED: &str = "(not shown: the value is not keyed by name)";
+
+/// The workflow's `input` or `output` (`key`), as its state records it: an object keyed by
+/// name, with Elsa's `$id` reference markers removed and `$values` lists unwrapped, shortened
+/// by [`bounded`]. Keys stay keys, so that the governor's redaction, which recognises secrets
+/// by their keys, sees every value. `None` when absent or empty; anything but an object is
+/// withheld, since redaction could not judge it.
+fn workflow_values(instance: &WorkflowInstance, key: &str) -> Option<Value> {
+    fn present<'a>(map: &'a serde_json::Map<String, Value>, key: &str) -> Option<&'a Value> {
+        map.get(key).filter(|v| !v.is_null())
+    }
+    let value = present(instance.as_json(), key).or_else(|| {
+        instance
+            .workflow_state()
+            .and_then(|state| present(state, key))
+    })?;
+    match without_references(value) {
+        Value::Object(map) if map.is_empty() => None,
+        object @ Value::Object(_) => Some(bounded(&object)),
+        _ => Some(Value::String(NOT_KEYED.to_owned())),
+    }
+}
+
+/// `value` without Elsa's reference metadata: `$id` keys dropped, `{"$id", "$values": [...]}`
+/// wrappers replaced by their lists.
+fn without_references(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => match map.get("$values") {
+            Some(Value::Array(items)) => {
+                Value::Array(items.iter().map(without_references).collect())
+            }
+            _ => Value::Object(
+                map.iter()
+                    .filter(|(key, _)| key.as_str() != "$id")
+                    .map(|(key, item)| (key.clone(), without_references(item)))
+                    .collect(),
+            ),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(without_references).collect()),
+        other => other.clone(),
+    }
 }
 
 #[derive(Serialize)]
@@ -210,8 +292,9 @@ struct BookmarkLine {
     created_at: Option<DateTime<Utc>>,
 }
 
-/// `instance.get`: one instance of the caller's tenant: its header, status and sub-status,
-/// incidents, bookmarks and last activity executions. Needs `read:workflow-instances`.
+/// `instance.get` (`instances.get`): one instance of the caller's tenant: its header, status
+/// and sub-status, incidents, bookmarks, last activity executions and the workflow's input
+/// and output. Needs `read:workflow-instances`.
 pub struct GetInstance {
     definition: AiToolDefinition,
 }
@@ -224,14 +307,16 @@ impl Default for GetInstance {
                 "Get workflow instance",
                 "Reads one workflow instance (a run) of the current tenant: definition id and \
                  version, status and sub-status, timestamps, incident count with the first \
-                 incidents (activity, type, message, exception type), the bookmarks it waits on \
-                 and its last activity executions. Use instance.getErrors for a failure's \
-                 details and instance.executionHistory for the whole execution order.",
+                 incidents (activity, type, message, exception type), the bookmarks it waits on, \
+                 its last activity executions, and the workflow's 'input' and 'output' by name \
+                 (shortened, secrets redacted). Use instance.getErrors for a failure's details \
+                 and instance.executionHistory for the whole execution order.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::INSTANCE_GET),
         }
     }
 }
@@ -245,28 +330,54 @@ impl AiTool for GetInstance {
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: InstanceIdInput = input(&context)?;
         let instance = find_instance(&context, &args.instance_id).await?;
-        let (records, _) = crate::diagnostics::recorded_executions(&context, &instance).await?;
+        let executions = recorded_executions(&context, &instance).await?;
+        let records = &executions.records;
         let skip = records.len().saturating_sub(LISTED);
         let mut last_executions =
             Listing::first(records.iter().skip(skip).map(ExecutionLine::of), LISTED);
         last_executions.total = records.len();
         last_executions.truncated = skip > 0;
-        to_json(&InstanceDetails {
-            header: InstanceHeader::of(&instance),
-            correlation_id: instance.correlation_id().map(str::to_owned),
-            parent_instance_id: instance.parent_instance_id().map(str::to_owned),
-            updated_at: instance.updated_at(),
-            incidents: Listing::first(instance.incidents().iter().map(IncidentLine::of), LISTED),
-            bookmarks: Listing::first(
-                instance.bookmarks().into_iter().map(|b| BookmarkLine {
-                    name: b.name,
-                    activity_id: b.activity_id,
-                    created_at: b.created_at,
-                }),
-                LISTED,
-            ),
-            last_executions,
-        })
+        let bookmarks = instance.bookmarks();
+        let mut summary = format!(
+            "{}: {}, {}; {}",
+            describe(&instance),
+            instance.status().as_str(),
+            instance.sub_status().as_str(),
+            count(instance.incident_count(), "incident", "incidents")
+        );
+        if !bookmarks.is_empty() {
+            summary.push_str(&format!(
+                ", waiting on {}",
+                count(bookmarks.len(), "bookmark", "bookmarks")
+            ));
+        }
+        summary.push('.');
+        object(
+            &summary,
+            InstanceDetails {
+                header: InstanceHeader::of(&instance),
+                correlation_id: instance.correlation_id().map(str::to_owned),
+                parent_instance_id: instance.parent_instance_id().map(str::to_owned),
+                updated_at: instance.updated_at(),
+                incidents: Listing::first(
+                    instance.incidents().iter().map(IncidentLine::of),
+                    LISTED,
+                ),
+                bookmarks: Listing::first(
+                    bookmarks.into_iter().map(|b| BookmarkLine {
+                        name: b.name,
+                        activity_id: b.activity_id,
+                        created_at: b.created_at,
+                    }),
+                    LISTED,
+                ),
+                last_executions,
+                input: workflow_values(&instance, "input"),
+                output: workflow_values(&instance, "output"),
+            },
+            &[],
+            &instance_evidence(&instance, executions.from_store),
+        )
     }
 }
 
@@ -324,6 +435,15 @@ impl From<SubStatusFilter> for WorkflowSubStatus {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SearchInstancesInput {
+    /// Text found in the instance id, name, correlation id or definition id (letter case
+    /// ignored).
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub text: Option<String>,
+    /// Same as text.
+    #[serde(default)]
+    #[schemars(length(max = 200))]
+    pub query: Option<String>,
     /// Only instances with this status.
     #[serde(default)]
     pub status: Option<StatusFilter>,
@@ -334,12 +454,25 @@ pub struct SearchInstancesInput {
     #[serde(default)]
     #[schemars(length(min = 1, max = 200))]
     pub definition_id: Option<String>,
+    /// Only instances with exactly this correlation id.
+    #[serde(default)]
+    #[schemars(length(min = 1, max = 200))]
+    pub correlation_id: Option<String>,
+    /// true: only instances with incidents; false: only those without.
+    #[serde(default)]
+    pub has_incidents: Option<bool>,
     /// Only instances created at or after this instant (RFC 3339).
     #[serde(default)]
     pub from: Option<DateTime<Utc>>,
     /// Only instances created at or before this instant (RFC 3339).
     #[serde(default)]
     pub to: Option<DateTime<Utc>>,
+    /// Only instances last updated at or after this instant (RFC 3339).
+    #[serde(default)]
+    pub updated_from: Option<DateTime<Utc>>,
+    /// Only instances last updated at or before this instant (RFC 3339).
+    #[serde(default)]
+    pub updated_to: Option<DateTime<Utc>>,
     /// How many matches to skip (default 0).
     #[serde(default)]
     pub offset: Option<usize>,
@@ -349,9 +482,11 @@ pub struct SearchInstancesInput {
     pub limit: Option<usize>,
 }
 
-/// A time range from optional bounds: open ends reach the representable extremes, and a
-/// range that starts after it ends is 400 `invalid_time_range`.
+/// A time range from optional bounds given as the arguments `names` (for messages): open
+/// ends reach the representable extremes, and a range that starts after it ends is 400
+/// `invalid_time_range`.
 pub(crate) fn time_range(
+    names: (&str, &str),
     from: Option<DateTime<Utc>>,
     to: Option<DateTime<Utc>>,
 ) -> Result<Option<TimeRange>, AiError> {
@@ -366,8 +501,10 @@ pub(crate) fn time_range(
         return Err(invalid(
             "invalid_time_range",
             format!(
-                "'from' ({}) is after 'to' ({})",
+                "'{}' ({}) is after '{}' ({})",
+                names.0,
                 range.from.to_rfc3339(),
+                names.1,
                 range.to.to_rfc3339()
             ),
         ));
@@ -375,8 +512,16 @@ pub(crate) fn time_range(
     Ok(Some(range))
 }
 
-/// `instance.search`: the caller's tenant's instances by status, sub-status, definition and
-/// creation time, newest first, a page at a time. Needs `read:workflow-instances`.
+/// Text of a filter argument, trimmed; `None` when absent or blank.
+pub(crate) fn trimmed(text: Option<String>) -> Option<String> {
+    text.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+/// `instance.search` (`instances.search`): the caller's tenant's instances by text, status,
+/// sub-status, definition, correlation id, incidents and creation or update time, newest
+/// first, a page at a time, within a workflow, correlation id or time range from the
+/// arguments or the turn's attachments (or across the tenant with `analyze:tenant`). Needs
+/// `read:workflow-instances`.
 pub struct SearchInstances {
     definition: AiToolDefinition,
 }
@@ -387,17 +532,22 @@ impl Default for SearchInstances {
             definition: built_in::<SearchInstancesInput>(
                 names::INSTANCE_SEARCH,
                 "Search workflow instances",
-                "Searches the current tenant's workflow instances (runs) by 'status' (Running, \
+                "Searches the current tenant's workflow instances (runs) by 'text' (or \
+                 'query': id, name, correlation id or definition id), 'status' (Running, \
                  Finished), 'subStatus' (Pending, Executing, Suspended, Finished, Cancelled, \
-                 Faulted), 'definitionId' and creation time ('from'/'to', RFC 3339). Returns \
-                 one row per instance (id, definition and version, status, sub-status, \
-                 timestamps, incident count), newest first, with 'total', and 'truncated': true \
-                 plus 'nextOffset' when more match.",
+                 Faulted), 'definitionId', 'correlationId', 'hasIncidents', creation time \
+                 ('from'/'to') and last update ('updatedFrom'/'updatedTo'), RFC 3339. It needs \
+                 a workflow, correlation id or time range: from the arguments, else from the \
+                 conversation's attachments (the summary says so). Returns one row per instance \
+                 (id, definition and version, status, sub-status, timestamps, incident count), \
+                 newest first, with 'total', and 'truncated': true plus 'nextOffset' when more \
+                 match.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::INSTANCE_SEARCH),
         }
     }
 }
@@ -410,20 +560,56 @@ impl AiTool for SearchInstances {
 
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: SearchInstancesInput = input(&context)?;
-        let query = InstanceQuery {
+        let definition_id = trimmed(args.definition_id);
+        let correlation_id = trimmed(args.correlation_id);
+        let created = time_range(("from", "to"), args.from, args.to)?;
+        let updated = time_range(
+            ("updatedFrom", "updatedTo"),
+            args.updated_from,
+            args.updated_to,
+        )?;
+        let named = definition_id.is_some()
+            || correlation_id.is_some()
+            || created.is_some()
+            || updated.is_some();
+        let scope = SearchScope::of(&context, RuntimeSearch::Instances, named)?;
+        let page = page(args.offset, args.limit, &context.limits);
+        let mut query = InstanceQuery {
+            text: search_text(args.text, args.query)?,
+            correlation_id,
+            has_incidents: args.has_incidents,
             status: args.status.map(Into::into),
             sub_status: args.sub_status.map(Into::into),
-            definition_ids: args.definition_id.into_iter().collect(),
-            time_range: time_range(args.from, args.to)?,
-            page: page(args.offset, args.limit, &context.limits),
-            ..InstanceQuery::default()
+            definition_ids: definition_id.into_iter().collect(),
+            time_range: created,
+            updated_range: updated,
+            page,
         };
+        if let SearchScope::Attachments(attached) = &scope {
+            query.definition_ids = attached.definition_ids.iter().cloned().collect();
+            query.time_range = attached.range;
+        }
         let found = context
             .services
             .instances
             .search(&context.caller.tenant_id, &query)
             .await?;
-        to_json(&Listing::from_page(found.map(|i| InstanceHeader::of(&i))))
+        let note = scope.note();
+        GroundedList::new(
+            Listing::from_page(found.map(|i| InstanceHeader::of(&i))),
+            page.offset,
+        )
+        .finish(
+            &context.limits,
+            |listing| {
+                format!(
+                    "Workflow instances matching: {}; showing {}.{note}",
+                    listing.total,
+                    shown(listing, page.offset)
+                )
+            },
+            |row| Evidence::instance(&row.instance_id),
+        )
     }
 }
 

@@ -9,7 +9,10 @@
 //! | tool | mutability | danger | permissions | audit |
 //! |---|---|---|---|---|
 //! | `workflow.getDefinition` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.getDefinitionGraph` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.listDefinitions` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.listVersions` | ReadOnly | Low | `read:workflows` | invocation |
+//! | `workflow.compareVersions` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.findUsages` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `workflow.explain` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `activities.catalog` | ReadOnly | Low | `read:activities` | invocation |
@@ -21,6 +24,7 @@
 //! | `instance.summarize` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.getActivityState` | ReadOnly | High | `read:workflow-instances` | invocation |
 //! | `incidents.search` | ReadOnly | Medium | `read:workflow-instances` | invocation |
+//! | `incidents.get` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.aggregateFailures` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.detectTrends` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `workflow.validateDraft` | Proposal | Medium | `propose:workflows` | invocation and result |
@@ -32,6 +36,8 @@
 //! carry data a workflow processed) and for drafting changes; High for
 //! `instance.getActivityState`, which shows the values a run processed (inputs, outputs,
 //! variables), so that a host whose policy stops at Medium keeps them from models altogether.
+//! One exception: `instance.get` (Low) shows the workflow's own input and output, as upstream's
+//! `instances.get` does, shortened and keyed by name like every recorded value.
 //! The diagnosis tools read Elsa's own records through
 //! [`ExecutionRecordStore`](elsa_workflows::ExecutionRecordStore) and
 //! [`IncidentStore`](elsa_workflows::IncidentStore): activity execution records (the whole
@@ -45,7 +51,10 @@
 //! [`AiProposalIntake`](elsa_ai_abstractions::AiProposalIntake), and a person approves and
 //! applies the proposal. `instance.aggregateFailures` and `instance.detectTrends` refuse to
 //! run without a `DiagnosticsScope` and a `TimeRange` attached to the turn and read nothing
-//! outside them (plus attached instances); `workflow.proposeUpdate` takes a purpose-built
+//! outside them (plus attached instances); `instance.search` and `incidents.search` need a
+//! workflow, instance or time range from their arguments or, failing that, the turn's
+//! attachments, and search the whole tenant only for a caller holding `analyze:tenant` (400
+//! `search_scope_required` otherwise); `workflow.proposeUpdate` takes a purpose-built
 //! operation list rather than RFC 6902 ([`proposal::patch`] says why).
 //!
 //! Every tool is tenant-scoped: it reads through the `elsa-workflows` service traits in
@@ -142,7 +151,7 @@ pub use diagnostics::{
     Summarize,
 };
 pub use explain::{Explain, ExplainInput};
-pub use incidents::{SearchIncidents, SearchIncidentsInput};
+pub use incidents::{GetIncident, GetIncidentInput, SearchIncidents, SearchIncidentsInput};
 pub use instance::{
     GetInstance, InstanceIdInput, SearchInstances, SearchInstancesInput, StatusFilter,
     SubStatusFilter,

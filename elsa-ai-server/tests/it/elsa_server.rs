@@ -315,7 +315,13 @@ async fn the_diagnosis_tools_read_elsas_own_records_of_a_run_through_the_governo
     assert_eq!(state["inputs"]["Method"], "PUT");
     assert_eq!(state["variables"]["InvoiceCount"], 42);
 
-    let incidents = call_tool(&client, "incidents.search", json!({})).await;
+    // A search needs a scope (a time range here): it still reads Elsa's incident listing.
+    let incidents = call_tool(
+        &client,
+        "incidents.search",
+        json!({"from": "2000-01-01T00:00:00Z"}),
+    )
+    .await;
     assert_eq!(incidents.is_error, Some(false), "{incidents:?}");
     let incidents = incidents.structured_content.expect("structured content");
     assert!(

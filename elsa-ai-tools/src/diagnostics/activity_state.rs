@@ -27,9 +27,10 @@ use serde_json::{Map, Value};
 
 use super::recorded_executions;
 use super::summary::failing_execution;
-use crate::instance::{ExceptionLine, find_instance};
+use crate::envelope::{count, object};
+use crate::instance::{ExceptionLine, describe, find_instance, instance_evidence};
 use crate::names;
-use crate::support::{bounded, built_in, input, invalid, not_found, quoted, to_json};
+use crate::support::{bounded, built_in, input, invalid, not_found, quoted};
 
 /// What a variable shows instead of its value when its declared name cannot be read.
 const WITHHELD: &str = "(value withheld: the variable's declared name is unknown)";
@@ -89,8 +90,9 @@ struct ActivityState {
     evidence: String,
 }
 
-/// `instance.getActivityState`: the inputs, outputs and variables of one activity execution
-/// of one instance of the caller's tenant. Needs `read:workflow-instances`.
+/// `instance.getActivityState` (`instances.getActivityState`): the inputs, outputs and
+/// variables of one activity execution of one instance of the caller's tenant. Needs
+/// `read:workflow-instances`.
 pub struct GetActivityState {
     definition: AiToolDefinition,
 }
@@ -111,7 +113,8 @@ impl Default for GetActivityState {
                 DangerLevel::High,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::INSTANCE_ACTIVITY_STATE),
         }
     }
 }
@@ -188,11 +191,12 @@ impl AiTool for GetActivityState {
             ));
         }
         let instance = find_instance(&context, &args.instance_id).await?;
-        let (records, _) = recorded_executions(&context, &instance).await?;
+        let executions = recorded_executions(&context, &instance).await?;
+        let records = &executions.records;
         let record = match (execution_id, activity_id) {
-            (Some(id), _) => last_where(&records, |r| r.id.as_deref() == Some(id))
+            (Some(id), _) => last_where(records, |r| r.id.as_deref() == Some(id))
                 .ok_or_else(|| not_found("activity execution", id))?,
-            (_, Some(id)) => last_where(&records, |r| r.activity_id.as_deref() == Some(id))
+            (_, Some(id)) => last_where(records, |r| r.activity_id.as_deref() == Some(id))
                 .ok_or_else(|| {
                     AiError::not_found(format!(
                         "no execution of activity {} in workflow instance {}",
@@ -200,19 +204,18 @@ impl AiTool for GetActivityState {
                         quoted(instance.id())
                     ))
                 })?,
-            (None, None) => {
-                failing_execution(&instance.incidents(), &records).ok_or_else(|| {
-                    AiError::not_found(format!(
-                        "workflow instance {} has no failed activity execution; give 'executionId' \
+            (None, None) => failing_execution(&instance.incidents(), records).ok_or_else(|| {
+                AiError::not_found(format!(
+                    "workflow instance {} has no failed activity execution; give 'executionId' \
                      or 'activityId'",
-                        quoted(instance.id())
-                    ))
-                })?
-            }
+                    quoted(instance.id())
+                ))
+            })?,
         };
         let names = variable_names(&context, &instance).await?;
         // The innermost declaration of a name wins: walk from this execution outwards.
         let mut variables = Map::new();
+        let mut withheld = 0;
         let mut scopes: Vec<&ActivityExecutionRecord> =
             records.iter().filter(|r| encloses(r, record)).collect();
         scopes
@@ -225,11 +228,35 @@ impl AiTool for GetActivityState {
                     Some(name) => (name.clone(), value.clone()),
                     None => (id.clone(), Value::String(WITHHELD.to_owned())),
                 };
-                variables.entry(name).or_insert(value);
+                if let serde_json::map::Entry::Vacant(entry) = variables.entry(name) {
+                    withheld += usize::from(!names.contains_key(id));
+                    entry.insert(value);
+                }
             }
         }
         let bounded_map = |map: &Map<String, Value>| bounded(&Value::Object(map.clone()));
-        to_json(&ActivityState {
+        let summary = format!(
+            "Activity {} ({}) of {}, execution {}: {}; {}, {}, {} in scope.",
+            record.activity_id.as_deref().unwrap_or("(unknown)"),
+            record.activity_type.as_deref().unwrap_or("type unknown"),
+            describe(&instance),
+            record.id.as_deref().unwrap_or("(no id)"),
+            record.status.map_or("status unknown", |s| s.as_str()),
+            count(record.inputs.len(), "input", "inputs"),
+            count(record.outputs.len(), "output", "outputs"),
+            count(variables.len(), "variable", "variables"),
+        );
+        let warnings: Vec<String> = (withheld > 0)
+            .then(|| {
+                format!(
+                    "{} shown by id without a value: {} declared name is unknown",
+                    count(withheld, "variable is", "variables are"),
+                    if withheld == 1 { "its" } else { "their" }
+                )
+            })
+            .into_iter()
+            .collect();
+        let state = ActivityState {
             instance_id: instance.id().to_owned(),
             execution_id: record.id.clone(),
             activity_id: record.activity_id.clone(),
@@ -249,7 +276,13 @@ impl AiTool for GetActivityState {
                 .count(),
             from_execution_record: record.source == ExecutionRecordSource::ExecutionRecord,
             evidence: record.path.clone(),
-        })
+        };
+        object(
+            &summary,
+            state,
+            &warnings,
+            &instance_evidence(&instance, executions.from_store),
+        )
     }
 }
 

@@ -15,9 +15,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::failures::Failure;
-use super::scope::{Scope, ScopeEcho, ScopeNarrowing};
+use super::scope::{MAX_SCANNED_INSTANCES, Scope, ScopeEcho, ScopeNarrowing};
+use crate::envelope::{Evidence, count, object};
 use crate::names;
-use crate::support::{DEFAULT_LIMIT, Listing, MAX_LIMIT, built_in, input, to_json};
+use crate::support::{DEFAULT_LIMIT, Listing, MAX_LIMIT, built_in, input};
 
 /// How many instance and activity ids a group lists.
 const SAMPLES: usize = 5;
@@ -63,6 +64,9 @@ struct FailureGroup {
     sample_message: Option<String>,
     activity_ids: Vec<String>,
     sample_instance_ids: Vec<String>,
+    /// The group's newest failure, as evidence: its instance and activity.
+    #[serde(skip)]
+    newest: (String, Option<String>),
 }
 
 /// Groups failures, largest group first (then by key, for a stable order).
@@ -88,6 +92,11 @@ fn group(failures: &[Failure]) -> Vec<FailureGroup> {
                     .iter()
                     .filter_map(|f| f.activity_id.as_deref())
                     .collect();
+                let newest = members
+                    .iter()
+                    .max_by_key(|f| f.timestamp)
+                    .map(|f| (f.instance_id.clone(), f.activity_id.clone()))
+                    .unwrap_or_default();
                 FailureGroup {
                     definition_id,
                     activity_type,
@@ -107,6 +116,7 @@ fn group(failures: &[Failure]) -> Vec<FailureGroup> {
                         .take(SAMPLES)
                         .map(str::to_owned)
                         .collect(),
+                    newest,
                 }
             },
         )
@@ -124,9 +134,9 @@ struct Aggregate {
     groups: Listing<FailureGroup>,
 }
 
-/// `instance.aggregateFailures`: failures grouped by workflow, activity type and error
-/// category, only inside the attached diagnostics scope and time range. Needs
-/// `read:workflow-instances`.
+/// `instance.aggregateFailures` (`instances.aggregateFailures`): failures grouped by workflow,
+/// activity type and error category, only inside the attached diagnostics scope and time
+/// range. Needs `read:workflow-instances`.
 pub struct AggregateFailures {
     definition: AiToolDefinition,
 }
@@ -147,7 +157,8 @@ impl Default for AggregateFailures {
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::AGGREGATE_FAILURES),
         }
     }
 }
@@ -175,13 +186,50 @@ impl AiTool for AggregateFailures {
             .map(|f| f.instance_id.as_str())
             .collect();
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-        to_json(&Aggregate {
-            total_failures: scanned.failures.len(),
-            failed_instances: failed_instances.len(),
-            groups: Listing::first(group(&scanned.failures), limit),
-            scope: scanned.echo,
-        })
+        let groups = Listing::first(group(&scanned.failures), limit);
+        let summary = format!(
+            "{} in {} of {} read, in {}{}.",
+            count(scanned.failures.len(), "failure", "failures"),
+            count(failed_instances.len(), "instance", "instances"),
+            scanned.echo.instances_scanned,
+            count(groups.total, "group", "groups"),
+            if groups.truncated {
+                format!(" ({} largest shown)", groups.returned)
+            } else {
+                String::new()
+            }
+        );
+        let warnings = scan_warning(&scanned.echo);
+        let evidence: Vec<Evidence> = groups
+            .items
+            .iter()
+            .map(|g| Evidence::incident(&g.newest.0, g.newest.1.as_deref()))
+            .collect();
+        object(
+            &summary,
+            Aggregate {
+                total_failures: scanned.failures.len(),
+                failed_instances: failed_instances.len(),
+                groups,
+                scope: scanned.echo,
+            },
+            &warnings,
+            &evidence,
+        )
     }
 }
 
 inventory::submit! { AiToolRegistration::new(|| Arc::new(AggregateFailures::default())) }
+
+/// The warning of an analysis that read only part of its scope.
+pub(super) fn scan_warning(echo: &ScopeEcho) -> Vec<String> {
+    echo.scan_truncated
+        .then(|| {
+            format!(
+                "more instances are in scope than one analysis reads: only the first \
+                 {MAX_SCANNED_INSTANCES} were read; narrow 'from'/'to' or 'definitionIds'"
+            )
+        })
+        .into_iter()
+        .collect()
+}

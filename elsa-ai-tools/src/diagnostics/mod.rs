@@ -3,12 +3,14 @@
 //! Elsa recorded while running it; `instance.aggregateFailures` and `instance.detectTrends`
 //! analyse many, but only inside the diagnostics scope and time range the turn's attachments
 //! allow: both must be attached, arguments can only narrow them, and nothing outside them is
-//! read.
+//! read. The runtime searches follow a rule of their own ([`SearchScope`]): a workflow,
+//! instance or time range from their arguments or the attachments, or `analyze:tenant`.
 
 mod activity_state;
 mod aggregate;
 mod failures;
 mod scope;
+mod search_scope;
 mod summary;
 mod trends;
 
@@ -27,37 +29,62 @@ use serde_json::Value;
 
 pub use activity_state::{GetActivityState, GetActivityStateInput};
 pub use aggregate::{AggregateFailures, AggregateFailuresInput};
-use failures::{UNKNOWN_ACTIVITY_TYPE, is_faulted};
+use failures::UNKNOWN_ACTIVITY_TYPE;
+pub(crate) use failures::is_faulted;
+pub(crate) use search_scope::{AttachedScope, RuntimeSearch, SearchScope};
 pub use summary::Summarize;
 pub use trends::{BucketSize, DetectTrends, DetectTrendsInput};
 
+use crate::envelope::{Evidence, count, object, shown};
 use crate::instance::{
-    ExceptionLine, ExecutionLine, IncidentLine, InstanceHeader, InstanceIdInput, find_instance,
+    ExceptionLine, ExecutionLine, IncidentLine, InstanceHeader, InstanceIdInput, describe,
+    find_instance, instance_evidence,
 };
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, page, to_json};
+use crate::support::{Listing, built_in, clip, input, page};
 
-/// The activity executions of `instance` and whether they are its complete history: Elsa's
-/// activity execution records from the execution record store when it has them, else what
-/// the instance document carries (records a host attached, or the execution contexts alive
-/// when the state was saved).
+/// The activity executions of one instance, as the diagnosis tools read them.
+pub(crate) struct Executions {
+    /// The executions, in the order they started.
+    pub records: Vec<ActivityExecutionRecord>,
+    /// Whether they are the instance's complete history.
+    pub complete: bool,
+    /// Whether they came from the execution record store (else from the instance document).
+    pub from_store: bool,
+}
+
+/// What a result warns when only the executions alive at the instance's last save are known.
+pub(crate) const INCOMPLETE_HISTORY: &str = "Elsa recorded no execution history for this \
+     instance: only the executions alive when it was last saved are known";
+
+/// The activity executions of `instance`: Elsa's activity execution records from the
+/// execution record store when it has them, else what the instance document carries
+/// (records a host attached, or the execution contexts alive when the state was saved).
 pub(crate) async fn recorded_executions(
     context: &AiToolExecutionContext,
     instance: &WorkflowInstance,
-) -> Result<(Vec<ActivityExecutionRecord>, bool), AiError> {
+) -> Result<Executions, AiError> {
     let stored = context
         .services
         .executions
         .activity_executions(&context.caller.tenant_id, instance.id())
         .await?;
     if !stored.is_empty() {
-        return Ok((stored, true));
+        return Ok(Executions {
+            records: stored,
+            complete: true,
+            from_store: true,
+        });
     }
     let carried = instance.execution_records();
     let complete = carried
         .iter()
         .any(|r| r.source == ExecutionRecordSource::ExecutionRecord);
-    Ok((carried, complete))
+    Ok(Executions {
+        records: carried,
+        complete,
+        from_store: false,
+    })
 }
 
 /// How many incidents and faulted executions `instance.getErrors` lists.
@@ -88,23 +115,24 @@ struct PrimaryError {
     evidence: String,
 }
 
-/// A record the diagnosis rests on.
+/// A record the diagnosis rests on, with where it was read.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Evidence<T> {
+struct Traced<T> {
     #[serde(flatten)]
     record: T,
     /// JSON path of the record in the instance document.
     evidence: String,
 }
 
-fn stack_top(trace: Option<&str>) -> Vec<String> {
+/// The first `lines` non-empty lines of a stack trace, each clipped.
+pub(crate) fn stack_top(trace: Option<&str>, lines: usize) -> Vec<String> {
     trace
         .into_iter()
         .flat_map(str::lines)
         .map(str::trim)
         .filter(|l| !l.is_empty())
-        .take(STACK_LINES)
+        .take(lines)
         .map(|l| clip(l, 200))
         .collect()
 }
@@ -117,13 +145,13 @@ struct ErrorReport {
     failed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     primary_error: Option<PrimaryError>,
-    incidents: Listing<Evidence<IncidentLine>>,
-    faulted_executions: Listing<Evidence<ExecutionLine>>,
+    incidents: Listing<Traced<IncidentLine>>,
+    faulted_executions: Listing<Traced<ExecutionLine>>,
 }
 
-/// `instance.getErrors`: the incidents and faulted activity executions of one instance,
-/// with the failing activity, its type, the exception and the evidence records. Needs
-/// `read:workflow-instances`.
+/// `instance.getErrors` (`instances.getErrors`): the incidents and faulted activity
+/// executions of one instance, with the failing activity, its type, the exception and the
+/// evidence records. Needs `read:workflow-instances`.
 pub struct GetErrors {
     definition: AiToolDefinition,
 }
@@ -143,7 +171,8 @@ impl Default for GetErrors {
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::INSTANCE_ERRORS),
         }
     }
 }
@@ -158,7 +187,8 @@ impl AiTool for GetErrors {
         let args: InstanceIdInput = input(&context)?;
         let instance = find_instance(&context, &args.instance_id).await?;
         let incidents = instance.incidents();
-        let (records, _) = recorded_executions(&context, &instance).await?;
+        let executions = recorded_executions(&context, &instance).await?;
+        let records = &executions.records;
         let faulted: Vec<&ActivityExecutionRecord> =
             records.iter().filter(|r| is_faulted(r)).collect();
         let name_of = |activity_id: Option<&str>| {
@@ -188,6 +218,7 @@ impl AiTool for GetErrors {
                         .exception
                         .as_ref()
                         .and_then(|e| e.stack_trace.as_deref()),
+                    STACK_LINES,
                 ),
                 timestamp: first.timestamp,
                 evidence: first.path.clone(),
@@ -211,30 +242,65 @@ impl AiTool for GetErrors {
                         .exception
                         .as_ref()
                         .and_then(|e| e.stack_trace.as_deref()),
+                    STACK_LINES,
                 ),
                 timestamp: record.completed_at.or(record.started_at),
                 evidence: record.path.clone(),
             })
         };
-        to_json(&ErrorReport {
-            header: InstanceHeader::of(&instance),
-            failed: primary.is_some() || instance.is_faulted(),
-            primary_error: primary,
-            incidents: Listing::first(
-                incidents.iter().map(|i| Evidence {
-                    record: IncidentLine::of(i),
-                    evidence: i.path.clone(),
-                }),
-                LISTED_ERRORS,
+        let failed = primary.is_some() || instance.is_faulted();
+        let summary = match &primary {
+            Some(primary) => format!(
+                "{} failed at activity {} ({}){}; {}, {}.",
+                describe(&instance),
+                primary.activity_id.as_deref().unwrap_or("(unknown)"),
+                primary.activity_type,
+                primary
+                    .exception
+                    .as_ref()
+                    .and_then(|e| e.type_name.as_deref())
+                    .map(|t| format!(" with {t}"))
+                    .unwrap_or_default(),
+                count(incidents.len(), "incident", "incidents"),
+                count(faulted.len(), "faulted execution", "faulted executions"),
             ),
-            faulted_executions: Listing::first(
-                faulted.iter().map(|&r| Evidence {
-                    record: ExecutionLine::of(r),
-                    evidence: r.path.clone(),
-                }),
-                LISTED_ERRORS,
+            None if failed => format!(
+                "{} is Faulted but recorded no incident or faulted execution.",
+                describe(&instance)
             ),
-        })
+            None => format!("{} recorded no error.", describe(&instance)),
+        };
+        let mut evidence = instance_evidence(&instance, executions.from_store);
+        for incident in incidents.iter().take(LISTED_ERRORS) {
+            let reference = Evidence::incident(instance.id(), incident.activity_id.as_deref());
+            if !evidence.contains(&reference) {
+                evidence.push(reference);
+            }
+        }
+        object(
+            &summary,
+            ErrorReport {
+                header: InstanceHeader::of(&instance),
+                failed,
+                primary_error: primary,
+                incidents: Listing::first(
+                    incidents.iter().map(|i| Traced {
+                        record: IncidentLine::of(i),
+                        evidence: i.path.clone(),
+                    }),
+                    LISTED_ERRORS,
+                ),
+                faulted_executions: Listing::first(
+                    faulted.iter().map(|&r| Traced {
+                        record: ExecutionLine::of(r),
+                        evidence: r.path.clone(),
+                    }),
+                    LISTED_ERRORS,
+                ),
+            },
+            &[],
+            &evidence,
+        )
     }
 }
 
@@ -265,11 +331,11 @@ struct History {
     /// state was saved (Elsa's execution contexts).
     complete_history: bool,
     #[serde(flatten)]
-    executions: Listing<Evidence<ExecutionLine>>,
+    executions: Listing<Traced<ExecutionLine>>,
 }
 
-/// `instance.executionHistory`: the activity executions of one instance in the order they
-/// started, a page at a time. Needs `read:workflow-instances`.
+/// `instance.executionHistory` (`instances.getExecutionHistory`): the activity executions of
+/// one instance in the order they started, a page at a time. Needs `read:workflow-instances`.
 pub struct ExecutionHistory {
     definition: AiToolDefinition,
 }
@@ -290,7 +356,8 @@ impl Default for ExecutionHistory {
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::EXECUTION_HISTORY),
         }
     }
 }
@@ -304,21 +371,37 @@ impl AiTool for ExecutionHistory {
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: ExecutionHistoryInput = input(&context)?;
         let instance = find_instance(&context, &args.instance_id).await?;
-        let (records, complete_history) = recorded_executions(&context, &instance).await?;
-        let lines: Vec<Evidence<ExecutionLine>> = records
+        let executions = recorded_executions(&context, &instance).await?;
+        let lines: Vec<Traced<ExecutionLine>> = executions
+            .records
             .iter()
-            .map(|r| Evidence {
+            .map(|r| Traced {
                 record: ExecutionLine::of(r),
                 evidence: r.path.clone(),
             })
             .collect();
-        to_json(&History {
-            header: InstanceHeader::of(&instance),
-            complete_history,
-            executions: Listing::from_page(
-                page(args.offset, args.limit, &context.limits).slice(lines),
-            ),
-        })
+        let page = page(args.offset, args.limit, &context.limits);
+        let listing = Listing::from_page(page.slice(lines));
+        let summary = format!(
+            "{}: {}; showing {}.",
+            describe(&instance),
+            count(listing.total, "activity execution", "activity executions"),
+            shown(&listing, page.offset)
+        );
+        let warnings: Vec<String> = (!executions.complete)
+            .then(|| INCOMPLETE_HISTORY.to_owned())
+            .into_iter()
+            .collect();
+        object(
+            &summary,
+            History {
+                header: InstanceHeader::of(&instance),
+                complete_history: executions.complete,
+                executions: listing,
+            },
+            &warnings,
+            &instance_evidence(&instance, executions.from_store),
+        )
     }
 }
 

@@ -77,7 +77,8 @@ pub(crate) struct Scanned {
     pub echo: ScopeEcho,
 }
 
-fn intersect(a: TimeRange, b: TimeRange) -> Option<TimeRange> {
+/// The overlap of two ranges, `None` when they do not overlap.
+pub(super) fn intersect(a: TimeRange, b: TimeRange) -> Option<TimeRange> {
     let range = TimeRange {
         from: a.from.max(b.from),
         to: a.to.min(b.to),

@@ -14,12 +14,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::failures::is_faulted;
-use super::recorded_executions;
+use super::{INCOMPLETE_HISTORY, recorded_executions};
+use crate::envelope::{Evidence, count, object};
 use crate::instance::{
-    ExceptionLine, IncidentLine, InstanceHeader, InstanceIdInput, find_instance,
+    ExceptionLine, IncidentLine, InstanceHeader, InstanceIdInput, describe, find_instance,
+    instance_evidence,
 };
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, to_json};
+use crate::support::{Listing, built_in, clip, input};
 
 /// How many steps of the path and how many log events a summary shows.
 const PATH_STEPS: usize = 40;
@@ -183,8 +185,8 @@ pub(super) fn failing_execution<'r>(
         .copied()
 }
 
-/// `instance.summarize`: one instance of the caller's tenant summarised for a diagnosis.
-/// Needs `read:workflow-instances`.
+/// `instance.summarize` (`instances.summarize`): one instance of the caller's tenant
+/// summarised for a diagnosis. Needs `read:workflow-instances`.
 pub struct Summarize {
     definition: AiToolDefinition,
 }
@@ -207,7 +209,8 @@ impl Default for Summarize {
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::INSTANCE_SUMMARIZE),
         }
     }
 }
@@ -221,9 +224,10 @@ impl AiTool for Summarize {
     async fn execute(&self, context: AiToolExecutionContext) -> Result<Value, AiError> {
         let args: InstanceIdInput = input(&context)?;
         let instance = find_instance(&context, &args.instance_id).await?;
-        let (records, complete_path) = recorded_executions(&context, &instance).await?;
+        let executions = recorded_executions(&context, &instance).await?;
+        let records = &executions.records;
         let incidents = instance.incidents();
-        let failing = failing_execution(&incidents, &records).map(|record| FailingActivity {
+        let failing = failing_execution(&incidents, records).map(|record| FailingActivity {
             execution_id: record.id.clone(),
             activity_id: record.activity_id.clone(),
             type_name: record.activity_type.clone(),
@@ -252,15 +256,52 @@ impl AiTool for Summarize {
         let mut last_events = Listing::first(tail.items.iter().map(Event::of), LOG_EVENTS);
         last_events.total = tail.total;
         last_events.truncated = tail.total > last_events.returned;
-        to_json(&Summary {
-            header: InstanceHeader::of(&instance),
-            failed: instance.is_faulted() || !incidents.is_empty(),
-            failing_activity: failing,
-            incident: incidents.first().map(IncidentLine::of),
-            complete_path,
-            path: last(records.iter().map(Step::of).collect(), PATH_STEPS),
-            last_events,
-        })
+        let failed = instance.is_faulted() || !incidents.is_empty();
+        let mut summary = format!(
+            "{}: {}, {}",
+            describe(&instance),
+            instance.status().as_str(),
+            instance.sub_status().as_str()
+        );
+        if let Some(failing) = &failing {
+            summary.push_str(&format!(
+                "; failed at activity {} ({})",
+                failing.activity_id.as_deref().unwrap_or("(unknown)"),
+                failing.type_name.as_deref().unwrap_or("type unknown")
+            ));
+        } else if failed {
+            summary.push_str("; failed, at an activity not recorded");
+        }
+        summary.push_str(&format!(
+            "; {} on its path, {} logged.",
+            count(records.len(), "activity execution", "activity executions"),
+            count(tail.total, "event", "events")
+        ));
+        let warnings: Vec<String> = (!executions.complete)
+            .then(|| INCOMPLETE_HISTORY.to_owned())
+            .into_iter()
+            .collect();
+        let mut evidence = instance_evidence(&instance, executions.from_store || tail.total > 0);
+        if let Some(incident) = incidents.first() {
+            evidence.push(Evidence::incident(
+                instance.id(),
+                incident.activity_id.as_deref(),
+            ));
+        }
+        object(
+            &summary,
+            Summary {
+                header: InstanceHeader::of(&instance),
+                failed,
+                failing_activity: failing,
+                incident: incidents.first().map(IncidentLine::of),
+                complete_path: executions.complete,
+                path: last(records.iter().map(Step::of).collect(), PATH_STEPS),
+                last_events,
+            },
+            &warnings,
+            &evidence,
+        )
     }
 }
 

@@ -14,10 +14,12 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::aggregate::scan_warning;
 use super::failures::Failure;
 use super::scope::{Scope, ScopeEcho, ScopeNarrowing};
+use crate::envelope::{Evidence, count, object};
 use crate::names;
-use crate::support::{DEFAULT_LIMIT, Listing, MAX_LIMIT, built_in, input, to_json};
+use crate::support::{DEFAULT_LIMIT, Listing, MAX_LIMIT, built_in, input};
 
 /// The most buckets one analysis uses; a finer bucket size is coarsened to fit.
 const MAX_BUCKETS: i64 = 96;
@@ -41,6 +43,16 @@ pub enum BucketSize {
 
 impl BucketSize {
     const ALL: [Self; 4] = [Self::Hour, Self::SixHours, Self::Day, Self::Week];
+
+    /// The width in words, for a summary.
+    fn label(self) -> &'static str {
+        match self {
+            Self::Hour => "an hour",
+            Self::SixHours => "six hours",
+            Self::Day => "a day",
+            Self::Week => "a week",
+        }
+    }
 
     fn duration(self) -> Duration {
         match self {
@@ -140,6 +152,9 @@ struct Signature {
     last_seen: DateTime<Utc>,
     /// Failures per bucket, aligned with `buckets`.
     counts: Vec<usize>,
+    /// The signature's newest failure, as evidence: its instance and activity.
+    #[serde(skip)]
+    newest: (String, Option<String>),
 }
 
 #[derive(Serialize)]
@@ -167,7 +182,7 @@ fn analyse(
             .min(count - 1)
     };
     let mut totals = vec![0; count];
-    let mut by_signature: BTreeMap<(Option<String>, String, String), Vec<DateTime<Utc>>> =
+    let mut by_signature: BTreeMap<(Option<String>, String, String), Vec<&Failure>> =
         BTreeMap::new();
     for failure in failures {
         let Some(at) = failure.timestamp else {
@@ -181,29 +196,39 @@ fn analyse(
                 failure.category.clone(),
             ))
             .or_default()
-            .push(at);
+            .push(failure);
     }
     let mut signatures: Vec<Signature> = by_signature
         .into_iter()
-        .map(|((definition_id, activity_type, error_category), times)| {
-            let mut counts = vec![0; count];
-            for t in &times {
-                counts[index(*t)] += 1;
-            }
-            let buckets_with_failures = counts.iter().filter(|c| **c > 0).count();
-            Signature {
-                definition_id,
-                activity_type,
-                error_category,
-                total: times.len(),
-                buckets_with_failures,
-                recurring: buckets_with_failures > 1,
-                trend: direction(&counts),
-                first_seen: times.iter().copied().min().unwrap_or(range.from),
-                last_seen: times.iter().copied().max().unwrap_or(range.to),
-                counts,
-            }
-        })
+        .map(
+            |((definition_id, activity_type, error_category), members)| {
+                let times: Vec<DateTime<Utc>> =
+                    members.iter().filter_map(|f| f.timestamp).collect();
+                let newest = members
+                    .iter()
+                    .max_by_key(|f| f.timestamp)
+                    .map(|f| (f.instance_id.clone(), f.activity_id.clone()))
+                    .unwrap_or_default();
+                let mut counts = vec![0; count];
+                for t in &times {
+                    counts[index(*t)] += 1;
+                }
+                let buckets_with_failures = counts.iter().filter(|c| **c > 0).count();
+                Signature {
+                    definition_id,
+                    activity_type,
+                    error_category,
+                    total: times.len(),
+                    buckets_with_failures,
+                    recurring: buckets_with_failures > 1,
+                    trend: direction(&counts),
+                    first_seen: times.iter().copied().min().unwrap_or(range.from),
+                    last_seen: times.iter().copied().max().unwrap_or(range.to),
+                    counts,
+                    newest,
+                }
+            },
+        )
         .collect();
     signatures.sort_by_key(|s| std::cmp::Reverse((s.recurring, s.total)));
     let recurring = signatures.iter().filter(|s| s.recurring).count();
@@ -218,9 +243,10 @@ fn analyse(
     (buckets, Listing::first(signatures, limit), recurring)
 }
 
-/// `instance.detectTrends`: failure signatures (workflow, activity type, error category)
-/// counted per time bucket, marked recurring and rising/falling/steady, only inside the
-/// attached diagnostics scope and time range. Needs `read:workflow-instances`.
+/// `instance.detectTrends` (`instances.detectTrends`): failure signatures (workflow, activity
+/// type, error category) counted per time bucket, marked recurring and rising/falling/steady,
+/// only inside the attached diagnostics scope and time range. Needs
+/// `read:workflow-instances`.
 pub struct DetectTrends {
     definition: AiToolDefinition,
 }
@@ -243,7 +269,8 @@ impl Default for DetectTrends {
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
-            ),
+            )
+            .with_grounding_name(names::grounding::DETECT_TRENDS),
         }
     }
 }
@@ -269,14 +296,39 @@ impl AiTool for DetectTrends {
         let limit = args.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
         let (buckets, signatures, recurring) =
             analyse(&scanned.failures, &scope.range, size, limit);
-        to_json(&Trends {
-            scope: scanned.echo,
-            bucket: size,
-            buckets,
-            total_failures: scanned.failures.len(),
-            recurring_signatures: recurring,
-            signatures,
-        })
+        let rising = signatures
+            .items
+            .iter()
+            .filter(|s| s.trend == Direction::Rising)
+            .count();
+        let summary = format!(
+            "{} in {} buckets of {}: {}, {} recurring, {} rising.",
+            count(scanned.failures.len(), "failure", "failures"),
+            buckets.len(),
+            size.label(),
+            count(signatures.total, "signature", "signatures"),
+            recurring,
+            rising
+        );
+        let warnings = scan_warning(&scanned.echo);
+        let evidence: Vec<Evidence> = signatures
+            .items
+            .iter()
+            .map(|s| Evidence::incident(&s.newest.0, s.newest.1.as_deref()))
+            .collect();
+        object(
+            &summary,
+            Trends {
+                scope: scanned.echo,
+                bucket: size,
+                buckets,
+                total_failures: scanned.failures.len(),
+                recurring_signatures: recurring,
+                signatures,
+            },
+            &warnings,
+            &evidence,
+        )
     }
 }
 

@@ -138,6 +138,8 @@ impl Tenants {
         let mut calls = Vec::new();
         for id in &self.definitions {
             calls.push((names::GET_DEFINITION, json!({"definitionId": id})));
+            calls.push((names::GET_DEFINITION_GRAPH, json!({"definitionId": id})));
+            calls.push((names::LIST_VERSIONS, json!({"definitionId": id})));
             calls.push((names::EXPLAIN, json!({"definitionId": id})));
             calls.push((
                 names::GET_DEFINITION,
@@ -166,6 +168,15 @@ impl Tenants {
             names::ACTIVITIES_GET_DESCRIPTOR,
             json!({"type": "Elsa.WriteLine"}),
         ));
+        // B holds the same definitions with marked names and descriptions.
+        calls.push((
+            names::COMPARE_VERSIONS,
+            json!({"definitionId": self.scoped, "from": "latest"}),
+        ));
+        calls.push((
+            names::COMPARE_VERSIONS,
+            json!({"definitionId": self.scoped, "from": 1, "to": "published"}),
+        ));
         // The same definitions exist under B with marked names: a usage listing that read
         // B's would show the mark; B's own definition calls nothing of A's.
         calls.push((
@@ -186,6 +197,14 @@ impl Tenants {
             names::INSTANCE_ACTIVITY_STATE,
             json!({"instanceId": RECORDED_RUN, "executionId": UPLOAD_EXECUTION}),
         ));
+        calls.push((
+            names::INCIDENTS_GET,
+            json!({"instanceId": RECORDED_RUN, "activityId": "UploadExport"}),
+        ));
+        calls.push((
+            names::INCIDENTS_GET,
+            json!({"instanceId": "a-run", "activityId": "PublicStep"}),
+        ));
         for id in &self.instances {
             for tool in [
                 names::INSTANCE_GET,
@@ -197,15 +216,32 @@ impl Tenants {
                 calls.push((tool, json!({"instanceId": id})));
             }
         }
+        // With no scope of their own, the searches are scoped by the turn's attachments.
         calls.push((names::INCIDENTS_SEARCH, json!({"limit": 50})));
         calls.push((
             names::INCIDENTS_SEARCH,
             json!({"definitionId": RUN_DEFINITION, "limit": 50}),
         ));
+        calls.push((
+            names::INCIDENTS_SEARCH,
+            json!({"instanceId": RECORDED_RUN, "text": "secret"}),
+        ));
+        calls.push((
+            names::INCIDENTS_SEARCH,
+            json!({"from": "2024-01-01T00:00:00Z", "text": "globex"}),
+        ));
         calls.push((names::INSTANCE_SEARCH, json!({"limit": 50})));
         calls.push((
             names::INSTANCE_SEARCH,
             json!({"subStatus": "Faulted", "limit": 50}),
+        ));
+        calls.push((
+            names::INSTANCE_SEARCH,
+            json!({"correlationId": MARK, "limit": 50}),
+        ));
+        calls.push((
+            names::INSTANCE_SEARCH,
+            json!({"updatedFrom": "2024-01-01T00:00:00Z", "query": "secret", "limit": 50}),
         ));
         calls.push((names::AGGREGATE_FAILURES, json!({})));
         calls.push((names::DETECT_TRENDS, json!({})));
@@ -306,6 +342,10 @@ async fn no_tool_result_of_tenant_a_shows_tenant_b() {
             json!({"definitionId": B_ONLY_DEFINITION}),
         ),
         (names::INSTANCE_GET, json!({"instanceId": B_ONLY_RUN})),
+        (
+            names::INCIDENTS_GET,
+            json!({"instanceId": B_ONLY_RUN, "activityId": "SecretStep"}),
+        ),
         (names::INSTANCE_ERRORS, json!({"instanceId": B_ONLY_RUN})),
         (names::EXECUTION_HISTORY, json!({"instanceId": B_ONLY_RUN})),
         (names::INSTANCE_SUMMARIZE, json!({"instanceId": B_ONLY_RUN})),

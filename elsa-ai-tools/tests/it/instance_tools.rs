@@ -161,18 +161,24 @@ async fn get_refuses_unknown_foreign_and_unpermitted_reads_and_bad_arguments() {
 async fn search_filters_by_status_definition_and_time_and_pages() {
     let world = world_with_failed_run();
     let instances = acme_instances(&world).await;
+    // Without a workflow, correlation id or time range only an analyst searches everything.
     let all = world
-        .call(names::INSTANCE_SEARCH, json!({"limit": 50}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"limit": 50}))
         .await;
     let all = content(&all);
     assert_eq!(all["total"], instances.len());
+    assert!(
+        support::summary(all).contains("whole tenant"),
+        "{}",
+        all["summary"]
+    );
     assert!(
         !all.to_string().contains(GLOBEX),
         "another tenant's runs are never listed"
     );
 
     let faulted = world
-        .call(names::INSTANCE_SEARCH, json!({"subStatus": "Faulted"}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"subStatus": "Faulted"}))
         .await;
     let faulted = content(&faulted);
     let expected = instances
@@ -189,7 +195,7 @@ async fn search_filters_by_status_definition_and_time_and_pages() {
     );
 
     let running = world
-        .call(names::INSTANCE_SEARCH, json!({"status": "Running"}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"status": "Running"}))
         .await;
     assert!(
         content(&running)["items"]
@@ -205,6 +211,11 @@ async fn search_filters_by_status_definition_and_time_and_pages() {
     let by_definition = content(&by_definition);
     assert_eq!(by_definition["total"], 1);
     assert_eq!(by_definition["items"][0]["instanceId"], "run-http-1");
+    assert_eq!(
+        support::summary(by_definition),
+        "Workflow instances matching: 1; showing all 1."
+    );
+    assert_eq!(support::evidence(by_definition), ["instance:run-http-1"]);
 
     let window = world
         .call(
@@ -228,7 +239,7 @@ async fn search_filters_by_status_definition_and_time_and_pages() {
     );
 
     let page = world
-        .call(names::INSTANCE_SEARCH, json!({"limit": 1}))
+        .call_as_analyst(names::INSTANCE_SEARCH, json!({"limit": 1}))
         .await;
     let page = content(&page);
     assert_eq!(
@@ -587,6 +598,10 @@ async fn activity_state_shows_inputs_outputs_and_variables_by_name_with_secrets_
     );
     assert_eq!(by_id["variables"]["InvoiceCount"], 42);
     assert_eq!(by_id["executionId"], UPLOAD_EXECUTION);
+    assert_eq!(
+        by_id["warnings"],
+        json!(["1 variable is shown by id without a value: its declared name is unknown"])
+    );
     let collect = world
         .call(
             names::INSTANCE_ACTIVITY_STATE,
@@ -669,7 +684,7 @@ async fn activity_state_shows_inputs_outputs_and_variables_by_name_with_secrets_
 async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
     let world = world_with_recorded_runs();
     let all = world
-        .call(names::INCIDENTS_SEARCH, json!({"limit": 50}))
+        .call_as_analyst(names::INCIDENTS_SEARCH, json!({"limit": 50}))
         .await;
     let all = content(&all);
     assert_eq!(all["complete"], true);
@@ -728,7 +743,7 @@ async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
     assert_eq!(content(&foreign)["total"], 0);
 
     let paged = world
-        .call(names::INCIDENTS_SEARCH, json!({"offset": 1, "limit": 1}))
+        .call_as_analyst(names::INCIDENTS_SEARCH, json!({"offset": 1, "limit": 1}))
         .await;
     let paged = content(&paged);
     assert_eq!(paged["total"], rows.len());
@@ -763,14 +778,19 @@ async fn incidents_are_searched_newest_first_in_the_callers_tenant_only() {
                 json!({"from": "yesterday"}),
                 json!({"definitionId": ""}),
                 json!({"activityType": 3}),
-                json!({"instanceId": "run-1"}),
+                json!({"instanceId": ""}),
+                json!({"instanceIds": ["run-1"]}),
             ],
         )
         .await;
     // The other tenant finds its own.
     let gina = AiCaller::new("gina", GLOBEX, all_permissions());
     let own = world
-        .call_as(gina, names::INCIDENTS_SEARCH, json!({}))
+        .call_as(
+            gina,
+            names::INCIDENTS_SEARCH,
+            json!({"from": "2024-01-01T00:00:00Z"}),
+        )
         .await;
     let own: Vec<&str> = content(&own)["items"]
         .as_array()
@@ -842,7 +862,14 @@ async fn the_diagnosis_tools_answer_alike_from_elsa_server_and_from_memory() {
             names::INSTANCE_ACTIVITY_STATE,
             json!({"instanceId": "run-1", "activityId": "CollectInvoices"}),
         ),
-        (names::INCIDENTS_SEARCH, json!({})),
+        (
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": RUN_DEFINITION}),
+        ),
+        (
+            names::INCIDENTS_GET,
+            json!({"instanceId": "run-1", "activityId": "UploadExport"}),
+        ),
         (names::EXECUTION_HISTORY, json!({"instanceId": "run-1"})),
         (names::INSTANCE_ERRORS, json!({"instanceId": "run-1"})),
         (names::INSTANCE_GET, json!({"instanceId": "run-1"})),
@@ -914,8 +941,202 @@ async fn the_diagnosis_tools_answer_alike_from_elsa_server_and_from_memory() {
         assert_eq!(refusal(&result).0, 404, "{tool}");
     }
     let none = over_elsa
-        .call_as(gina, Vec::new(), names::INCIDENTS_SEARCH, json!({}))
+        .call_as(
+            gina,
+            Vec::new(),
+            names::INCIDENTS_SEARCH,
+            json!({"definitionId": RUN_DEFINITION}),
+        )
         .await;
     assert_eq!(content(&none)["total"], 0);
     assert_eq!(elsa.requests().len(), before);
+}
+
+/// A suspended run whose workflow state carries an input and an output as Elsa 3 saves them
+/// (`$id` reference markers, a `$values` list), with secrets under sensitive names.
+fn run_with_input_and_output() -> WorkflowInstance {
+    WorkflowInstance::from_value(json!({
+        "workflowState": {
+            "$id": "1",
+            "id": "run-io",
+            "definitionId": "orders",
+            "definitionVersion": 3,
+            "status": "Running",
+            "subStatus": "Suspended",
+            "input": {
+                "$id": "2",
+                "OrderId": "order-17",
+                "Customer": {"$id": "3", "Name": "Ada", "Password": "io-input-secret-31"},
+                "Lines": {"$id": "4", "$values": [{"$id": "5", "Sku": "A-1", "Quantity": 2}]},
+                "ApiKey": "io-input-secret-32",
+                "Notes": "n".repeat(1_000)
+            },
+            "output": {"$id": "6", "Approved": true, "AccessToken": "io-output-secret-33"},
+            "createdAt": "2024-05-03T10:00:00Z",
+            "updatedAt": "2024-05-03T10:05:00Z"
+        }
+    }))
+    .expect("a valid instance")
+}
+
+#[tokio::test]
+async fn get_shows_the_workflows_input_and_output_by_name_with_secrets_redacted() {
+    let world = world();
+    let acme = TenantId::new(TEST_TENANT);
+    world
+        .backend
+        .insert_instance(&acme, run_with_input_and_output());
+    let result = world
+        .call(names::INSTANCE_GET, json!({"instanceId": "run-io"}))
+        .await;
+    let text = serde_json::to_string(&result).unwrap();
+    let got = content(&result);
+    let input = &got["input"];
+    assert_eq!(input["OrderId"], "order-17");
+    assert_eq!(input["Customer"]["Name"], "Ada");
+    assert_eq!(
+        input["Lines"],
+        json!([{"Sku": "A-1", "Quantity": 2}]),
+        "reference markers are gone and lists unwrapped"
+    );
+    assert!(input.get("$id").is_none() && input["Customer"].get("$id").is_none());
+    assert!(
+        input["Notes"].as_str().unwrap().chars().count() < 1_000,
+        "long values are shortened"
+    );
+    assert_eq!(got["output"]["Approved"], true);
+    // The governor redacts by key, so keys stay keys and every secret is caught.
+    assert_eq!(input["Customer"]["Password"], REDACTED);
+    assert_eq!(input["ApiKey"], REDACTED);
+    assert_eq!(got["output"]["AccessToken"], REDACTED);
+    let audit = serde_json::to_string(&world.harness.audit.events(&acme)).unwrap();
+    for secret in [
+        "io-input-secret-31",
+        "io-input-secret-32",
+        "io-output-secret-33",
+    ] {
+        assert!(!text.contains(secret), "{secret} reached the result");
+        assert!(!audit.contains(secret), "{secret} reached the audit log");
+    }
+    assert_eq!(
+        support::summary(got),
+        "Workflow instance run-io (orders version 3): Running, Suspended; 0 incidents."
+    );
+    assert_eq!(
+        support::evidence(got),
+        ["instance:run-io", "definition:orders@3"]
+    );
+
+    // The fixture's suspended claim: its input as Elsa saved it, without the empty output.
+    let claim = world
+        .call(
+            names::INSTANCE_GET,
+            json!({"instanceId": "e1c5a09b7d3f2648"}),
+        )
+        .await;
+    let claim = content(&claim);
+    assert_eq!(
+        claim["input"],
+        json!({"ClaimId": "claim-2026-0417", "Amount": 412.5})
+    );
+    assert!(claim.get("output").is_none(), "an empty output is left out");
+}
+
+#[tokio::test]
+async fn every_instance_tool_answers_in_the_envelope_and_to_its_grounding_name() {
+    let world = world_with_recorded_runs();
+    for (tool, grounding, arguments) in [
+        (
+            names::INSTANCE_GET,
+            names::grounding::INSTANCE_GET,
+            json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::INSTANCE_ERRORS,
+            names::grounding::INSTANCE_ERRORS,
+            json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::EXECUTION_HISTORY,
+            names::grounding::EXECUTION_HISTORY,
+            json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::INSTANCE_SUMMARIZE,
+            names::grounding::INSTANCE_SUMMARIZE,
+            json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::INSTANCE_ACTIVITY_STATE,
+            names::grounding::INSTANCE_ACTIVITY_STATE,
+            json!({"instanceId": "run-1"}),
+        ),
+        (
+            names::INSTANCE_SEARCH,
+            names::grounding::INSTANCE_SEARCH,
+            json!({"definitionId": RUN_DEFINITION}),
+        ),
+    ] {
+        let canonical = world.call(tool, arguments.clone()).await;
+        let canonical = content(&canonical);
+        let grounded = world.call(grounding, arguments).await;
+        assert_eq!(content(&grounded), canonical, "{grounding} is {tool}");
+        assert!(
+            support::summary(canonical).contains("run-1")
+                || support::summary(canonical).starts_with("Workflow instances"),
+            "{tool}: {}",
+            canonical["summary"]
+        );
+        let evidence = support::evidence(canonical);
+        assert!(evidence.contains(&"instance:run-1"), "{tool}: {evidence:?}");
+        if tool != names::INSTANCE_SEARCH {
+            assert!(
+                evidence.contains(&"definition:invoice-upload@2"),
+                "{tool}: {evidence:?}"
+            );
+            assert!(
+                evidence.contains(&"executions:run-1"),
+                "{tool} read Elsa's records: {evidence:?}"
+            );
+        }
+        assert!(canonical.get("warnings").is_none(), "{tool}: {canonical}");
+    }
+    let errors = world
+        .call(names::INSTANCE_ERRORS, json!({"instanceId": "run-1"}))
+        .await;
+    let errors = content(&errors);
+    assert_eq!(
+        support::summary(errors),
+        "Workflow instance run-1 (invoice-upload version 2) failed at activity UploadExport \
+         (Elsa.SendHttpRequest) with System.Net.Http.HttpRequestException; 1 incident, 2 faulted \
+         executions."
+    );
+    assert!(support::evidence(errors).contains(&"incident:run-1/UploadExport"));
+    let summary = world
+        .call(names::INSTANCE_SUMMARIZE, json!({"instanceId": "run-1"}))
+        .await;
+    assert_eq!(
+        support::summary(content(&summary)),
+        "Workflow instance run-1 (invoice-upload version 2): Finished, Faulted; failed at \
+         activity UploadExport (Elsa.SendHttpRequest); 4 activity executions on its path, 7 \
+         events logged."
+    );
+
+    // A saved state alone: the tools warn that the history is incomplete.
+    let instances = acme_instances(&world).await;
+    let fixture = fixture_faulted(&instances);
+    for tool in [names::EXECUTION_HISTORY, names::INSTANCE_SUMMARIZE] {
+        let result = world.call(tool, json!({"instanceId": fixture.id()})).await;
+        let result = content(&result);
+        assert!(
+            result["warnings"][0]
+                .as_str()
+                .is_some_and(|w| w.contains("no execution history")),
+            "{tool}: {result}"
+        );
+        assert!(
+            !support::evidence(result).contains(&format!("executions:{}", fixture.id()).as_str()),
+            "{tool}: nothing was read from the execution store"
+        );
+    }
 }

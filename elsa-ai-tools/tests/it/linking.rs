@@ -47,7 +47,10 @@ fn expected() -> Vec<Expected> {
     let instances = || Permission::READ_WORKFLOW_INSTANCES;
     vec![
         read(names::GET_DEFINITION, Low, definitions.clone()),
+        read(names::GET_DEFINITION_GRAPH, Low, definitions.clone()),
         read(names::LIST_DEFINITIONS, Low, definitions.clone()),
+        read(names::LIST_VERSIONS, Low, definitions.clone()),
+        read(names::COMPARE_VERSIONS, Low, definitions.clone()),
         read(names::FIND_USAGES, Low, definitions.clone()),
         read(names::EXPLAIN, Low, definitions.clone()),
         read(names::ACTIVITIES_CATALOG, Low, Permission::READ_ACTIVITIES),
@@ -65,6 +68,7 @@ fn expected() -> Vec<Expected> {
         read(names::INSTANCE_SUMMARIZE, Medium, instances()),
         read(names::INSTANCE_ACTIVITY_STATE, High, instances()),
         read(names::INCIDENTS_SEARCH, Medium, instances()),
+        read(names::INCIDENTS_GET, Medium, instances()),
         proposal(names::VALIDATE_DRAFT, &[Permission::PROPOSE_WORKFLOWS]),
         proposal(names::PROPOSE_CREATE, &[Permission::PROPOSE_WORKFLOWS]),
         proposal(
@@ -172,4 +176,40 @@ async fn a_caller_with_every_permission_is_listed_the_read_only_tools_until_prop
             expected.name
         );
     }
+}
+
+#[test]
+fn every_runtime_tool_answers_to_its_grounding_name() {
+    use elsa_ai_tools::families::GroundingFamily;
+    let registry = registry();
+    let runtime_extras = [
+        (names::grounding::INSTANCE_ERRORS, names::INSTANCE_ERRORS),
+        (
+            names::grounding::INSTANCE_SUMMARIZE,
+            names::INSTANCE_SUMMARIZE,
+        ),
+        (
+            names::grounding::AGGREGATE_FAILURES,
+            names::AGGREGATE_FAILURES,
+        ),
+        (names::grounding::DETECT_TRENDS, names::DETECT_TRENDS),
+    ];
+    let runtime = names::grounding::CATALOG
+        .iter()
+        .chain(&runtime_extras)
+        .filter(|(_, canonical)| GroundingFamily::of(canonical) == Some(GroundingFamily::Runtime));
+    let mut checked = Vec::new();
+    for (grounding, canonical) in runtime {
+        checked.push(*canonical);
+        let tool = registry.registered(canonical).expect("registered");
+        let answers: Vec<&str> = tool.definition().names().collect();
+        assert!(
+            answers.contains(grounding),
+            "{canonical} answers to {answers:?}, not {grounding}"
+        );
+    }
+    checked.sort_unstable();
+    let mut family = GroundingFamily::Runtime.tools().to_vec();
+    family.sort_unstable();
+    assert_eq!(checked, family, "every runtime tool has its grounding name");
 }

@@ -3,8 +3,10 @@
 
 mod cross_tenant;
 mod diagnostics_scope;
+mod incident_tools;
 mod instance_tools;
 mod linking;
 mod proposal_tools;
+mod runtime_search;
 mod support;
 mod workflow_tools;

@@ -6,7 +6,8 @@
 use std::sync::{Arc, Mutex};
 
 use elsa_ai_abstractions::{
-    AiCaller, AiContextAttachment, AiToolOutcome, AiToolResult, AiToolServices, Permission,
+    AiCaller, AiContextAttachment, AiToolOutcome, AiToolResult, AiToolServices, AttachmentKind,
+    Permission,
 };
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, RefusingProposalIntake, TEST_TENANT, all_permissions, backend_services,
@@ -14,8 +15,8 @@ use elsa_ai_host::testing::governance::{
 use elsa_ai_host::{HostCore, InMemoryAuditLog, InMemoryProposalStore, ProposalService, Redactor};
 use elsa_ai_tools as _;
 use elsa_workflows::{
-    InMemoryWorkflowBackend, InstanceQuery, Page, TenantId, WorkflowDefinition, WorkflowError,
-    WorkflowInstance, WorkflowInstanceStore,
+    InMemoryWorkflowBackend, InstanceQuery, Page, TenantId, TimeRange, WorkflowDefinition,
+    WorkflowError, WorkflowInstance, WorkflowInstanceStore,
 };
 use serde_json::{Value, json};
 use weaver_testkit::fixture_backend;
@@ -42,11 +43,22 @@ fn seeded_backend() -> Arc<InMemoryWorkflowBackend> {
     backend
 }
 
-/// Every linked tool behind a governor handing `services` to tools.
+/// Every linked tool behind a governor handing `services` to tools; the test agent allows
+/// every permission Weaver defines, `analyze:tenant` included (callers hold it only when a
+/// test gives it to them).
 fn governed(backend: Arc<InMemoryWorkflowBackend>, services: AiToolServices) -> World {
+    governed_by_agent(backend, services, &Permission::ALL)
+}
+
+fn governed_by_agent(
+    backend: Arc<InMemoryWorkflowBackend>,
+    services: AiToolServices,
+    agent_permissions: &[Permission],
+) -> World {
     let harness = GovernanceHarness::builder()
         .linked_tools()
         .services(services)
+        .agent_permissions(agent_permissions)
         .build();
     World { harness, backend }
 }
@@ -56,6 +68,14 @@ pub fn world() -> World {
     let backend = seeded_backend();
     let services = backend_services(backend.clone(), Arc::new(RefusingProposalIntake));
     governed(backend, services)
+}
+
+/// [`world`], but the test agent allows only `agent_permissions`: the permissions tools see
+/// are the caller's narrowed by them.
+pub fn world_with_agent_permissions(agent_permissions: &[Permission]) -> World {
+    let backend = seeded_backend();
+    let services = backend_services(backend.clone(), Arc::new(RefusingProposalIntake));
+    governed_by_agent(backend, services, agent_permissions)
 }
 
 /// A world whose proposal tools submit to the host's real [`ProposalService`] over the same
@@ -350,6 +370,23 @@ impl World {
         AiCaller::new("alice", TEST_TENANT, all_permissions())
     }
 
+    /// `ana` of [`TEST_TENANT`] with every permission and `analyze:tenant`: her runtime
+    /// searches may cover the whole tenant.
+    pub fn analyst(&self) -> AiCaller {
+        AiCaller::new(
+            "ana",
+            TEST_TENANT,
+            all_permissions()
+                .into_iter()
+                .chain([Permission::ANALYZE_TENANT]),
+        )
+    }
+
+    /// Calls `tool` as [`Self::analyst`].
+    pub async fn call_as_analyst(&self, tool: &str, arguments: Value) -> AiToolResult {
+        self.call_as(self.analyst(), tool, arguments).await
+    }
+
     /// `bob` of [`TEST_TENANT`] with every permission but `missing`.
     pub fn without(&self, missing: &Permission) -> AiCaller {
         AiCaller::new(
@@ -426,6 +463,61 @@ pub fn content(result: &AiToolResult) -> &Value {
         result.to_model_text()
     );
     &result.content
+}
+
+/// A `TimeRange` attachment from `from` to `to` (RFC 3339).
+pub fn attached_range(from: &str, to: &str) -> AiContextAttachment {
+    AiContextAttachment {
+        time_range: Some(TimeRange {
+            from: from.parse().expect("RFC 3339"),
+            to: to.parse().expect("RFC 3339"),
+        }),
+        ..AiContextAttachment::new(AttachmentKind::TimeRange, "window")
+    }
+}
+
+/// Checks that a runtime search was refused for want of a scope: 400
+/// `search_scope_required`, its message naming each of `named`.
+///
+/// # Panics
+///
+/// When the result is anything else.
+pub fn assert_scope_required(result: &AiToolResult, named: &[&str]) {
+    let (status, code, message) = refusal(result);
+    assert_eq!(
+        (status, code.as_str()),
+        (400, "search_scope_required"),
+        "{message}"
+    );
+    for name in named {
+        assert!(message.contains(name), "{name} missing from: {message}");
+    }
+}
+
+/// The references a result's envelope gives as its evidence.
+///
+/// # Panics
+///
+/// When the result has no `evidence` list.
+pub fn evidence(result: &Value) -> Vec<&str> {
+    result["evidence"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no evidence in {result}"))
+        .iter()
+        .map(|e| e.as_str().expect("evidence is text"))
+        .collect()
+}
+
+/// A result's summary line.
+///
+/// # Panics
+///
+/// When the result has none.
+pub fn summary(result: &Value) -> &str {
+    result["summary"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| panic!("no summary in {result}"))
 }
 
 /// Status, code and message of a failed or denied result.
