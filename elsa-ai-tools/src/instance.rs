@@ -312,7 +312,7 @@ impl Default for GetInstance {
                  (shortened, secrets redacted). Use instance.getErrors for a failure's details \
                  and instance.executionHistory for the whole execution order.",
                 ToolMutability::ReadOnly,
-                DangerLevel::Low,
+                DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
                 AuditBehavior::RecordInvocation,
             )

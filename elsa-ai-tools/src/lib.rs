@@ -17,7 +17,7 @@
 //! | `workflow.explain` | ReadOnly | Low | `read:workflows` | invocation |
 //! | `activities.catalog` | ReadOnly | Low | `read:activities` | invocation |
 //! | `activities.getDescriptor` | ReadOnly | Low | `read:activities` | invocation |
-//! | `instance.get` | ReadOnly | Low | `read:workflow-instances` | invocation |
+//! | `instance.get` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.search` | ReadOnly | Low | `read:workflow-instances` | invocation |
 //! | `instance.getErrors` | ReadOnly | Medium | `read:workflow-instances` | invocation |
 //! | `instance.executionHistory` | ReadOnly | Medium | `read:workflow-instances` | invocation |
@@ -31,13 +31,13 @@
 //! | `workflow.proposeCreate` | Proposal | Medium | `propose:workflows` | invocation and result |
 //! | `workflow.proposeUpdate` | Proposal | Medium | `propose:workflows`, `read:workflows` | invocation and result |
 //!
-//! Danger levels: Low for reads of definitions, the catalog and instance summaries; Medium
+//! Danger levels: Low for reads of definitions, the catalog and instance search rows; Medium
 //! for runtime error details and execution records (exception messages and stack traces can
-//! carry data a workflow processed) and for drafting changes; High for
-//! `instance.getActivityState`, which shows the values a run processed (inputs, outputs,
-//! variables), so that a host whose policy stops at Medium keeps them from models altogether.
-//! One exception: `instance.get` (Low) shows the workflow's own input and output, as upstream's
-//! `instances.get` does, shortened and keyed by name like every recorded value.
+//! carry data a workflow processed), for `instance.get` (the workflow's own input and output,
+//! as upstream's `instances.get` shows them, shortened and keyed by name like every recorded
+//! value) and for drafting changes; High for `instance.getActivityState`, which shows the
+//! values every activity of a run processed (inputs, outputs, variables), so that a host whose
+//! policy stops at Medium keeps them from models altogether.
 //! The diagnosis tools read Elsa's own records through
 //! [`ExecutionRecordStore`](elsa_workflows::ExecutionRecordStore) and
 //! [`IncidentStore`](elsa_workflows::IncidentStore): activity execution records (the whole
