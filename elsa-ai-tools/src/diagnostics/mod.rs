@@ -12,6 +12,8 @@ mod failures;
 mod scope;
 mod search_scope;
 mod summary;
+#[cfg(test)]
+mod test_support;
 mod trends;
 
 use std::sync::Arc;

@@ -289,23 +289,9 @@ impl Scope {
 
 #[cfg(test)]
 mod tests {
-    use chrono::TimeZone;
+    use crate::diagnostics::test_support::{at, range};
 
     use super::*;
-
-    fn at(hour: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2024, 4, 18, hour, 0, 0).unwrap()
-    }
-
-    fn range(from: u32, to: u32) -> AiContextAttachment {
-        AiContextAttachment {
-            time_range: Some(TimeRange {
-                from: at(from),
-                to: at(to),
-            }),
-            ..AiContextAttachment::new(AttachmentKind::TimeRange, "window")
-        }
-    }
 
     fn scope(id: &str) -> AiContextAttachment {
         AiContextAttachment::new(AttachmentKind::DiagnosticsScope, id)

@@ -193,23 +193,9 @@ impl SearchScope {
 
 #[cfg(test)]
 mod tests {
-    use chrono::{DateTime, TimeZone, Utc};
+    use crate::diagnostics::test_support::{at, range};
 
     use super::*;
-
-    fn at(hour: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2024, 4, 18, hour, 0, 0).unwrap()
-    }
-
-    fn range(from: u32, to: u32) -> AiContextAttachment {
-        AiContextAttachment {
-            time_range: Some(TimeRange {
-                from: at(from),
-                to: at(to),
-            }),
-            ..AiContextAttachment::new(AttachmentKind::TimeRange, "window")
-        }
-    }
 
     #[test]
     fn attachments_give_workflows_instances_and_the_common_range() {
