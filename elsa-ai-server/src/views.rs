@@ -83,8 +83,13 @@ impl From<AiStreamEvent> for StreamEventView {
 #[derive(Clone, Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolView {
-    /// Stable, namespaced name such as `workflow.getDefinition`.
+    /// Stable, namespaced name such as `workflow.getDefinition`, in the spelling the server
+    /// offers (`[tools] names`).
     pub name: String,
+    /// The other names the tool answers to (upstream Elsa's grounding name, or the canonical
+    /// name when the grounding one is offered); calls, enablement and agents accept them too.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
     /// Name for people.
     pub display_name: String,
     /// What the tool does.
@@ -129,6 +134,7 @@ impl From<&AiToolDefinition> for ToolView {
     fn from(tool: &AiToolDefinition) -> Self {
         Self {
             name: tool.name.clone(),
+            aliases: Vec::new(),
             display_name: tool.display_name.clone(),
             description: tool.description.clone(),
             schema: tool.input_schema.clone(),

@@ -43,11 +43,23 @@ pub(crate) async fn list_tools(
         mutability: filters.mutability,
         danger_level: filters.danger_level,
     };
-    let tools = api.parts().registry.list(&query).await?;
+    let registry = &api.parts().registry;
+    let tools = registry.list(&query).await?;
     Ok(Json(
         tools
             .iter()
-            .map(|tool| ToolView::from(tool.as_ref()))
+            .map(|tool| {
+                let mut view = ToolView::from(tool.as_ref());
+                if let Some(registered) = registry.registered(&tool.name) {
+                    view.aliases = registered
+                        .definition()
+                        .names()
+                        .filter(|name| *name != tool.name)
+                        .map(str::to_owned)
+                        .collect();
+                }
+                view
+            })
             .collect(),
     ))
 }

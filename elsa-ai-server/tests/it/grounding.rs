@@ -179,6 +179,18 @@ async fn every_grounding_name_answers_over_mcp_with_the_envelope() {
     }
     assert_eq!(called.len(), CATALOG.len(), "every catalog name was called");
 
+    // /ai/tools lists the offered names, each with the name it also answers to.
+    let (_, tools) = server
+        .get("/ai/tools?agent=workflow-author", ALICE_KEY)
+        .await;
+    let graph = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "workflows.getDefinitionGraph")
+        .unwrap_or_else(|| panic!("{tools}"));
+    assert_eq!(graph["aliases"], json!(["workflow.getDefinitionGraph"]));
+
     // The audit trail names each tool canonically and says which name the call used.
     let (_, audit) = server
         .get("/ai/audit?actor=alice&limit=200", ALICE_KEY)
