@@ -246,6 +246,13 @@ impl ExecutionRecordStore for TenantRouter {
             None => Ok(empty_page(page)),
         }
     }
+
+    async fn keeps_execution_records(&self, tenant: &TenantId) -> Result<bool, WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.executions.keeps_execution_records(tenant).await,
+            None => Ok(false),
+        }
+    }
 }
 
 #[async_trait]

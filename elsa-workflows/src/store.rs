@@ -290,6 +290,14 @@ pub trait ExecutionRecordStore: Send + Sync {
         instance_id: &str,
         page: PageRequest,
     ) -> Result<Page<ExecutionLogEntry>, WorkflowError>;
+
+    /// Whether the backend keeps activity execution records for the tenant's instances at
+    /// all (Elsa Server does; data loaded into memory only when it came with them). Without
+    /// them, execution history and activity state come from instance documents alone. The
+    /// default says yes.
+    async fn keeps_execution_records(&self, _tenant: &TenantId) -> Result<bool, WorkflowError> {
+        Ok(true)
+    }
 }
 
 /// Finds the incidents recorded in a tenant's instances.

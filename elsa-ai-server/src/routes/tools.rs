@@ -2,11 +2,10 @@
 
 use axum::Json;
 use axum::extract::State;
-use elsa_ai_abstractions::{AiToolQuery, AiToolRegistry};
+use elsa_ai_abstractions::{AiCaller, AiError, AiToolQuery, AiToolRegistry};
 use elsa_ai_host::AgentRegistry;
-
-use elsa_ai_abstractions::AiCaller;
 use elsa_ai_tools::families::GroundingFamily;
+use elsa_workflows::ExecutionRecordStore;
 
 use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
@@ -153,6 +152,19 @@ async fn grounding(
                 caller.tenant_id
             ));
         } else {
+            if family == GroundingFamily::Runtime
+                && !setup
+                    .workflows
+                    .keeps_execution_records(&caller.tenant_id)
+                    .await
+                    .map_err(AiError::from)?
+            {
+                reasons.push(
+                    "the tenant's workflow backend keeps no activity execution records: \
+                     execution history and activity state come from instance documents only"
+                        .to_owned(),
+                );
+            }
             let availability = parts.registry.availability(family.tools(), &query).await?;
             for tool in availability.into_iter().flatten() {
                 let name = tool.tool.offered_definition().name.clone();

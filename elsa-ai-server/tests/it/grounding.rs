@@ -14,6 +14,7 @@ use rmcp::model::CallToolResult;
 use serde_json::{Value, json};
 use weaver_testkit::fixture_files;
 use weaver_testkit::mcp::{call_tool, weaver_client};
+use weaver_testkit::runs::FaultedRun;
 
 /// `carol` in `acme`, with every permission and `analyze:tenant`.
 const CAROL_KEY: &str = "test-key-carol-acme-analyst";
@@ -334,6 +335,18 @@ async fn the_grounding_block_is_computed_for_each_caller() {
         assert!(entry["displayName"].is_string() && entry["description"].is_string());
     }
     assert!(reasons(family(&admin, "proposals")).is_empty());
+    // The samples carry no activity execution records: said, though the tools still run.
+    assert_eq!(
+        reasons(family(&admin, "runtime")),
+        [
+            "the tenant's workflow backend keeps no activity execution records: execution \
+          history and activity state come from instance documents only"
+        ]
+    );
+    FaultedRun::new("with-records", "2024-05-01T10:00:00Z")
+        .seed(&server.workflows, &TenantId::from("acme"));
+    let (_, admin) = server.get("/ai/capabilities", ALICE_KEY).await;
+    assert!(reasons(family(&admin, "runtime")).is_empty(), "{admin}");
     let runtime = family(&admin, "runtime");
     assert!(
         runtime["toolNames"]

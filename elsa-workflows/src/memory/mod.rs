@@ -563,6 +563,21 @@ impl ExecutionRecordStore for InMemoryWorkflowBackend {
             .unwrap_or_default();
         Ok(capped(page).slice(entries))
     }
+
+    /// Whether records or a log were inserted for any of the tenant's instances, or any
+    /// instance document carries Elsa's activity execution records.
+    async fn keeps_execution_records(&self, tenant: &TenantId) -> Result<bool, WorkflowError> {
+        Ok(self.tenants.read().get(tenant).is_some_and(|data| {
+            data.executions.values().any(|records| !records.is_empty())
+                || data.execution_logs.values().any(|log| !log.is_empty())
+                || data.instances.values().any(|instance| {
+                    instance
+                        .execution_records()
+                        .iter()
+                        .any(|record| record.source == ExecutionRecordSource::ExecutionRecord)
+                })
+        }))
+    }
 }
 
 /// Whether an incident of an instance of `definition_id` passes the query's filters (all
