@@ -385,18 +385,48 @@ async fn a_second_turn_while_one_runs_and_acting_on_a_final_proposal_are_409() {
 #[tokio::test]
 async fn an_apply_whose_validation_fails_now_is_422_with_the_diagnostics() {
     let server = TestServer::start(two_tenants()).await;
-    let (proposal, _) = server.demo_proposal(ALICE_KEY, ORDER_APPROVAL).await;
+    // A change that adds an activity type the stored workflow does not use.
+    server
+        .enable_tool(ALICE_KEY, "workflow.proposeUpdate")
+        .await;
+    let client = weaver_testkit::mcp::weaver_client(&server.url("/mcp"), ALICE_KEY).await;
+    let proposed = weaver_testkit::mcp::call_tool(
+        &client,
+        "workflow.proposeUpdate",
+        json!({
+            "definitionId": ORDER_APPROVAL, "baselineVersion": 2,
+            "operations": [{"op": "addActivity", "activity": {"id": "later", "type": "Elsa.End"}}],
+            "rationale": "End explicitly."
+        }),
+    )
+    .await;
+    client.cancel().await.unwrap();
+    let proposal = proposed.structured_content.expect("a proposal")["proposalId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let (status, _) = server
         .proposal_action(ALICE_KEY, &proposal, "approve")
         .await;
     assert_eq!(status, StatusCode::OK);
-    // The tenant's activity catalog loses every activity between approval and apply.
-    server.workflows.set_catalog(&"acme".into(), Vec::new());
+    // The tenant's activity catalog loses that type between approval and apply. (Types the
+    // stored version uses too would only be warnings: they predate the proposal.)
+    let catalog = elsa_workflows::builtin_catalog()
+        .iter()
+        .filter(|d| d.type_name != "Elsa.End")
+        .cloned()
+        .collect();
+    server.workflows.set_catalog(&"acme".into(), catalog);
     let (status, body) = server.proposal_action(ALICE_KEY, &proposal, "apply").await;
     assert_eq!(status.as_u16(), 422, "{body}");
     assert_eq!(body["code"], "validation_failed");
     let diagnostics = body["diagnostics"].as_array().unwrap();
-    assert!(!diagnostics.is_empty());
+    assert!(
+        diagnostics
+            .iter()
+            .any(|d| d["activityId"] == "later" && d["severity"] == "Error"),
+        "{body}"
+    );
     assert!(
         diagnostics
             .iter()
