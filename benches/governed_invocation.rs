@@ -105,6 +105,7 @@ async fn bound_invoker(audit: Arc<dyn AiAuditSink>) -> Arc<dyn AiProviderToolInv
             created_at: now,
             updated_at: now,
             messages: Vec::new(),
+            retain_days: None,
         })
         .await
         .expect("stored");

@@ -84,6 +84,10 @@ pub struct AiConversation {
     pub updated_at: DateTime<Utc>,
     /// Its messages, oldest first.
     pub messages: Vec<AiMessage>,
+    /// How many days after its last change the conversation is kept, when its owner chose
+    /// to keep it shorter than the server's retention window (`None`: the window).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retain_days: Option<u32>,
 }
 
 /// Stores conversations with configurable retention.
@@ -115,8 +119,34 @@ pub trait AiConversationStore: Send + Sync {
         page: PageRequest,
     ) -> Result<Page<AiConversation>, AiError>;
 
-    /// Deletes conversations (and their journals) last updated before `cutoff`; returns how many.
-    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError>;
+    /// Deletes conversations (with their messages and journals) last updated before
+    /// `cutoff`, and those whose own `retain_days` have passed at `now`; returns how many.
+    async fn purge_expired(
+        &self,
+        cutoff: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<usize, AiError>;
+
+    /// Deletes the conversation of this tenant with its messages, provider session and
+    /// stream journal; `false` when the tenant has no such conversation.
+    async fn delete(&self, id: &ConversationId, tenant_id: &TenantId) -> Result<bool, AiError>;
+
+    /// Deletes every conversation `owner_id` has in the tenant, like [`delete`](Self::delete);
+    /// returns the ids deleted.
+    async fn delete_owned_by(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+    ) -> Result<Vec<ConversationId>, AiError>;
+
+    /// Sets how many days after its last change the conversation is kept (`None`: the
+    /// server's retention window); 404 `conversation_not_found` outside the tenant.
+    async fn set_retain_days(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        retain_days: Option<u32>,
+    ) -> Result<(), AiError>;
 
     /// The provider session the conversation's turns continue, as last recorded (`None` when
     /// none was, or the conversation is not in this tenant).

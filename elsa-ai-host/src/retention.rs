@@ -24,7 +24,8 @@ pub struct RetentionReport {
 /// periodically ([`spawn`](Self::spawn)).
 ///
 /// A conversation expires when it was last updated (its latest message) longer ago than
-/// the window; a provider session when it was last used longer ago than the window.
+/// the window, or than its own `retain_days` when its owner chose to keep it shorter; a
+/// provider session when it was last used longer ago than the window.
 pub struct RetentionSweeper {
     conversations: Arc<dyn AiConversationStore>,
     sessions: Option<ProviderSessions>,
@@ -71,8 +72,9 @@ impl RetentionSweeper {
 
     /// Purges everything older than the window, now.
     pub async fn sweep(&self) -> Result<RetentionReport, AiError> {
-        let cutoff = self.clock.now() - self.retention;
-        let conversations = self.conversations.purge_before(cutoff).await?;
+        let now = self.clock.now();
+        let cutoff = now - self.retention;
+        let conversations = self.conversations.purge_expired(cutoff, now).await?;
         let sessions = match &self.sessions {
             Some(sessions) => sessions.close_idle_before(cutoff).await,
             None => 0,

@@ -23,10 +23,10 @@ use crate::group_commit::{
     BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
 };
 use crate::rows::{
-    AuditRow, ClaimRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, TurnClaimRow,
-    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal, decode_session,
-    decode_stream_event, enablement_from_row, encode_session, from_nanos, from_sql_count,
-    is_terminal, parse_role, role_name, to_nanos, to_sql_count, to_sql_counter,
+    AuditRow, ClaimRow, ConversationRow, EnablementRow, NANOS_PER_DAY, ProposalRow, StreamRow,
+    TurnClaimRow, agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal,
+    decode_session, decode_stream_event, enablement_from_row, encode_session, from_nanos,
+    from_sql_count, is_terminal, parse_role, role_name, to_nanos, to_sql_count, to_sql_counter,
 };
 use crate::{conflicts, filters};
 
@@ -1075,6 +1075,58 @@ impl AiAuditLog for PostgresStore {
     }
 }
 
+/// Which of a tenant's conversations a deletion takes.
+#[derive(Clone, Copy, Debug)]
+enum Doomed<'a> {
+    /// One conversation, by id.
+    One(&'a ConversationId),
+    /// Every conversation of one owner.
+    OwnedBy(&'a str),
+}
+
+impl PostgresStore {
+    /// Deletes the tenant's conversations `doomed` names with their journals and turn claims,
+    /// in one transaction (their messages go with them: ON DELETE CASCADE); returns the ids
+    /// deleted.
+    async fn delete_conversations(
+        &self,
+        tenant_id: &TenantId,
+        doomed: Doomed<'_>,
+    ) -> Result<Vec<ConversationId>, AiError> {
+        let doing = "deleting conversations";
+        let (query, key) = match doomed {
+            Doomed::One(id) => (
+                "DELETE FROM conversations WHERE tenant_id = $1 AND id = $2 RETURNING id",
+                id.as_str(),
+            ),
+            Doomed::OwnedBy(owner) => (
+                "DELETE FROM conversations WHERE tenant_id = $1 AND owner_id = $2 RETURNING id",
+                owner,
+            ),
+        };
+        let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
+        let ids: Vec<String> = sqlx::query_scalar(query)
+            .bind(tenant_id.as_str())
+            .bind(key)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(|e| failed(doing, e))?;
+        for rows in [
+            "DELETE FROM stream_events WHERE tenant_id = $1 AND conversation_id = ANY($2)",
+            "DELETE FROM turn_claims WHERE tenant_id = $1 AND conversation_id = ANY($2)",
+        ] {
+            sqlx::query(rows)
+                .bind(tenant_id.as_str())
+                .bind(&ids)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| failed(doing, e))?;
+        }
+        tx.commit().await.map_err(|e| failed(doing, e))?;
+        Ok(ids.into_iter().map(ConversationId::new).collect())
+    }
+}
+
 #[async_trait]
 impl AiConversationStore for PostgresStore {
     async fn create(&self, conversation: &AiConversation) -> Result<(), AiError> {
@@ -1094,7 +1146,17 @@ impl AiConversationStore for PostgresStore {
                 .map(ConversationWrite::message)
                 .collect::<Result<_, _>>()?,
         };
-        self.openings.write(write).await
+        self.openings.write(write).await?;
+        // Rare (a conversation is made under the server's window): a write of its own.
+        if conversation.retain_days.is_some() {
+            self.set_retain_days(
+                &conversation.id,
+                &conversation.tenant_id,
+                conversation.retain_days,
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     async fn find(
@@ -1106,8 +1168,8 @@ impl AiConversationStore for PostgresStore {
         // One read transaction: the conversation and its messages come from one snapshot.
         let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
         let row: Option<ConversationRow> = sqlx::query_as(
-            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
-             FROM conversations WHERE id = $1 AND tenant_id = $2",
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns, \
+             retain_days FROM conversations WHERE id = $1 AND tenant_id = $2",
         )
         .bind(id.as_str())
         .bind(tenant_id.as_str())
@@ -1169,8 +1231,8 @@ impl AiConversationStore for PostgresStore {
         .await
         .map_err(|e| failed(doing, e))?;
         let rows: Vec<ConversationRow> = sqlx::query_as(
-            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
-             FROM conversations WHERE tenant_id = $1 AND owner_id = $2 \
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns, \
+             retain_days FROM conversations WHERE tenant_id = $1 AND owner_id = $2 \
              ORDER BY updated_at_ns DESC, id LIMIT $3 OFFSET $4",
         )
         .bind(tenant_id.as_str())
@@ -1191,27 +1253,77 @@ impl AiConversationStore for PostgresStore {
         })
     }
 
-    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
-        let cutoff = clamp_nanos(cutoff);
+    async fn purge_expired(
+        &self,
+        cutoff: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<usize, AiError> {
+        let (cutoff, now) = (clamp_nanos(cutoff), clamp_nanos(now));
         let doing = "purging conversations";
         let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
         sqlx::query(
             "DELETE FROM stream_events WHERE (tenant_id, conversation_id) IN \
-             (SELECT tenant_id, id FROM conversations WHERE updated_at_ns < $1)",
+             (SELECT tenant_id, id FROM conversations WHERE updated_at_ns < $1 \
+             OR (retain_days IS NOT NULL AND updated_at_ns < $2 - retain_days * $3))",
         )
         .bind(cutoff)
+        .bind(now)
+        .bind(NANOS_PER_DAY)
         .execute(&mut *tx)
         .await
         .map_err(|e| failed(doing, e))?;
         // Messages go with their conversation (ON DELETE CASCADE).
-        let purged = sqlx::query("DELETE FROM conversations WHERE updated_at_ns < $1")
-            .bind(cutoff)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| failed(doing, e))?
-            .rows_affected();
+        let purged = sqlx::query(
+            "DELETE FROM conversations WHERE updated_at_ns < $1 \
+             OR (retain_days IS NOT NULL AND updated_at_ns < $2 - retain_days * $3)",
+        )
+        .bind(cutoff)
+        .bind(now)
+        .bind(NANOS_PER_DAY)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| failed(doing, e))?
+        .rows_affected();
         tx.commit().await.map_err(|e| failed(doing, e))?;
         Ok(usize::try_from(purged).unwrap_or(usize::MAX))
+    }
+
+    async fn delete(&self, id: &ConversationId, tenant_id: &TenantId) -> Result<bool, AiError> {
+        let deleted = self
+            .delete_conversations(tenant_id, Doomed::One(id))
+            .await?;
+        Ok(!deleted.is_empty())
+    }
+
+    async fn delete_owned_by(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+    ) -> Result<Vec<ConversationId>, AiError> {
+        self.delete_conversations(tenant_id, Doomed::OwnedBy(owner_id))
+            .await
+    }
+
+    async fn set_retain_days(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        retain_days: Option<u32>,
+    ) -> Result<(), AiError> {
+        let changed = sqlx::query(
+            "UPDATE conversations SET retain_days = $1 WHERE id = $2 AND tenant_id = $3",
+        )
+        .bind(retain_days.map(i64::from))
+        .bind(id.as_str())
+        .bind(tenant_id.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| failed("setting a conversation's retention", e))?
+        .rows_affected();
+        if changed == 0 {
+            return Err(conflicts::conversation_not_found(id));
+        }
+        Ok(())
     }
 
     async fn provider_session(

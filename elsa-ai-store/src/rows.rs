@@ -248,15 +248,28 @@ pub(crate) fn decode_stream_event(body: &str) -> Result<AiStreamEvent, AiError> 
     serde_json::from_str(body).map_err(|error| corrupt("stream event", error))
 }
 
-/// A `conversations` row: id, tenant, owner, agent, title, created and updated (ns).
-pub(crate) type ConversationRow = (String, String, String, String, String, i64, i64);
+/// A `conversations` row: id, tenant, owner, agent, title, created and updated (ns), and the
+/// conversation's own retention in days.
+pub(crate) type ConversationRow = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    Option<i64>,
+);
+
+/// Nanoseconds in a day, for the retention sweep's arithmetic in SQL.
+pub(crate) const NANOS_PER_DAY: i64 = 86_400_000_000_000;
 
 /// The conversation stored as `row`, with `messages`.
 pub(crate) fn conversation_from_row(
     row: ConversationRow,
     messages: Vec<AiMessage>,
 ) -> AiConversation {
-    let (id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns) = row;
+    let (id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns, retain_days) = row;
     AiConversation {
         id: ConversationId::new(id),
         tenant_id: TenantId::new(tenant_id),
@@ -266,6 +279,7 @@ pub(crate) fn conversation_from_row(
         created_at: from_nanos(created_at_ns),
         updated_at: from_nanos(updated_at_ns),
         messages,
+        retain_days: retain_days.and_then(|days| u32::try_from(days).ok()),
     }
 }
 

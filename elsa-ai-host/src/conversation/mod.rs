@@ -46,8 +46,8 @@ pub(crate) fn conversation_not_found(id: &ConversationId) -> AiError {
 
 /// Keeps conversations in memory, for development and tests.
 ///
-/// Built [`with_journal`](Self::with_journal), purging a conversation also drops its
-/// stream journal, as [`AiConversationStore::purge_before`] requires.
+/// Built [`with_journal`](Self::with_journal), purging or deleting a conversation also drops
+/// its stream journal, as [`AiConversationStore`] requires.
 #[derive(Debug, Default)]
 pub struct InMemoryConversationStore {
     conversations: RwLock<HashMap<ConversationId, AiConversation>>,
@@ -68,6 +68,29 @@ impl InMemoryConversationStore {
             sessions: RwLock::default(),
             journal: Some(journal),
         }
+    }
+
+    /// Removes the conversations `doomed` picks with their sessions and journals; returns
+    /// their ids.
+    fn remove_where(&self, doomed: impl Fn(&AiConversation) -> bool) -> Vec<ConversationId> {
+        let removed: Vec<(TenantId, ConversationId)> = {
+            let mut conversations = self.conversations.write();
+            let removed: Vec<(TenantId, ConversationId)> = conversations
+                .values()
+                .filter(|c| doomed(c))
+                .map(|c| (c.tenant_id.clone(), c.id.clone()))
+                .collect();
+            let mut sessions = self.sessions.write();
+            for (_, id) in &removed {
+                conversations.remove(id);
+                sessions.remove(id);
+            }
+            removed
+        };
+        if let Some(journal) = &self.journal {
+            journal.remove(removed.iter().map(|(tenant, id)| (tenant, id)));
+        }
+        removed.into_iter().map(|(_, id)| id).collect()
     }
 
     /// How many conversations the store holds, across tenants.
@@ -148,25 +171,47 @@ impl AiConversationStore for InMemoryConversationStore {
         Ok(page.slice(found))
     }
 
-    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
-        let expired: Vec<(TenantId, ConversationId)> = {
-            let mut conversations = self.conversations.write();
-            let expired: Vec<(TenantId, ConversationId)> = conversations
-                .values()
-                .filter(|c| c.updated_at < cutoff)
-                .map(|c| (c.tenant_id.clone(), c.id.clone()))
-                .collect();
-            let mut sessions = self.sessions.write();
-            for (_, id) in &expired {
-                conversations.remove(id);
-                sessions.remove(id);
-            }
-            expired
-        };
-        if let Some(journal) = &self.journal {
-            journal.remove(expired.iter().map(|(tenant, id)| (tenant, id)));
-        }
+    async fn purge_expired(
+        &self,
+        cutoff: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<usize, AiError> {
+        let expired = self.remove_where(|c| {
+            c.updated_at < cutoff
+                || c.retain_days.is_some_and(|days| {
+                    c.updated_at < now - chrono::TimeDelta::days(i64::from(days))
+                })
+        });
         Ok(expired.len())
+    }
+
+    async fn delete(&self, id: &ConversationId, tenant_id: &TenantId) -> Result<bool, AiError> {
+        Ok(!self
+            .remove_where(|c| &c.id == id && &c.tenant_id == tenant_id)
+            .is_empty())
+    }
+
+    async fn delete_owned_by(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+    ) -> Result<Vec<ConversationId>, AiError> {
+        Ok(self.remove_where(|c| &c.tenant_id == tenant_id && c.owner_id == owner_id))
+    }
+
+    async fn set_retain_days(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        retain_days: Option<u32>,
+    ) -> Result<(), AiError> {
+        let mut conversations = self.conversations.write();
+        let conversation = conversations
+            .get_mut(id)
+            .filter(|c| &c.tenant_id == tenant_id)
+            .ok_or_else(|| conversation_not_found(id))?;
+        conversation.retain_days = retain_days;
+        Ok(())
     }
 
     async fn provider_session(
@@ -214,6 +259,7 @@ mod tests {
             created_at: at,
             updated_at: at,
             messages: Vec::new(),
+            retain_days: None,
         }
     }
 
@@ -344,7 +390,10 @@ mod tests {
                 .unwrap();
         }
         assert_eq!(
-            store.purge_before(now - Duration::days(30)).await.unwrap(),
+            store
+                .purge_expired(now - Duration::days(30), now)
+                .await
+                .unwrap(),
             1
         );
         assert_eq!(store.len(), 1);

@@ -327,6 +327,7 @@ impl Core {
                         created_at: now,
                         updated_at: now,
                         messages: vec![user_message],
+                        retain_days: None,
                     })
                     .await
             }

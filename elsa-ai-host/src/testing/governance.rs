@@ -415,6 +415,7 @@ impl RecordingConversations {
             created_at: now,
             updated_at: now,
             messages: Vec::new(),
+            retain_days: None,
         });
     }
 
@@ -488,11 +489,50 @@ impl AiConversationStore for RecordingConversations {
         Ok(page.slice(found))
     }
 
-    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
+    async fn purge_expired(
+        &self,
+        cutoff: DateTime<Utc>,
+        _now: DateTime<Utc>,
+    ) -> Result<usize, AiError> {
         let mut conversations = self.conversations.lock();
         let before = conversations.len();
         conversations.retain(|c| c.updated_at >= cutoff);
         Ok(before - conversations.len())
+    }
+
+    async fn delete(&self, id: &ConversationId, tenant_id: &TenantId) -> Result<bool, AiError> {
+        let mut conversations = self.conversations.lock();
+        let before = conversations.len();
+        conversations.retain(|c| !(&c.id == id && &c.tenant_id == tenant_id));
+        Ok(conversations.len() < before)
+    }
+
+    async fn delete_owned_by(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+    ) -> Result<Vec<ConversationId>, AiError> {
+        let mut conversations = self.conversations.lock();
+        let (gone, kept) = conversations
+            .drain(..)
+            .partition(|c| &c.tenant_id == tenant_id && c.owner_id == owner_id);
+        *conversations = kept;
+        Ok(gone.into_iter().map(|c: AiConversation| c.id).collect())
+    }
+
+    async fn set_retain_days(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        retain_days: Option<u32>,
+    ) -> Result<(), AiError> {
+        let mut conversations = self.conversations.lock();
+        let conversation = conversations
+            .iter_mut()
+            .find(|c| &c.id == id && &c.tenant_id == tenant_id)
+            .ok_or_else(|| AiError::not_found(format!("conversation '{id}'")))?;
+        conversation.retain_days = retain_days;
+        Ok(())
     }
 
     async fn provider_session(

@@ -26,13 +26,13 @@ use sqlx::sqlite::{
 use crate::error::{StoreError, failed};
 use crate::group_commit::{Batching, GroupCommitWriter};
 use crate::rows::{
-    AuditRow, ClaimRow, ConversationRow, EnablementRow, ProposalRow, StreamRow, TurnClaimRow,
-    agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal, decode_session,
-    decode_stream_event, enablement_from_row, encode_session, from_nanos, from_sql_count,
-    parse_role, to_nanos, to_sql_count, to_sql_counter,
+    AuditRow, ClaimRow, ConversationRow, EnablementRow, NANOS_PER_DAY, ProposalRow, StreamRow,
+    TurnClaimRow, agent_key, claim_from_row, clamp_nanos, conversation_from_row, decode_proposal,
+    decode_session, decode_stream_event, enablement_from_row, encode_session, from_nanos,
+    from_sql_count, parse_role, to_nanos, to_sql_count, to_sql_counter,
 };
 use crate::{conflicts, filters};
-use writer::{ConversationWrite, MessageRow, SqliteWrite, WriterConnection, Writes};
+use writer::{ConversationWrite, MessageRow, SqliteWrite, WriteError, WriterConnection, Writes};
 
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -380,7 +380,17 @@ impl AiConversationStore for SqliteStore {
                 .map(MessageRow::new)
                 .collect::<Result<_, _>>()?,
         };
-        self.writes.write(SqliteWrite::Conversation(write)).await
+        self.writes.write(SqliteWrite::Conversation(write)).await?;
+        // Rare (a conversation is made under the server's window): a write of its own.
+        if conversation.retain_days.is_some() {
+            self.set_retain_days(
+                &conversation.id,
+                &conversation.tenant_id,
+                conversation.retain_days,
+            )
+            .await?;
+        }
+        Ok(())
     }
 
     async fn find(
@@ -392,8 +402,8 @@ impl AiConversationStore for SqliteStore {
         // One read transaction: the conversation and its messages come from one snapshot.
         let mut tx = self.pool.begin().await.map_err(|e| failed(doing, e))?;
         let row: Option<ConversationRow> = sqlx::query_as(
-            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
-             FROM conversations WHERE id = ? AND tenant_id = ?",
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns, \
+             retain_days FROM conversations WHERE id = ? AND tenant_id = ?",
         )
         .bind(id.as_str())
         .bind(tenant_id.as_str())
@@ -455,8 +465,8 @@ impl AiConversationStore for SqliteStore {
         .await
         .map_err(|e| failed(doing, e))?;
         let rows: Vec<ConversationRow> = sqlx::query_as(
-            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns \
-             FROM conversations WHERE tenant_id = ? AND owner_id = ? \
+            "SELECT id, tenant_id, owner_id, agent, title, created_at_ns, updated_at_ns, \
+             retain_days FROM conversations WHERE tenant_id = ? AND owner_id = ? \
              ORDER BY updated_at_ns DESC, id LIMIT ? OFFSET ?",
         )
         .bind(tenant_id.as_str())
@@ -477,23 +487,81 @@ impl AiConversationStore for SqliteStore {
         })
     }
 
-    async fn purge_before(&self, cutoff: DateTime<Utc>) -> Result<usize, AiError> {
-        let cutoff = clamp_nanos(cutoff);
+    async fn purge_expired(
+        &self,
+        cutoff: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<usize, AiError> {
+        let (cutoff, now) = (clamp_nanos(cutoff), clamp_nanos(now));
         self.writer
             .run(move |tx| {
+                let expired = "SELECT tenant_id, id FROM conversations WHERE updated_at_ns < ?1 \
+                     OR (retain_days IS NOT NULL AND updated_at_ns < ?2 - retain_days * ?3)";
+                let args = params![cutoff, now, NANOS_PER_DAY];
                 tx.execute(
-                    "DELETE FROM stream_events WHERE (tenant_id, conversation_id) IN \
-                     (SELECT tenant_id, id FROM conversations WHERE updated_at_ns < ?1)",
-                    [cutoff],
+                    &format!(
+                        "DELETE FROM stream_events WHERE (tenant_id, conversation_id) IN ({expired})"
+                    ),
+                    args,
                 )?;
                 // Messages go with their conversation (ON DELETE CASCADE).
                 Ok(tx.execute(
-                    "DELETE FROM conversations WHERE updated_at_ns < ?1",
-                    [cutoff],
+                    &format!("DELETE FROM conversations WHERE (tenant_id, id) IN ({expired})"),
+                    args,
                 )?)
             })
             .await
             .map_err(|e| e.into_ai("purging conversations"))
+    }
+
+    async fn delete(&self, id: &ConversationId, tenant_id: &TenantId) -> Result<bool, AiError> {
+        let (id, tenant_id) = (id.as_str().to_owned(), tenant_id.as_str().to_owned());
+        self.writer
+            .run(move |tx| Ok(delete_conversations(tx, &tenant_id, &[id])? > 0))
+            .await
+            .map_err(|e| e.into_ai("deleting a conversation"))
+    }
+
+    async fn delete_owned_by(
+        &self,
+        tenant_id: &TenantId,
+        owner_id: &str,
+    ) -> Result<Vec<ConversationId>, AiError> {
+        let (tenant_id, owner_id) = (tenant_id.as_str().to_owned(), owner_id.to_owned());
+        self.writer
+            .run(move |tx| {
+                let ids: Vec<String> = tx
+                    .prepare("SELECT id FROM conversations WHERE tenant_id = ?1 AND owner_id = ?2")?
+                    .query_map(params![tenant_id, owner_id], |row| row.get(0))?
+                    .collect::<Result<_, _>>()?;
+                delete_conversations(tx, &tenant_id, &ids)?;
+                Ok(ids.into_iter().map(ConversationId::new).collect())
+            })
+            .await
+            .map_err(|e| e.into_ai("deleting conversations"))
+    }
+
+    async fn set_retain_days(
+        &self,
+        id: &ConversationId,
+        tenant_id: &TenantId,
+        retain_days: Option<u32>,
+    ) -> Result<(), AiError> {
+        let (key, tenant) = (id.as_str().to_owned(), tenant_id.as_str().to_owned());
+        let changed = self
+            .writer
+            .run(move |tx| {
+                Ok(tx.execute(
+                    "UPDATE conversations SET retain_days = ?1 WHERE id = ?2 AND tenant_id = ?3",
+                    params![retain_days, key, tenant],
+                )?)
+            })
+            .await
+            .map_err(|e| e.into_ai("setting a conversation's retention"))?;
+        if changed == 0 {
+            return Err(conflicts::conversation_not_found(id));
+        }
+        Ok(())
     }
 
     async fn provider_session(
@@ -527,6 +595,28 @@ impl AiConversationStore for SqliteStore {
         };
         self.writes.write(SqliteWrite::Conversation(write)).await
     }
+}
+
+/// Deletes the conversations `ids` of `tenant_id` with their journals and turn claims (their
+/// messages go with them: ON DELETE CASCADE); returns how many conversations went.
+fn delete_conversations(
+    tx: &rusqlite::Transaction<'_>,
+    tenant_id: &str,
+    ids: &[String],
+) -> Result<usize, WriteError> {
+    let mut deleted = 0;
+    for id in ids {
+        for table in ["stream_events", "turn_claims"] {
+            tx.prepare_cached(&format!(
+                "DELETE FROM {table} WHERE tenant_id = ?1 AND conversation_id = ?2"
+            ))?
+            .execute(params![tenant_id, id])?;
+        }
+        deleted += tx
+            .prepare_cached("DELETE FROM conversations WHERE tenant_id = ?1 AND id = ?2")?
+            .execute(params![tenant_id, id])?;
+    }
+    Ok(deleted)
 }
 
 #[async_trait]

@@ -47,6 +47,7 @@ fn conversation(tenant: &TenantId, id: &ConversationId) -> AiConversation {
             content: "a question".into(),
             timestamp: now,
         }],
+        retain_days: None,
     }
 }
 

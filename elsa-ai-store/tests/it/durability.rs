@@ -94,6 +94,7 @@ async fn everything_survives_dropping_every_handle_and_reopening(db: TestDb) {
             content: "why?".into(),
             timestamp: now,
         }],
+        retain_days: None,
     };
     store.create(&conversation).await.unwrap();
     let journal: Vec<AiStreamEvent> = (1..=30)

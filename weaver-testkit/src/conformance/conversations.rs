@@ -1,6 +1,6 @@
 //! [`AiConversationStore`]: creation, tenant scope, messages, provider sessions, the owner's
-//! list and retention (which also purges the [`AiStreamJournal`] of every purged
-//! conversation).
+//! list, deletion and retention (both also remove the [`AiStreamJournal`] of every
+//! conversation that goes).
 
 use chrono::{DateTime, Duration, Utc};
 use elsa_ai_abstractions::{
@@ -22,7 +22,9 @@ where
     append_message_keeps_order_and_bumps_updated_at(store).await;
     provider_sessions_are_kept_per_conversation_in_the_tenant(store).await;
     list_is_the_owners_newest_first_without_messages(store).await;
+    delete_takes_a_conversation_with_everything_it_holds_in_its_tenant_only(store, journal).await;
     purge_before_drops_expired_conversations_and_their_journals(store, journal).await;
+    a_conversation_kept_shorter_by_its_owner_is_purged_sooner(store, journal).await;
 }
 
 fn tenant() -> TenantId {
@@ -40,6 +42,7 @@ pub fn conversation(tenant: &TenantId, owner: &str, at: DateTime<Utc>) -> AiConv
         created_at: at,
         updated_at: at,
         messages: Vec::new(),
+        retain_days: None,
     }
 }
 
@@ -328,7 +331,10 @@ pub async fn purge_before_drops_expired_conversations_and_their_journals<S, J>(
         .await
         .unwrap();
 
-    let purged = store.purge_before(now - Duration::days(30)).await.unwrap();
+    let purged = store
+        .purge_expired(now - Duration::days(30), now)
+        .await
+        .unwrap();
     assert_eq!(purged, 1, "exactly the expired conversation is purged");
     assert_eq!(store.find(&expired.id, &tenant).await.unwrap(), None);
     assert_eq!(
@@ -358,7 +364,10 @@ pub async fn purge_before_drops_expired_conversations_and_their_journals<S, J>(
     assert_eq!(journal.last_sequence(&recent.id, &tenant).await.unwrap(), 1);
     assert_eq!(journal.last_sequence(&orphan, &tenant).await.unwrap(), 1);
     assert_eq!(
-        store.purge_before(now - Duration::days(30)).await.unwrap(),
+        store
+            .purge_expired(now - Duration::days(30), now)
+            .await
+            .unwrap(),
         0
     );
 
@@ -372,4 +381,163 @@ pub async fn purge_before_drops_expired_conversations_and_their_journals<S, J>(
         store.find(&expired.id, &tenant).await.unwrap(),
         Some(reborn)
     );
+}
+
+/// Deleting a conversation takes its messages, provider session and journal, in its tenant
+/// only (another tenant's delete of the id finds nothing); deleting an owner's conversations
+/// takes exactly theirs; a deleted id is free again.
+pub async fn delete_takes_a_conversation_with_everything_it_holds_in_its_tenant_only<S, J>(
+    store: &S,
+    journal: &J,
+) where
+    S: AiConversationStore + ?Sized,
+    J: AiStreamJournal + ?Sized,
+{
+    case("conversations: delete takes a conversation with everything it holds, in its tenant only");
+    let tenant = tenant();
+    let other_tenant = self::tenant();
+    let now = Utc::now();
+    let mut doomed = conversation(&tenant, "alice", now);
+    doomed
+        .messages
+        .push(message(MessageRole::User, "a secret I pasted", now));
+    let kept = conversation(&tenant, "alice", now);
+    let bobs = conversation(&tenant, "bob", now);
+    let elsewhere = conversation(&other_tenant, "alice", now);
+    for c in [&doomed, &kept, &bobs, &elsewhere] {
+        store.create(c).await.unwrap();
+        journal.append(&c.tenant_id, &started(&c.id)).await.unwrap();
+    }
+    let session = AiSessionHandle {
+        session_id: format!("session-{}", doomed.id),
+        provider: "scripted".into(),
+        conversation_id: doomed.id.clone(),
+    };
+    store
+        .set_provider_session(&doomed.id, &tenant, &session)
+        .await
+        .unwrap();
+
+    assert!(
+        !store.delete(&doomed.id, &other_tenant).await.unwrap(),
+        "another tenant's delete finds nothing"
+    );
+    assert_eq!(
+        store.find(&doomed.id, &tenant).await.unwrap(),
+        Some(doomed.clone())
+    );
+    assert!(store.delete(&doomed.id, &tenant).await.unwrap());
+    assert_eq!(store.find(&doomed.id, &tenant).await.unwrap(), None);
+    assert_eq!(
+        store.provider_session(&doomed.id, &tenant).await.unwrap(),
+        None
+    );
+    assert_eq!(journal.last_sequence(&doomed.id, &tenant).await.unwrap(), 0);
+    assert!(!store.delete(&doomed.id, &tenant).await.unwrap(), "gone");
+    assert_eq!(journal.last_sequence(&kept.id, &tenant).await.unwrap(), 1);
+
+    let mut deleted = store.delete_owned_by(&tenant, "alice").await.unwrap();
+    deleted.sort();
+    assert_eq!(deleted, [kept.id.clone()]);
+    assert_eq!(store.find(&kept.id, &tenant).await.unwrap(), None);
+    assert_eq!(journal.last_sequence(&kept.id, &tenant).await.unwrap(), 0);
+    assert!(store.find(&bobs.id, &tenant).await.unwrap().is_some());
+    assert!(
+        store
+            .find(&elsewhere.id, &other_tenant)
+            .await
+            .unwrap()
+            .is_some(),
+        "the same owner in another tenant keeps hers"
+    );
+    assert_eq!(
+        journal
+            .last_sequence(&elsewhere.id, &other_tenant)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        store
+            .delete_owned_by(&tenant, "alice")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A deleted id is free again.
+    let reborn = conversation(&tenant, "alice", now);
+    let reborn = AiConversation {
+        id: doomed.id.clone(),
+        ..reborn
+    };
+    store.create(&reborn).await.unwrap();
+    assert_eq!(store.find(&doomed.id, &tenant).await.unwrap(), Some(reborn));
+    for (id, tenant) in [
+        (&doomed.id, &tenant),
+        (&bobs.id, &tenant),
+        (&elsewhere.id, &other_tenant),
+    ] {
+        assert!(store.delete(id, tenant).await.unwrap());
+    }
+}
+
+/// A conversation its owner keeps for fewer days than the server's window goes once those
+/// days have passed since its last change, with its journal; the setting is read back,
+/// changed, and refused outside the tenant.
+pub async fn a_conversation_kept_shorter_by_its_owner_is_purged_sooner<S, J>(store: &S, journal: &J)
+where
+    S: AiConversationStore + ?Sized,
+    J: AiStreamJournal + ?Sized,
+{
+    case("conversations: a conversation kept shorter by its owner is purged sooner");
+    let tenant = tenant();
+    let now = Utc::now();
+    let window = now - Duration::days(30);
+    let short = AiConversation {
+        retain_days: Some(2),
+        ..conversation(&tenant, "alice", now - Duration::days(3))
+    };
+    let longer = conversation(&tenant, "alice", now - Duration::days(3));
+    for c in [&short, &longer] {
+        store.create(c).await.unwrap();
+        journal.append(&tenant, &started(&c.id)).await.unwrap();
+    }
+    assert_eq!(
+        store.find(&short.id, &tenant).await.unwrap(),
+        Some(short.clone()),
+        "created with its own retention"
+    );
+    store
+        .set_retain_days(&longer.id, &tenant, Some(7))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .find(&longer.id, &tenant)
+            .await
+            .unwrap()
+            .and_then(|c| c.retain_days),
+        Some(7)
+    );
+    assert_status(
+        store
+            .set_retain_days(&longer.id, &self::tenant(), Some(1))
+            .await,
+        404,
+        "setting another tenant's retention",
+    );
+
+    // Other cases' conversations past the window may go too: count at least this one.
+    assert!(store.purge_expired(window, now).await.unwrap() >= 1);
+    assert_eq!(store.find(&short.id, &tenant).await.unwrap(), None);
+    assert_eq!(journal.last_sequence(&short.id, &tenant).await.unwrap(), 0);
+    assert!(store.find(&longer.id, &tenant).await.unwrap().is_some());
+
+    store
+        .set_retain_days(&longer.id, &tenant, Some(1))
+        .await
+        .unwrap();
+    assert_eq!(store.purge_expired(window, now).await.unwrap(), 1);
+    assert_eq!(store.find(&longer.id, &tenant).await.unwrap(), None);
 }
