@@ -438,7 +438,7 @@ pub async fn delete_takes_a_conversation_with_everything_it_holds_in_its_tenant_
 
     let mut deleted = store.delete_owned_by(&tenant, "alice").await.unwrap();
     deleted.sort();
-    assert_eq!(deleted, [kept.id.clone()]);
+    assert_eq!(deleted, std::slice::from_ref(&kept.id));
     assert_eq!(store.find(&kept.id, &tenant).await.unwrap(), None);
     assert_eq!(journal.last_sequence(&kept.id, &tenant).await.unwrap(), 0);
     assert!(store.find(&bobs.id, &tenant).await.unwrap().is_some());
