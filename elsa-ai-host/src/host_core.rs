@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use chrono::TimeDelta;
 use elsa_ai_abstractions::{
     AiAuditSink, AiConversationStore, AiProposalStore, AiProvider, AiStreamJournal, AiToolServices,
     Clock, SystemClock,
@@ -17,7 +18,7 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{ActivityCatalog, WorkflowDefinitionStore, WorkflowDefinitionWriter};
 
 use crate::context::{ContextResolver, ContextResolverBuilder};
-use crate::conversation::InMemoryConversationStore;
+use crate::conversation::{ConversationService, InMemoryConversationStore};
 use crate::enablement::ToolEnablementService;
 use crate::governor::{ToolGovernor, ToolGovernorBuilder};
 use crate::orchestrator::{ChatOrchestrator, ChatOrchestratorBuilder};
@@ -196,6 +197,18 @@ impl HostCore {
             self.redactor.clone(),
             self.clock.clone(),
         )
+    }
+
+    /// The service that deletes conversations (stopping a running turn first through
+    /// `orchestrator`, unlinking their proposals through `proposals`) and keeps one shorter
+    /// than the server's retention window (`retention`).
+    pub fn conversation_service(
+        &self,
+        orchestrator: ChatOrchestrator,
+        proposals: ProposalService,
+        retention: TimeDelta,
+    ) -> ConversationService {
+        ConversationService::new(self, orchestrator, proposals, retention)
     }
 
     /// The enablement service over the registry's enablement store.

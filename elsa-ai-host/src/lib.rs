@@ -262,7 +262,10 @@ pub use context::{
     TenantContext, TimeRangeContext, WorkflowDefinitionContext, WorkflowInstanceContext,
     builtin_context_providers,
 };
-pub use conversation::{InMemoryConversationStore, find_owned_conversation};
+pub use conversation::{
+    ConversationService, DeletedConversation, InMemoryConversationStore, TURN_STOP_WAIT,
+    find_owned_conversation,
+};
 pub use enablement::{
     EnablementChange, EnablementDecisions, EnablementPolicy, InMemoryToolEnablementStore,
     ToolEnablementService,

@@ -53,6 +53,11 @@ impl AuditAction {
     pub const PROPOSAL_WRITTEN: Self = Self::from_static("proposal.written");
     /// A proposal expired.
     pub const PROPOSAL_EXPIRED: Self = Self::from_static("proposal.expired");
+    /// A conversation was deleted, with its messages and stream journal (never its content).
+    pub const CONVERSATION_DELETED: Self = Self::from_static("conversation.deleted");
+    /// A conversation's owner set how long it is kept.
+    pub const CONVERSATION_RETENTION_CHANGED: Self =
+        Self::from_static("conversation.retention_changed");
 
     /// An action from a static name.
     pub const fn from_static(name: &'static str) -> Self {

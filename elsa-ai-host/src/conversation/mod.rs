@@ -1,5 +1,6 @@
-//! Conversations: the in-memory [`AiConversationStore`] and the ownership rule every
-//! conversation access goes through.
+//! Conversations: the in-memory [`AiConversationStore`], the ownership rule every
+//! conversation access goes through, and the [`ConversationService`] that deletes them and
+//! sets how long they are kept.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,6 +15,10 @@ use elsa_workflows::{Page, PageRequest, TenantId};
 use parking_lot::RwLock;
 
 use crate::stream::InMemoryStreamJournal;
+
+mod service;
+
+pub use service::{ConversationService, DeletedConversation, TURN_STOP_WAIT};
 
 /// The conversation `id` if `caller` owns it: same tenant and same actor.
 ///

@@ -237,6 +237,58 @@ impl ChatOrchestrator {
         }
     }
 
+    /// Stops the conversation's running turn, here or (with shared claims) on whichever
+    /// replica runs it; `false` when none runs.
+    pub(crate) async fn stop_turn(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+    ) -> Result<bool, AiError> {
+        let stop = self
+            .core
+            .stops
+            .lock()
+            .get(&(tenant_id.clone(), conversation_id.clone()))
+            .cloned();
+        if let Some(stop) = stop {
+            stop.cancel();
+            return Ok(true);
+        }
+        match &self.core.claims {
+            Some(claims) => {
+                claims
+                    .store
+                    .request_cancel(tenant_id, conversation_id, self.core.clock.now())
+                    .await
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Whether a turn of the conversation runs here or, with shared claims, anywhere.
+    pub(crate) async fn turn_running(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+    ) -> Result<bool, AiError> {
+        let here = self
+            .core
+            .stops
+            .lock()
+            .contains_key(&(tenant_id.clone(), conversation_id.clone()));
+        if here {
+            return Ok(true);
+        }
+        match &self.core.claims {
+            Some(claims) => Ok(claims
+                .store
+                .current(tenant_id, conversation_id)
+                .await?
+                .is_some()),
+            None => Ok(false),
+        }
+    }
+
     /// The handle through which the proposal service publishes `proposal.*` events.
     pub fn events(&self) -> ConversationEvents {
         ConversationEvents::new(self.core.hub.clone(), self.core.conversations.clone())

@@ -27,10 +27,10 @@ use async_trait::async_trait;
 use chrono::TimeDelta;
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiError, AiProposal, AiProposalIntake, AiProposalStore, Clock,
-    Permission, ProposalDraft, ProposalId, ProposalQuery, ProposalStatus,
+    ConversationId, Permission, ProposalDraft, ProposalId, ProposalQuery, ProposalStatus,
 };
 use elsa_workflows::{
-    ActivityCatalog, Page, TenantId, WorkflowDefinitionStore, WorkflowDefinitionWriter,
+    ActivityCatalog, Page, PageRequest, TenantId, WorkflowDefinitionStore, WorkflowDefinitionWriter,
 };
 use parking_lot::RwLock;
 use serde_json::json;
@@ -396,6 +396,68 @@ impl ProposalService {
 impl AiProposalIntake for ProposalService {
     async fn submit(&self, caller: &AiCaller, draft: ProposalDraft) -> Result<AiProposal, AiError> {
         self.create(caller, draft).await
+    }
+}
+
+impl ProposalService {
+    /// The ids of the tenant's proposals made in the conversation.
+    pub(crate) async fn of_conversation(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+    ) -> Result<Vec<ProposalId>, AiError> {
+        let mut ids = Vec::new();
+        let mut offset = 0;
+        loop {
+            let query = ProposalQuery {
+                conversation_id: Some(conversation_id.clone()),
+                page: PageRequest::new(offset, PageRequest::MAX_LIMIT),
+                ..ProposalQuery::default()
+            };
+            let page = self.inner.proposals.list(tenant_id, &query).await?;
+            let (more, read) = (page.has_more(), page.items.len());
+            offset += read;
+            ids.extend(page.items.into_iter().map(|p| p.id));
+            if !more || read == 0 {
+                return Ok(ids);
+            }
+        }
+    }
+
+    /// Removes the link of each of `ids` to its conversation (a deleted conversation's
+    /// proposals stay, as the record a person reviews, without a way back to its text). A
+    /// proposal another action changes meanwhile is read again and unlinked after it.
+    pub(crate) async fn unlink_conversation(
+        &self,
+        tenant_id: &TenantId,
+        ids: &[ProposalId],
+    ) -> Result<(), AiError> {
+        /// How often a proposal changed by someone else in between is read again.
+        const ATTEMPTS: usize = 5;
+        for id in ids {
+            for attempt in 1..=ATTEMPTS {
+                let Some(current) = self.inner.proposals.find(id, tenant_id).await? else {
+                    break;
+                };
+                if current.conversation_id.is_none() {
+                    break;
+                }
+                let mut unlinked = current.clone();
+                unlinked.conversation_id = None;
+                unlinked.revision += 1;
+                match self
+                    .inner
+                    .proposals
+                    .update(&unlinked, current.revision)
+                    .await
+                {
+                    Ok(()) => break,
+                    Err(AiError::Conflict { .. }) if attempt < ATTEMPTS => {}
+                    Err(error) => return Err(error),
+                }
+            }
+        }
+        Ok(())
     }
 }
 

@@ -253,6 +253,21 @@ impl std::fmt::Debug for ProposalHarness {
 }
 
 impl ProposalHarness {
+    /// The conversation service over the harness's chat and proposal service (a 30-day
+    /// retention window, a one-second wait for stopped turns).
+    pub fn conversation_service(&self) -> crate::ConversationService {
+        HostCore::builder(self.chat.redactor.clone(), self.audit.clone())
+            .clock(self.clock.clone())
+            .stores(self.chat.conversations.clone(), self.chat.journal.clone())
+            .build()
+            .conversation_service(
+                self.chat.orchestrator.clone(),
+                self.service.clone(),
+                chrono::TimeDelta::days(30),
+            )
+            .stop_wait(std::time::Duration::from_secs(1))
+    }
+
     /// A builder with default settings.
     pub fn builder() -> ProposalHarnessBuilder {
         ProposalHarnessBuilder::default()

@@ -3,6 +3,7 @@
 //! conformance suite on the in-memory stores. Telemetry has a binary of its own (`telemetry.rs`).
 
 mod context;
+mod conversation_deletion;
 mod enablement;
 mod fixtures;
 mod governance;
