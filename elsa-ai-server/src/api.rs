@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use elsa_ai_abstractions::{AiConversationStore, AiOrchestrator, AttachmentKind};
 use elsa_ai_host::{
-    AttachmentSearch, AuditTrail, Metrics, ProposalService, ToolEnablementService, ToolRegistry,
+    AttachmentSearch, AuditTrail, ConversationService, Metrics, ProposalService,
+    ToolEnablementService, ToolRegistry,
 };
 use elsa_ai_mcp::{McpClients, McpEndpoint};
 use elsa_ai_tools::families::GroundingFamily;
@@ -24,6 +25,8 @@ pub struct WeaverApiParts {
     pub enablement: Arc<ToolEnablementService>,
     /// Conversations (listing and history; ownership is checked through the host).
     pub conversations: Arc<dyn AiConversationStore>,
+    /// Deleting conversations and keeping them shorter.
+    pub conversation_service: Arc<ConversationService>,
     /// The proposal lifecycle (inbox, review, apply).
     pub proposals: ProposalService,
     /// The audit trail, read with `admin:ai`.

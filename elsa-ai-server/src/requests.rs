@@ -348,6 +348,28 @@ pub struct RejectBody {
     pub reason: String,
 }
 
+/// `PATCH /ai/conversations/{conversationId}`: how long the owner keeps the conversation.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"retainDays": 3}))]
+pub struct ConversationChange {
+    /// Days after its last change the conversation is kept: 1 up to the server's retention
+    /// window (400 `invalid_retention` otherwise), or null for the window. Required.
+    #[serde(deserialize_with = "Option::deserialize")]
+    #[schema(minimum = 1, nullable)]
+    pub retain_days: Option<u32>,
+}
+
+/// `DELETE /ai/conversations?actor=…`: whose conversations an administrator erases.
+#[derive(Clone, Debug, Deserialize, IntoParams)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ConversationsOfActor {
+    /// The actor whose conversations in the caller's tenant are deleted.
+    #[param(min_length = 1)]
+    pub actor: String,
+}
+
 /// `PUT /ai/admin/tools/{toolName}/enablement`: an administrator's decision.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -368,6 +368,10 @@ pub struct ConversationSummaryView {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// Days after its last change it is kept, when its owner chose fewer than the server's
+    /// retention window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retain_days: Option<u32>,
 }
 
 impl From<&AiConversation> for ConversationSummaryView {
@@ -378,8 +382,17 @@ impl From<&AiConversation> for ConversationSummaryView {
             title: conversation.title.clone(),
             created_at: conversation.created_at,
             updated_at: conversation.updated_at,
+            retain_days: conversation.retain_days,
         }
     }
+}
+
+/// What `DELETE /ai/conversations?actor=…` deleted.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletedConversationsView {
+    /// The ids of the conversations deleted.
+    pub deleted: Vec<String>,
 }
 
 /// A conversation with its messages.
@@ -396,6 +409,10 @@ pub struct ConversationView {
     pub created_at: DateTime<Utc>,
     /// When it last changed.
     pub updated_at: DateTime<Utc>,
+    /// Days after its last change it is kept, when its owner chose fewer than the server's
+    /// retention window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retain_days: Option<u32>,
     /// Its messages, oldest first (redacted).
     pub messages: Vec<MessageView>,
 }
@@ -408,6 +425,7 @@ impl From<AiConversation> for ConversationView {
             title: conversation.title,
             created_at: conversation.created_at,
             updated_at: conversation.updated_at,
+            retain_days: conversation.retain_days,
             messages: conversation
                 .messages
                 .into_iter()

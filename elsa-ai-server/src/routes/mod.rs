@@ -98,8 +98,15 @@ fn api_routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(proposals::approve))
         .routes(routes!(proposals::reject))
         .routes(routes!(proposals::apply))
-        .routes(routes!(conversations::list_conversations))
-        .routes(routes!(conversations::get_conversation))
+        .routes(routes!(
+            conversations::list_conversations,
+            conversations::delete_conversations_of
+        ))
+        .routes(routes!(
+            conversations::get_conversation,
+            conversations::delete_conversation,
+            conversations::change_conversation
+        ))
         .routes(routes!(admin::list_enablement))
         .routes(routes!(admin::change_enablement))
         .routes(routes!(admin::audit))

@@ -494,6 +494,11 @@ impl Weaver {
             registry: registry.clone(),
             enablement,
             conversations: stores.conversations.clone(),
+            conversation_service: Arc::new(core.conversation_service(
+                orchestrator.clone(),
+                proposals.clone(),
+                TimeDelta::days(retention_days),
+            )),
             proposals: proposals.clone(),
             audit: AuditTrail::new(stores.audit_log.clone()),
             metrics: metrics.clone(),

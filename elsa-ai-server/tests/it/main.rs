@@ -5,6 +5,7 @@
 mod chat_load;
 mod chat_stream;
 mod console_browser;
+mod conversation_deletion;
 mod durable_store;
 mod elsa_server;
 mod error_codes;

@@ -95,6 +95,34 @@ impl Replica {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// `DELETE /ai/conversations/{conversation}`: the status.
+    async fn delete(&self, conversation: &str) -> StatusCode {
+        reqwest::Client::new()
+            .delete(format!(
+                "{}/ai/conversations/{conversation}",
+                self.process.base_url()
+            ))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
+    /// The status of a replay of the conversation's stream.
+    async fn replay_status(&self, conversation: &str) -> StatusCode {
+        reqwest::Client::new()
+            .get(format!(
+                "{}/ai/chat/{conversation}/events",
+                self.process.base_url()
+            ))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    }
+
     /// The conversation's stream from after `after`.
     async fn resume(&self, conversation: &str, after: u64) -> SseStream {
         let response = reqwest::Client::new()
@@ -398,6 +426,62 @@ async fn a_turn_running_on_one_replica_is_cancelled_through_the_other() {
         "conversation.completed",
         "{next:#?}"
     );
+}
+
+/// A conversation deleted through one replica while its turn runs on the other: the turn is
+/// stopped there (its stream ends, `cancelled`), then every row goes from the shared
+/// database, and neither replica replays it any more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conversation_deleted_through_one_replica_is_gone_from_both() {
+    let model = ScriptedModelServer::start(paced_turn(200, Duration::from_millis(100)))
+        .await
+        .unwrap();
+    let cluster = OnPostgres::start(&model, 30, 2).await;
+    let [a, b] = &cluster.replicas[..] else {
+        unreachable!("two replicas")
+    };
+    let (on_a, _, conversation) = turn_until(a, "Talk for a while", &["assistant.delta"]).await;
+
+    assert_eq!(b.delete(&conversation).await, StatusCode::NO_CONTENT);
+    let rest = tokio::time::timeout(Duration::from_secs(5), on_a.collect())
+        .await
+        .expect("the stream on A ends");
+    let last = rest.last().unwrap().json();
+    assert_eq!(last["type"], "conversation.failed", "{rest:#?}");
+    assert_eq!(last["data"]["code"], "cancelled", "{last}");
+
+    for replica in [a, b] {
+        assert_eq!(
+            replica.replay_status(&conversation).await,
+            StatusCode::NOT_FOUND
+        );
+        assert_eq!(replica.delete(&conversation).await, StatusCode::NOT_FOUND);
+    }
+    let mut connection = sqlx::PgConnection::connect(cluster.database.url())
+        .await
+        .unwrap();
+    for query in [
+        "SELECT COUNT(*) FROM conversations WHERE id = $1",
+        "SELECT COUNT(*) FROM conversation_messages WHERE conversation_id = $1",
+        "SELECT COUNT(*) FROM stream_events WHERE conversation_id = $1",
+        "SELECT COUNT(*) FROM turn_claims WHERE conversation_id = $1",
+    ] {
+        let rows: i64 = sqlx::query_scalar(query)
+            .bind(&conversation)
+            .fetch_one(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(rows, 0, "{query}");
+    }
+    let recorded: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM audit_events WHERE action = 'conversation.deleted' \
+         AND conversation_id = $1",
+    )
+    .bind(&conversation)
+    .fetch_one(&mut connection)
+    .await
+    .unwrap();
+    assert_eq!(recorded, 1, "the deletion is audited");
 }
 
 /// A cancel request whose notice never arrived (the listening connection was down): the
