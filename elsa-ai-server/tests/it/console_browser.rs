@@ -6,7 +6,8 @@
 //! only, and a wrong key refused; under `base_path`, a rejection with a reason found again in
 //! the inbox, the conversation history and the filtered audit; a stream cut mid-turn that
 //! resumes without duplicates; Stop on a turn whose model is still answering; the console at
-//! 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails
+//! 390 px; a status filter offering every status the OpenAPI document lists, Blocked among
+//! them. `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails
 //! and says so. Screenshots land in `target/tmp/console-screenshots/`.
 
 use std::net::SocketAddr;
@@ -816,6 +817,93 @@ async fn the_diff_draws_removed_and_changed_activities_and_inputs_side_by_side()
     .await;
     assert!(overflow[0].as_u64().unwrap() <= 400, "page {overflow}");
     screenshot(&browser, "proposal-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// A model that proposes each of `drafts` as a new workflow (`workflow.proposeCreate`).
+fn proposing(drafts: impl IntoIterator<Item = Value>) -> Script {
+    drafts
+        .into_iter()
+        .fold(Script::new(), |script, draft| {
+            script.tool_call(
+                "workflow.proposeCreate",
+                json!({"draft": draft, "rationale": "A workflow for the console to draw."}),
+            )
+        })
+        .reply("I proposed them.")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_filter_offers_every_status_of_the_api_and_blocked_lists_a_blocked_proposal() {
+    // A draft with an activity type no catalog has: its proposal is stored Blocked.
+    let blocked = json!({"definitionId": "mystery-workflow", "name": "Mystery",
+                         "activities": [{"id": "Mystery1", "type": "Acme.NoSuchActivity"}]});
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(proposing([blocked])))),
+    )
+    .await;
+    server.enable_tool(ADMIN, "workflow.proposeCreate").await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    // The statuses the API has, in its order: the values `GET /ai/proposals?status=` takes.
+    let (status, document) = server.get("/ai/openapi.json", ADMIN).await;
+    assert_eq!(status, StatusCode::OK);
+    let statuses = document["paths"]["/ai/proposals"]["get"]["parameters"]
+        .as_array()
+        .expect("the parameters of GET /ai/proposals")
+        .iter()
+        .find(|parameter| parameter["name"] == "status")
+        .and_then(|parameter| parameter["schema"]["enum"].as_array())
+        .expect("the status parameter's enum")
+        .clone();
+    assert!(statuses.contains(&json!("Blocked")), "{statuses:?}");
+
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "Propose a workflow with an activity you invent.").await;
+    click(&browser, "#nav button[data-view=inbox]").await;
+    let options = browser
+        .execute(
+            "return [...document.querySelectorAll('#inbox-status option')].map(o => [o.value, o.textContent]);",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let expected: Vec<Value> = std::iter::once(json!(["", "Any"]))
+        .chain(statuses.iter().map(|status| json!([status, status])))
+        .collect();
+    assert_eq!(options, Value::Array(expected), "the filter's options");
+    let selected = browser
+        .execute(
+            "return document.getElementById('inbox-status').value;",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(selected, "Validated", "the default filter");
+
+    // Validated lists nothing; Blocked lists the blocked proposal.
+    until(
+        &browser,
+        "no validated proposal",
+        "document.querySelector('#inbox tbody .hint')?.textContent === 'No proposals.'",
+    )
+    .await;
+    browser.execute("document.getElementById('inbox-status').value='Blocked'; document.getElementById('inbox-status').dispatchEvent(new Event('change'));", Vec::new()).await.unwrap();
+    let row = until(
+        &browser,
+        "the blocked row",
+        &format!(
+            "(() => {{ const rows = [...document.querySelectorAll('{}')]; return rows.length === 1 ? [...rows[0].cells].slice(0, 3).map(c => c.textContent) : null; }})()",
+            testid("proposal-row")
+        ),
+    )
+    .await;
+    assert_eq!(row, json!(["mystery-workflow", "Create", "Blocked"]));
+    screenshot(&browser, "inbox-blocked").await;
 
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
