@@ -540,7 +540,9 @@ function diffGraph(definition, diff) {
     if (!columns.has(column)) columns.set(column, []);
     columns.get(column).push(id);
   }
-  const W = 170, H = 54, GX = 60, GY = 24, PAD = 16;
+  // One unit is one CSS pixel: an activity is drawn at one size in a workflow of one activity
+  // or of fifty, and a graph wider or taller than its region scrolls there.
+  const W = 150, H = 50, GX = 40, GY = 20, PAD = 16;
   const place = new Map();
   for (const [column, ids] of columns) ids.forEach((id, row) => place.set(id, { x: PAD + column * (W + GX), y: PAD + row * (H + GY) }));
   const width = PAD * 2 + Math.max(1, columns.size) * (W + GX) - GX;
@@ -556,7 +558,7 @@ function diffGraph(definition, diff) {
   const dash = { added: "", removed: "6 4", changed: "", same: "" };
 
   const picture = svg("svg", {
-    class: "graph", "data-testid": "diff-graph", role: "img", viewBox: `0 0 ${width} ${height}`,
+    class: "graph", "data-testid": "diff-graph", role: "img", viewBox: `0 0 ${width} ${height}`, width, height,
     "aria-label": `Workflow graph: ${[...nodes.values()].filter((n) => n.status !== "same").map((n) => `${n.label} ${n.status}`).join(", ") || "no activity changed"}`,
   },
   svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 10, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" }, svg("path", { d: "M0,0 L10,5 L0,10 z", fill: "#6e7781" }))),
@@ -579,15 +581,29 @@ function diffGraph(definition, diff) {
     const at = place.get(n.id);
     return svg("g", { class: n.status, "data-status": n.status, "data-activity": n.id },
       svg("rect", { x: at.x, y: at.y, width: W, height: H, rx: 6, fill: "#fff", stroke: "currentColor", "stroke-width": n.status === "same" ? 1 : 2.5, "stroke-dasharray": dash[n.status] || null }),
-      svg("text", { x: at.x + 8, y: at.y + 20, fill: "currentColor", "font-size": 13, "font-weight": 600, text: `${marker[n.status]} ${n.label}`.trim().slice(0, 24) }),
-      svg("text", { x: at.x + 8, y: at.y + 40, fill: "#5b6475", "font-size": 11, text: (n.type || "").replace(/^Elsa\./, "").slice(0, 26) }),
+      svg("text", { x: at.x + 8, y: at.y + 19, fill: "currentColor", "font-size": 12, "font-weight": 600, text: fitted(`${marker[n.status]} ${n.label}`.trim(), "600 12px", W - 16) }),
+      svg("text", { x: at.x + 8, y: at.y + 38, fill: "#5b6475", "font-size": 11, text: fitted((n.type || "").replace(/^Elsa\./, ""), "11px", W - 16) }),
       svg("title", { text: `${n.label} (${n.type}): ${n.status}` }));
   }));
   const legend = h("p", { class: "legend" },
     h("span", { class: "added", text: "+ added" }), h("span", { class: "removed", text: "− removed (dashed)" }),
     h("span", { class: "changed", text: "~ changed" }), h("span", { class: "same", text: "unchanged" }));
-  // On a narrow screen the picture keeps a readable size and scrolls sideways on its own.
+  // The picture keeps its size on any screen; what does not fit scrolls within the region.
   return h("div", {}, legend, h("div", { class: "graph-scroll", role: "region", tabindex: 0, "aria-label": "Workflow graph, scrollable" }, picture));
+}
+
+let measuring = null;
+
+/** `text` as it fits in `room` pixels in `font` (weight and size; the page's family): cut
+ * short with an ellipsis when it is wider. */
+function fitted(text, font, room) {
+  measuring ??= document.createElement("canvas").getContext("2d");
+  measuring.font = `${font} ${getComputedStyle(document.body).fontFamily}`;
+  if (measuring.measureText(text).width <= room) return text;
+  const chars = [...text];
+  let keep = chars.length - 1;
+  while (keep > 1 && measuring.measureText(`${chars.slice(0, keep).join("")}…`).width > room) keep--;
+  return `${chars.slice(0, keep).join("")}…`;
 }
 
 function inputsTable(diff) {

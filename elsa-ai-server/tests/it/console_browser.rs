@@ -6,8 +6,10 @@
 //! only, and a wrong key refused; under `base_path`, a rejection with a reason found again in
 //! the inbox, the conversation history and the filtered audit; a stream cut mid-turn that
 //! resumes without duplicates; Stop on a turn whose model is still answering; the console at
-//! 390 px. `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails
-//! and says so. Screenshots land in `target/tmp/console-screenshots/`.
+//! 390 px; activities drawn at one size in a one- and a twelve-activity workflow; a status
+//! filter offering every status the OpenAPI document lists, Blocked among them. `.ci/run`
+//! installs `chromium` and `chromium-driver`; without them this test fails and says so.
+//! Screenshots land in `target/tmp/console-screenshots/`.
 
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
@@ -816,6 +818,223 @@ async fn the_diff_draws_removed_and_changed_activities_and_inputs_side_by_side()
     .await;
     assert!(overflow[0].as_u64().unwrap() <= 400, "page {overflow}");
     screenshot(&browser, "proposal-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// A model that proposes each of `drafts` as a new workflow (`workflow.proposeCreate`).
+fn proposing(drafts: impl IntoIterator<Item = Value>) -> Script {
+    drafts
+        .into_iter()
+        .fold(Script::new(), |script, draft| {
+            script.tool_call(
+                "workflow.proposeCreate",
+                json!({"draft": draft, "rationale": "A workflow for the console to draw."}),
+            )
+        })
+        .reply("I proposed them.")
+}
+
+/// The draft of a new workflow `id`: `length` activities writing a line, one after another,
+/// each with a name too long for its box.
+fn chain_draft(id: &str, length: usize) -> Value {
+    let step = |n: usize| format!("Step{n}");
+    let activities: Vec<Value> = (1..=length)
+        .map(|n| {
+            json!({"id": step(n), "type": "Elsa.WriteLine",
+                   "name": format!("Write line {n} of {length} to the console"),
+                   "inputs": {"Text": {"value": format!("Step {n} of {length}")}}})
+        })
+        .collect();
+    let connections: Vec<Value> = (1..length)
+        .map(|n| json!({"source": step(n), "target": step(n + 1)}))
+        .collect();
+    json!({"definitionId": id, "name": id, "activities": activities, "connections": connections})
+}
+
+/// Opens the proposal for the new workflow `definition` from its card in the transcript, and
+/// waits for its graph.
+async fn review_proposal_of(browser: &Client, definition: &str) {
+    until(
+        browser,
+        "the proposal's card",
+        &format!(
+            "(() => {{ const card = [...document.querySelectorAll('{}')].find(c => c.querySelector('strong').textContent === 'Proposal for {definition}'); card?.querySelector('button').click(); return !!card; }})()",
+            testid("proposal-card")
+        ),
+    )
+    .await;
+    until(
+        browser,
+        "its graph",
+        &format!(
+            "document.querySelector('#proposal h3 + p')?.textContent.startsWith('Create of {definition},') && document.querySelector('#proposal {}')",
+            testid("diff-graph")
+        ),
+    )
+    .await;
+}
+
+/// The width on the page, in CSS pixels, of each activity drawn in the open proposal's graph.
+async fn activity_widths(browser: &Client) -> Vec<f64> {
+    let widths = browser
+        .execute(
+            &format!(
+                "return [...document.querySelectorAll('#proposal {} g[data-activity] rect')].map(r => r.getBoundingClientRect().width);",
+                testid("diff-graph")
+            ),
+            Vec::new(),
+        )
+        .await
+        .expect("the probe runs");
+    serde_json::from_value(widths).expect("widths")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn activities_are_drawn_at_one_size_whatever_the_size_of_the_workflow() {
+    let script = proposing([chain_draft("one-step", 1), chain_draft("twelve-steps", 12)]);
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(script))),
+    )
+    .await;
+    server.enable_tool(ADMIN, "workflow.proposeCreate").await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "Propose a short workflow and a long one.").await;
+    review_proposal_of(&browser, "one-step").await;
+    let one = activity_widths(&browser).await;
+    browser
+        .execute(
+            "document.getElementById('proposal').scrollIntoView();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(&browser, "proposal-one-activity").await;
+    review_proposal_of(&browser, "twelve-steps").await;
+    let twelve = activity_widths(&browser).await;
+    eprintln!("activity widths in px: one activity {one:?}, twelve activities {twelve:?}");
+    assert_eq!((one.len(), twelve.len()), (1, 12));
+    assert!(one[0] <= 300.0, "one activity drawn {} px wide", one[0]);
+    for width in &twelve {
+        assert!((width - one[0]).abs() <= 3.0, "{one:?} and {twelve:?}");
+    }
+    // Names too long for their box are cut short with an ellipsis, within the box.
+    let names = browser
+        .execute(
+            &format!(
+                "const activities = [...document.querySelectorAll('#proposal {} g[data-activity]')]; \
+                 return [activities.filter(g => {{ const box = g.querySelector('rect').getBoundingClientRect(); \
+                   return [...g.querySelectorAll('text')].some(t => t.getBoundingClientRect().right > box.right); }}).map(g => g.dataset.activity), \
+                 activities[0].querySelector('text').textContent];",
+                testid("diff-graph")
+            ),
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(names[0], json!([]), "names drawn beyond their box");
+    let name = names[1].as_str().unwrap();
+    assert!(
+        name.starts_with("+ Write line") && name.ends_with('…'),
+        "{name}"
+    );
+    // The long workflow scrolls within its region; the page keeps its width.
+    let scrolls = browser
+        .execute(
+            "const region = document.querySelector('#proposal .graph-scroll'); \
+             return [region.scrollWidth > region.clientWidth, document.documentElement.scrollWidth <= innerWidth];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(scrolls, json!([true, true]));
+    browser
+        .execute(
+            "document.getElementById('proposal').scrollIntoView();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(&browser, "proposal-twelve-activities").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_status_filter_offers_every_status_of_the_api_and_blocked_lists_a_blocked_proposal() {
+    // A draft with an activity type no catalog has: its proposal is stored Blocked.
+    let blocked = json!({"definitionId": "mystery-workflow", "name": "Mystery",
+                         "activities": [{"id": "Mystery1", "type": "Acme.NoSuchActivity"}]});
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(proposing([blocked])))),
+    )
+    .await;
+    server.enable_tool(ADMIN, "workflow.proposeCreate").await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    // The statuses the API has, in its order: the values `GET /ai/proposals?status=` takes.
+    let (status, document) = server.get("/ai/openapi.json", ADMIN).await;
+    assert_eq!(status, StatusCode::OK);
+    let statuses = document["paths"]["/ai/proposals"]["get"]["parameters"]
+        .as_array()
+        .expect("the parameters of GET /ai/proposals")
+        .iter()
+        .find(|parameter| parameter["name"] == "status")
+        .and_then(|parameter| parameter["schema"]["enum"].as_array())
+        .expect("the status parameter's enum")
+        .clone();
+    assert!(statuses.contains(&json!("Blocked")), "{statuses:?}");
+
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "Propose a workflow with an activity you invent.").await;
+    click(&browser, "#nav button[data-view=inbox]").await;
+    let options = browser
+        .execute(
+            "return [...document.querySelectorAll('#inbox-status option')].map(o => [o.value, o.textContent]);",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let expected: Vec<Value> = std::iter::once(json!(["", "Any"]))
+        .chain(statuses.iter().map(|status| json!([status, status])))
+        .collect();
+    assert_eq!(options, Value::Array(expected), "the filter's options");
+    let selected = browser
+        .execute(
+            "return document.getElementById('inbox-status').value;",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(selected, "Validated", "the default filter");
+
+    // Validated lists nothing; Blocked lists the blocked proposal.
+    until(
+        &browser,
+        "no validated proposal",
+        "document.querySelector('#inbox tbody .hint')?.textContent === 'No proposals.'",
+    )
+    .await;
+    browser.execute("document.getElementById('inbox-status').value='Blocked'; document.getElementById('inbox-status').dispatchEvent(new Event('change'));", Vec::new()).await.unwrap();
+    let row = until(
+        &browser,
+        "the blocked row",
+        &format!(
+            "(() => {{ const rows = [...document.querySelectorAll('{}')]; return rows.length === 1 ? [...rows[0].cells].slice(0, 3).map(c => c.textContent) : null; }})()",
+            testid("proposal-row")
+        ),
+    )
+    .await;
+    assert_eq!(row, json!(["mystery-workflow", "Create", "Blocked"]));
+    screenshot(&browser, "inbox-blocked").await;
 
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
