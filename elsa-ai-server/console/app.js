@@ -367,11 +367,33 @@ async function cancelTurn() {
 async function loadConversations() {
   try {
     const page = await call("GET", "ai/conversations?limit=30");
-    $("conversations").replaceChildren(...page.items.map((c) =>
-      h("li", {}, h("button", { type: "button", onclick: () => openConversation(c.id), "aria-current": c.id === state.conversationId ? "true" : null },
-        c.title || c.id))));
+    $("conversations").replaceChildren(...page.items.map(conversationItem));
   } catch {
     // The list is a convenience; chatting works without it.
+  }
+}
+
+// One conversation of the history: open it, or delete it after a confirmation in place.
+function conversationItem(c) {
+  const title = c.title || c.id;
+  const item = h("li", { class: "conversation", dataset: { conversationId: c.id } });
+  const open = h("button", { type: "button", class: "open", onclick: () => openConversation(c.id), "aria-current": c.id === state.conversationId ? "true" : null }, title);
+  const ask = h("button", { type: "button", class: "delete", "aria-label": `Delete conversation ${title}`, onclick: () => confirmDelete() }, "✕");
+  const confirmDelete = () => fill(item, [
+    h("span", { class: "confirm", role: "alert", text: `Delete “${title}” for good? Its messages go; proposals made in it stay.` }),
+    h("button", { type: "button", class: "danger", onclick: () => deleteConversation(c.id, item) }, "Delete"),
+    h("button", { type: "button", onclick: () => fill(item, [open, ask]) }, "Keep"),
+  ]);
+  return fill(item, [open, ask], false);
+}
+
+async function deleteConversation(id, item) {
+  try {
+    await call("DELETE", `ai/conversations/${encodeURIComponent(id)}`);
+    if (state.conversationId === id) newConversation();
+    item.remove();
+  } catch (error) {
+    fill(item, [h("span", { class: "error", role: "alert", text: error.message })]);
   }
 }
 

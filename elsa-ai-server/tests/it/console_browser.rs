@@ -533,10 +533,10 @@ async fn under_base_path_a_reviewer_rejects_with_a_reason_and_finds_it_again() {
     until(
         &browser,
         "the conversation list",
-        "document.querySelectorAll('#conversations button').length === 1",
+        "document.querySelectorAll('#conversations button.open').length === 1",
     )
     .await;
-    click(&browser, "#conversations button").await;
+    click(&browser, "#conversations button.open").await;
     until(
         &browser,
         "the reopened conversation",
@@ -1292,6 +1292,85 @@ async fn stop_cancels_a_turn_whose_model_is_still_answering() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert_eq!(model.open_streams(), 0, "the model's stream was closed");
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_deletes_a_conversation_from_the_history_after_confirming() {
+    let script = Script::new().reply("Noted.");
+    let server = TestServer::start_with(
+        Weaver::builder(config()).provider(Arc::new(ScriptedProvider::new(script))),
+    )
+    .await;
+    let base = server.url("");
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+    sign_in(&browser, &base, ADMIN).await;
+    chat(&browser, "My card number is in here by mistake.").await;
+    until(
+        &browser,
+        "the conversation in the history",
+        "document.querySelectorAll('#conversations li.conversation').length === 1",
+    )
+    .await;
+    let id = until(
+        &browser,
+        "its id",
+        "document.querySelector('#conversations li.conversation').dataset.conversationId",
+    )
+    .await;
+    let id = id.as_str().unwrap().to_owned();
+
+    // The delete control asks first; keeping it changes nothing.
+    click(&browser, "#conversations button.delete").await;
+    let question = until(
+        &browser,
+        "the confirmation",
+        "document.querySelector('#conversations .confirm')?.textContent",
+    )
+    .await;
+    assert!(
+        question.as_str().unwrap().contains("for good"),
+        "{question}"
+    );
+    screenshot(&browser, "conversation-delete-confirmation").await;
+    assert_eq!(unlabelled_controls(&browser).await, json!([]));
+    click(
+        &browser,
+        "#conversations li.conversation button:not(.danger)",
+    )
+    .await;
+    until(
+        &browser,
+        "the conversation kept",
+        "document.querySelectorAll('#conversations button.open').length === 1",
+    )
+    .await;
+    let (status, _) = server.get(&format!("/ai/conversations/{id}"), ADMIN).await;
+    assert_eq!(status, reqwest::StatusCode::OK);
+
+    // Confirmed: gone from the list and from the server, the open transcript cleared.
+    click(&browser, "#conversations button.delete").await;
+    click(&browser, "#conversations button.danger").await;
+    until(
+        &browser,
+        "the conversation gone from the history",
+        "document.querySelectorAll('#conversations li').length === 0 && document.getElementById('transcript').children.length === 0",
+    )
+    .await;
+    let (status, _) = server.get(&format!("/ai/conversations/{id}"), ADMIN).await;
+    assert_eq!(status, reqwest::StatusCode::NOT_FOUND);
+    let (_, audit) = server.get("/ai/audit?limit=100", ADMIN).await;
+    assert!(
+        audit["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["action"] == "conversation.deleted" && r["conversationId"] == id.as_str()),
+        "{audit}"
+    );
+
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
 }
