@@ -234,10 +234,12 @@ impl ConversationService {
             }),
         )
         .await?;
-        self.conversations.delete(id, tenant).await?;
+        // Unlinked first: an action on one of them no longer announces itself to the stream
+        // that is about to go.
         self.proposals
             .unlink_conversation(tenant, &proposals)
             .await?;
+        self.conversations.delete(id, tenant).await?;
         Ok(DeletedConversation {
             owner_id: conversation.owner_id,
             messages: conversation.messages.len(),
