@@ -355,9 +355,32 @@ pub struct RejectBody {
 pub struct ConversationChange {
     /// Days after its last change the conversation is kept: 1 up to the server's retention
     /// window (400 `invalid_retention` otherwise), or null for the window. Required.
-    #[serde(deserialize_with = "Option::deserialize")]
-    #[schema(minimum = 1, nullable)]
+    #[serde(deserialize_with = "whole_days")]
+    #[schema(minimum = 1, nullable, required = true)]
     pub retain_days: Option<u32>,
+}
+
+/// A required number of days or null. JSON Schema counts `3.0` as the integer 3, so a whole
+/// number written with a fraction is one too.
+fn whole_days<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u32>, D::Error> {
+    use serde::de::Error;
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let days = match number.as_u64() {
+        Some(days) => Some(days),
+        None => number
+            .as_f64()
+            .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f <= f64::from(u32::MAX))
+            .map(|f| f as u64),
+    };
+    days.and_then(|days| u32::try_from(days).ok())
+        .map(Some)
+        .ok_or_else(|| {
+            D::Error::custom(format!(
+                "retainDays must be a whole number of days, got {number}"
+            ))
+        })
 }
 
 /// `DELETE /ai/conversations?actor=…`: whose conversations an administrator erases.

@@ -105,7 +105,7 @@ pub(crate) async fn delete_conversation(
     params(ConversationsOfActor),
     responses(
         (status = 200, description = "What was deleted.", body = DeletedConversationsView),
-        (status = 400, description = "No actor named.", body = ErrorBody),
+        (status = 400, description = "No actor named, or an empty one.", body = ErrorBody),
         (status = 401, description = "No or invalid credentials.", body = ErrorBody),
         (status = 403, description = "The caller is not an administrator.", body = ErrorBody),
         (status = 409, description = "A running turn did not stop in time.", body = ErrorBody),
@@ -117,6 +117,12 @@ pub(crate) async fn delete_conversations_of(
     Caller(caller): Caller,
     ApiQuery(whose): ApiQuery<ConversationsOfActor>,
 ) -> Result<Json<DeletedConversationsView>, ApiError> {
+    if whose.actor.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "actor_required",
+            "name the actor whose conversations to delete: ?actor=…",
+        ));
+    }
     let deleted = api
         .parts()
         .conversation_service

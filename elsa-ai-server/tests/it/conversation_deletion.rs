@@ -118,8 +118,14 @@ async fn an_administrator_erases_one_persons_conversations_in_the_tenant() {
 
     let (status, body) = delete(&server, "/ai/conversations?actor=alice", BOB_KEY).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
-    let (status, body) = delete(&server, "/ai/conversations", ALICE_KEY).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    for path in [
+        "/ai/conversations",
+        "/ai/conversations?actor=",
+        "/ai/conversations?actor=%20",
+    ] {
+        let (status, body) = delete(&server, path, ALICE_KEY).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {body}");
+    }
     // Globex's administrator erases alice's conversations of globex: there are none.
     let (status, body) = delete(&server, "/ai/conversations?actor=alice", GINA_KEY).await;
     assert_eq!(
@@ -160,6 +166,8 @@ async fn an_owner_keeps_a_conversation_shorter_than_the_window() {
         (json!({"retainDays": 0}), "invalid_retention"),
         (json!({"retainDays": 31}), "invalid_retention"),
         (json!({}), "invalid_body"),
+        (json!({"retainDays": 2.5}), "invalid_body"),
+        (json!({"retainDays": "2"}), "invalid_body"),
     ] {
         let (status, answer) = patch(&server, &path, ALICE_KEY, body.clone()).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}: {answer}");
@@ -170,6 +178,12 @@ async fn an_owner_keeps_a_conversation_shorter_than_the_window() {
     let (status, _) = patch(&server, &path, BOB_KEY, json!({"retainDays": 1})).await;
     assert_eq!(status, StatusCode::NOT_FOUND);
 
+    // JSON Schema counts 3.0 as the integer 3.
+    let (status, body) = patch(&server, &path, ALICE_KEY, json!({"retainDays": 3.0})).await;
+    assert_eq!(
+        (status, body["retainDays"].clone()),
+        (StatusCode::OK, json!(3))
+    );
     let (status, body) = patch(&server, &path, ALICE_KEY, json!({"retainDays": null})).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.get("retainDays").is_none(), "{body}");
