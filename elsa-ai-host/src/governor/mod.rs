@@ -330,12 +330,14 @@ impl BoundToolInvoker {
     }
 
     /// Steps 1–7: everything that may refuse the call before it touches its arguments.
-    async fn check(
-        &self,
+    /// `registered` is the tool the called name reaches, if any (looked up once per call).
+    async fn check<'s>(
+        &'s self,
         call_id: &str,
         tool_name: &str,
+        registered: Option<&'s RegisteredTool>,
         arguments: &serde_json::Value,
-    ) -> Result<(&RegisteredTool, AgentScope<'_>), Refusal> {
+    ) -> Result<(&'s RegisteredTool, AgentScope<'s>), Refusal> {
         let g = &*self.governor;
         let scope = &self.scope;
         let actor = self.observe(
@@ -347,18 +349,15 @@ impl BoundToolInvoker {
             call_id,
             GovernanceStep::ResolveAgentScope,
             ResolveAgentScope {
-                registry: &g.registry,
+                agents: g.registry.agents(),
                 narrowed: &self.narrowed,
             }
-            .run(actor, &scope.agent, tool_name),
+            .run(actor, &scope.agent, tool_name, registered),
         )?;
         let tool = self.observe(
             call_id,
             GovernanceStep::FindTool,
-            FindTool {
-                registry: &g.registry,
-            }
-            .run(&agent_scope, tool_name),
+            FindTool.run(&agent_scope, tool_name, registered),
         )?;
         let enabled = CheckEnablement {
             store: g.registry.enablement().as_ref(),
@@ -406,10 +405,8 @@ impl BoundToolInvoker {
         // Shared by the call's events and audit details instead of copied into each. Records
         // and metrics name a tool by its canonical name, whichever name the call used.
         let call_id: Arc<str> = invocation.call_id.into();
-        let (tool_name, called_as): (Arc<str>, Option<Arc<str>>) = match g
-            .registry
-            .registered(&invocation.tool_name)
-        {
+        let registered = g.registry.registered(&invocation.tool_name);
+        let (tool_name, called_as): (Arc<str>, Option<Arc<str>>) = match registered {
             Some(tool) if **tool.name() == *invocation.tool_name => (Arc::clone(tool.name()), None),
             Some(tool) => (Arc::clone(tool.name()), Some(invocation.tool_name.into())),
             None => (invocation.tool_name.into(), None),
@@ -436,7 +433,7 @@ impl BoundToolInvoker {
         let call_id: &str = record.call_id;
 
         let (tool, agent_scope) = match self
-            .check(call_id, record.tool_name, &invocation.arguments)
+            .check(call_id, record.tool_name, registered, &invocation.arguments)
             .await
         {
             Ok(checked) => checked,

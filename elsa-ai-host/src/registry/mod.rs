@@ -73,6 +73,14 @@ impl RegisteredTool {
         &self.name
     }
 
+    /// Whether the agent's scope names the tool, by any name it answers to (an agent may
+    /// list either spelling).
+    pub fn named_by(&self, agent: &AiAgentDefinition) -> bool {
+        self.definition
+            .names()
+            .any(|name| agent_names_tool(agent, name))
+    }
+
     /// The tool itself.
     pub fn tool(&self) -> &Arc<dyn AiTool> {
         &self.tool
@@ -362,10 +370,9 @@ impl std::fmt::Display for ToolUnavailable {
 
 /// Whether the viewer's agent, if any, has the tool in scope (by either name) and the tool
 /// admits the agent.
-fn in_agent_scope(definition: &AiToolDefinition, viewer: &Viewer<'_>) -> bool {
+fn in_agent_scope(tool: &RegisteredTool, viewer: &Viewer<'_>) -> bool {
     viewer.agent.is_none_or(|agent| {
-        definition.names().any(|name| agent_names_tool(agent, name))
-            && tool_admits_agent(definition, &agent.name)
+        tool.named_by(agent) && tool_admits_agent(&tool.definition, &agent.name)
     })
 }
 
@@ -452,18 +459,6 @@ impl ToolRegistry {
         self.naming
     }
 
-    /// Whether the agent's scope names the tool called `name`, by any name the tool answers
-    /// to (an agent may list either spelling).
-    pub fn agent_names(&self, agent: &AiAgentDefinition, name: &str) -> bool {
-        match self.registered(name) {
-            Some(tool) => tool
-                .definition
-                .names()
-                .any(|name| agent_names_tool(agent, name)),
-            None => agent_names_tool(agent, name),
-        }
-    }
-
     async fn viewer<'a>(&'a self, query: &'a AiToolQuery) -> Result<Viewer<'a>, AiError> {
         let agent = query
             .agent
@@ -494,7 +489,7 @@ impl ToolRegistry {
             && query
                 .danger_level
                 .is_none_or(|d| d == definition.danger_level)
-            && in_agent_scope(definition, viewer)
+            && in_agent_scope(tool, viewer)
             && has_tenant(definition, viewer)
             && viewer.held.contains_all(&tool.required)
             && self.policy.admits(definition, viewer.may_propose)
@@ -511,6 +506,10 @@ impl ToolRegistry {
         query: &AiToolQuery,
     ) -> Result<Vec<Option<ToolAvailability<'a>>>, AiError> {
         let viewer = self.viewer(query).await?;
+        let held = match viewer.agent {
+            Some(agent) => AgentRegistry::effective_permissions(&query.caller, agent),
+            None => query.caller.permissions.clone(),
+        };
         Ok(names
             .iter()
             .map(|name| {
@@ -518,7 +517,7 @@ impl ToolRegistry {
                 let definition = &tool.definition;
                 let mut unmet = Vec::new();
                 if let Some(agent) = viewer.agent
-                    && !in_agent_scope(definition, &viewer)
+                    && !in_agent_scope(tool, &viewer)
                 {
                     unmet.push(ToolUnavailable::OutsideAgentScope {
                         agent: agent.name.clone(),
@@ -527,10 +526,6 @@ impl ToolRegistry {
                 if !has_tenant(definition, &viewer) {
                     unmet.push(ToolUnavailable::NoTenant);
                 }
-                let held = match viewer.agent {
-                    Some(agent) => AgentRegistry::effective_permissions(&query.caller, agent),
-                    None => query.caller.permissions.clone(),
-                };
                 let missing: Vec<Permission> = definition
                     .permissions
                     .iter()

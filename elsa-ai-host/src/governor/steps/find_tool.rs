@@ -4,24 +4,23 @@ use elsa_ai_abstractions::AiError;
 
 use super::AgentScope;
 use super::resolve_agent_scope::outside_scope;
-use crate::registry::{RegisteredTool, ToolRegistry, tool_admits_agent};
+use crate::registry::{RegisteredTool, tool_admits_agent};
 
-/// The tool must be registered for the caller's tenant (404 `tool_not_found`) and its
-/// `allowed_agents` must admit the agent (403 `tool_not_in_agent_scope`).
+/// The tool the name called (looked up once per call, by either name) must be registered
+/// for the caller's tenant (404 `tool_not_found`) and its `allowed_agents` must admit the
+/// agent (403 `tool_not_in_agent_scope`).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct FindTool<'r> {
-    pub registry: &'r ToolRegistry,
-}
+pub(crate) struct FindTool;
 
-impl<'r> FindTool<'r> {
-    pub fn run(
+impl FindTool {
+    pub fn run<'r>(
         &self,
         scope: &AgentScope<'_>,
         tool_name: &str,
+        registered: Option<&'r RegisteredTool>,
     ) -> Result<&'r RegisteredTool, AiError> {
-        let tool = self
-            .registry
-            .registered_for(tool_name, &scope.actor.caller.tenant_id)
+        let tool = registered
+            .filter(|tool| tool.serves(&scope.actor.caller.tenant_id))
             .ok_or_else(|| AiError::NotFound {
                 code: "tool_not_found".into(),
                 message: format!("tool '{tool_name}' not found"),
@@ -50,17 +49,12 @@ mod tests {
             .build();
         let caller = harness.caller();
         let scope = scope_for(&harness, &caller);
-        let step = FindTool {
-            registry: &harness.registry,
-        };
-        assert_eq!(
-            step.run(&scope, "demo.read").unwrap().definition().name,
-            "demo.read"
-        );
-        let missing = step.run(&scope, "demo.missing").unwrap_err();
+        let run = |name: &str| FindTool.run(&scope, name, harness.registry.registered(name));
+        assert_eq!(run("demo.read").unwrap().definition().name, "demo.read");
+        let missing = run("demo.missing").unwrap_err();
         assert_eq!((missing.status(), missing.code()), (404, "tool_not_found"));
         assert_eq!(
-            step.run(&scope, "demo.restricted").unwrap_err().code(),
+            run("demo.restricted").unwrap_err().code(),
             "tool_not_in_agent_scope"
         );
     }

@@ -7,7 +7,7 @@ use elsa_ai_abstractions::{AiAgentDefinition, AiCaller, AiError, Permission};
 
 use super::Actor;
 use crate::agents::AgentRegistry;
-use crate::registry::ToolRegistry;
+use crate::registry::{RegisteredTool, agent_names_tool};
 
 /// The actor under an agent: the agent's definition and the caller narrowed by it.
 #[derive(Clone, Debug)]
@@ -30,8 +30,7 @@ impl AgentScope<'_> {
 /// The tool's own `allowed_agents` is checked once the tool is found (step 3).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ResolveAgentScope<'r> {
-    /// The registry, for its agents and for the names each tool answers to.
-    pub registry: &'r ToolRegistry,
+    pub agents: &'r AgentRegistry,
     /// The narrowed caller, made on the first call of a bound turn (its caller and agent do
     /// not change, and neither do the registered agents) and shared by the turn's tools.
     pub narrowed: &'r OnceLock<Arc<AiCaller>>,
@@ -50,12 +49,18 @@ impl<'r> ResolveAgentScope<'r> {
         actor: Actor<'a>,
         agent: &str,
         tool_name: &str,
+        registered: Option<&RegisteredTool>,
     ) -> Result<AgentScope<'a>, AiError>
     where
         'r: 'a,
     {
-        let agent = self.registry.agents().resolve(agent)?;
-        if !self.registry.agent_names(agent, tool_name) {
+        let agent = self.agents.resolve(agent)?;
+        // A registered tool is named by any of its names; another name only as called.
+        let named = registered.map_or_else(
+            || agent_names_tool(agent, tool_name),
+            |tool| tool.named_by(agent),
+        );
+        if !named {
             return Err(outside_scope(&agent.name, tool_name));
         }
         let narrowed = self
@@ -78,19 +83,15 @@ mod tests {
     use crate::governor::steps::ResolveActor;
     use crate::testing::governance::test_agent;
 
-    fn registry() -> ToolRegistry {
+    fn registry() -> AgentRegistry {
         let mut off = test_agent("off-agent", &["demo.read"], &[Permission::READ_WORKFLOWS]);
         off.enabled = false;
-        let agents = AgentRegistry::builder()
+        AgentRegistry::builder()
             .with_builtin_agents()
             .unwrap()
             .agent(off)
             .unwrap()
-            .build();
-        ToolRegistry::builder().build(
-            Arc::new(agents),
-            Arc::new(crate::InMemoryToolEnablementStore::new()),
-        )
+            .build()
     }
 
     #[test]
@@ -104,10 +105,10 @@ mod tests {
         let actor = ResolveActor.run(&caller).unwrap();
         let narrowed = OnceLock::new();
         let scope = ResolveAgentScope {
-            registry: &agents,
+            agents: &agents,
             narrowed: &narrowed,
         }
-        .run(actor, WORKFLOW_AUTHOR, "workflow.getDefinition")
+        .run(actor, WORKFLOW_AUTHOR, "workflow.getDefinition", None)
         .unwrap();
         assert_eq!(
             scope.permissions().iter().collect::<Vec<_>>(),
@@ -134,22 +135,24 @@ mod tests {
         let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
         let narrowed = OnceLock::new();
         let step = ResolveAgentScope {
-            registry: &agents,
+            agents: &agents,
             narrowed: &narrowed,
         };
         let actor = ResolveActor.run(&caller).unwrap();
         assert_eq!(
-            step.run(actor, "ghost", "demo.read").unwrap_err().code(),
+            step.run(actor, "ghost", "demo.read", None)
+                .unwrap_err()
+                .code(),
             "agent_not_found"
         );
         assert_eq!(
-            step.run(actor, "off-agent", "demo.read")
+            step.run(actor, "off-agent", "demo.read", None)
                 .unwrap_err()
                 .code(),
             "agent_disabled"
         );
         let error = step
-            .run(actor, WORKFLOW_AUTHOR, "instance.get")
+            .run(actor, WORKFLOW_AUTHOR, "instance.get", None)
             .unwrap_err();
         assert_eq!(
             (error.status(), error.code()),
