@@ -16,27 +16,8 @@ use serde_json::Value;
 
 use crate::envelope::{Evidence, GroundedList, object, shown};
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, invalid, not_found, page, quoted};
+use crate::support::{Listing, built_in, clip, either, input, invalid, not_found, page, quoted};
 use crate::workflow::search_text;
-
-/// One argument given under either of two spellings (upstream Elsa's documents and code
-/// disagree): 400 `conflicting_arguments` when both are given and differ.
-fn either<T: PartialEq>(
-    names: (&str, &str),
-    first: Option<T>,
-    second: Option<T>,
-) -> Result<Option<T>, AiError> {
-    match (first, second) {
-        (Some(a), Some(b)) if a != b => Err(invalid(
-            "conflicting_arguments",
-            format!(
-                "'{}' and '{}' are the same filter; give one",
-                names.0, names.1
-            ),
-        )),
-        (a, b) => Ok(a.or(b)),
-    }
-}
 
 /// Arguments of `activities.catalog`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]

@@ -70,6 +70,35 @@ pub(crate) fn invalid(code: &str, message: impl Into<String>) -> AiError {
     AiError::bad_request(code, message)
 }
 
+/// One argument given under either of two spellings (upstream Elsa's documents and code
+/// disagree): 400 `conflicting_arguments` when both are given and differ.
+pub(crate) fn either<T: PartialEq>(
+    names: (&str, &str),
+    first: Option<T>,
+    second: Option<T>,
+) -> Result<Option<T>, AiError> {
+    match (first, second) {
+        (Some(a), Some(b)) if a != b => Err(invalid(
+            "conflicting_arguments",
+            format!(
+                "'{}' and '{}' are one argument spelled two ways, with different values; give one",
+                names.0, names.1
+            ),
+        )),
+        (a, b) => Ok(a.or(b)),
+    }
+}
+
+/// Text given under either of two spellings, trimmed (blank counts as not given).
+pub(crate) fn either_text(
+    names: (&str, &str),
+    first: Option<String>,
+    second: Option<String>,
+) -> Result<Option<String>, AiError> {
+    let trimmed = |t: Option<String>| t.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+    either(names, trimmed(first), trimmed(second))
+}
+
 /// The default and largest page a listing tool returns.
 pub(crate) const DEFAULT_LIMIT: usize = 20;
 /// The largest page a listing tool returns, whatever the model asks for.

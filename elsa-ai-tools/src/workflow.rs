@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::envelope::{Evidence, GroundedList, count, object, shown};
 use crate::graph::{CatalogGaps, DefinitionHeader, Graph, Structure};
 use crate::names;
-use crate::support::{Listing, built_in, clip, input, invalid, page, quoted};
+use crate::support::{Listing, built_in, clip, either, either_text, input, invalid, page, quoted};
 use crate::usages::{ScanLimit, scan_definitions};
 
 /// Which version of a definition to read: `"latest"`, `"published"` or a version number.
@@ -130,17 +130,6 @@ impl DefinitionLocator {
     }
 }
 
-/// A version id given as upstream's `id` or as `versionId`: 400 when both disagree.
-fn version_id(id: Option<String>, version_id: Option<String>) -> Result<Option<String>, AiError> {
-    match (id, version_id) {
-        (Some(a), Some(b)) if a != b => Err(invalid(
-            "conflicting_arguments",
-            "'id' and 'versionId' name different versions; give one",
-        )),
-        (a, b) => Ok(a.or(b)),
-    }
-}
-
 /// Arguments of `workflow.getDefinition`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -169,7 +158,7 @@ impl GetDefinitionInput {
     pub(crate) fn locator(self) -> Result<DefinitionLocator, AiError> {
         Ok(DefinitionLocator {
             definition_id: self.definition_id,
-            version_id: version_id(self.id, self.version_id)?,
+            version_id: either(("id", "versionId"), self.id, self.version_id)?,
             version: self.version,
             published: self.published,
         })
@@ -490,19 +479,12 @@ impl Default for ListDefinitions {
     }
 }
 
-/// Text given as `text` or `query`: 400 when both are given and differ.
+/// Free text given as `text` or as upstream's `query`.
 pub(crate) fn search_text(
     text: Option<String>,
     query: Option<String>,
 ) -> Result<Option<String>, AiError> {
-    let trimmed = |t: Option<String>| t.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
-    match (trimmed(text), trimmed(query)) {
-        (Some(a), Some(b)) if a != b => Err(invalid(
-            "conflicting_arguments",
-            "'text' and 'query' are the same filter; give one",
-        )),
-        (a, b) => Ok(a.or(b)),
-    }
+    either_text(("text", "query"), text, query)
 }
 
 #[async_trait]
