@@ -29,9 +29,15 @@ impl Permission {
     /// Search a tenant's runtime records (instances, incidents) without naming a workflow,
     /// instance, diagnostics scope or time range (SPEC §9, upstream FR-010).
     pub const ANALYZE_TENANT: Self = Self::from_static("analyze:tenant");
+    /// Propose, approve and apply operations on workflow instances (retry, cancel,
+    /// restart), besides the proposal permissions.
+    pub const OPERATE_WORKFLOW_INSTANCES: Self = Self::from_static("operate:workflow-instances");
+    /// Propose, approve and apply publishing, unpublishing and deleting definitions,
+    /// besides the proposal permissions.
+    pub const PUBLISH_WORKFLOWS: Self = Self::from_static("publish:workflows");
 
     /// Every permission Weaver defines.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 9] = [
         Self::READ_WORKFLOWS,
         Self::READ_WORKFLOW_INSTANCES,
         Self::READ_ACTIVITIES,
@@ -39,6 +45,8 @@ impl Permission {
         Self::APPLY_WORKFLOWS,
         Self::ADMIN_AI,
         Self::ANALYZE_TENANT,
+        Self::OPERATE_WORKFLOW_INSTANCES,
+        Self::PUBLISH_WORKFLOWS,
     ];
 
     /// A permission from a static name.

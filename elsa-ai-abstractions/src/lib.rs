@@ -60,8 +60,9 @@ pub use identity::{AiCaller, Permission};
 pub use ids::{AuditEventId, ConversationId, ProposalId};
 pub use mcp::{AiMcpServerRegistration, McpTransport};
 pub use proposal::{
-    AiProposal, AiProposalIntake, AiProposalStore, BaselineRef, ProposalDraft, ProposalKind,
-    ProposalPayload, ProposalQuery, ProposalStatus,
+    AiProposal, AiProposalIntake, AiProposalStore, BaselineRef, DeletionImpact, OperationDraft,
+    OperationPlan, OperationTarget, ProposalDraft, ProposalKind, ProposalPayload, ProposalQuery,
+    ProposalStatus, TargetOutcome, TargetResult,
 };
 pub use provider::{
     AiProvider, AiProviderEvent, AiProviderInfo, AiSessionHandle, AiTurnRequest,

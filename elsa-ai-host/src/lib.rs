@@ -252,7 +252,7 @@ type NameMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState
 
 pub use agents::{
     AgentRegistrationError, AgentRegistry, AgentRegistryBuilder, INSTANCE_DIAGNOSTICS,
-    WORKFLOW_AUTHOR, instance_diagnostics, workflow_author,
+    WORKFLOW_AUTHOR, WORKFLOW_OPERATOR, instance_diagnostics, workflow_author, workflow_operator,
 };
 pub use audit::{AuditTrail, InMemoryAuditLog};
 pub use clamp::{Clamped, ResultClamp, json_size};
@@ -280,8 +280,8 @@ pub use orchestrator::{
     ProviderSessions, chat_span,
 };
 pub use proposals::{
-    EXPIRY_ACTOR, InMemoryProposalStore, ProposalAction, ProposalService, ProposalServiceBuilder,
-    ProposalSettings,
+    EXPIRY_ACTOR, InMemoryProposalStore, OperationServices, ProposalAction, ProposalService,
+    ProposalServiceBuilder, ProposalSettings, TargetState,
 };
 pub use provider_router::{ProviderRouter, ProviderRouterBuilder};
 pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};

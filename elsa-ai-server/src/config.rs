@@ -239,6 +239,8 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     env WEAVER_RESULT_BUDGET_BYTES).
   retention_days = 30               Conversations idle this long are purged.
   proposal_ttl_days = 7             Proposals nobody acted on expire after this long.
+  max_operation_targets = 100       The most instances one retry, cancel or restart proposal
+                                    may name (at least 1).
   turn_lease_secs = 30              With a SQLite or PostgreSQL store: how long a running
                                     turn's claim on its conversation lasts without a heartbeat
                                     (renewed every third of it). Replicas sharing the store
@@ -689,6 +691,8 @@ pub struct LimitsConfig {
     pub retention_days: Option<u32>,
     /// Proposal time-to-live in days.
     pub proposal_ttl_days: Option<u32>,
+    /// The most instances one operation proposal may target.
+    pub max_operation_targets: Option<std::num::NonZeroUsize>,
     /// The lease of a running turn's claim in a shared store, in seconds.
     pub turn_lease_secs: Option<u64>,
     /// How long written data may stay unread by a client before its connection is closed,
@@ -1053,6 +1057,7 @@ mod tests {
             "result_budget_bytes",
             "retention_days",
             "proposal_ttl_days",
+            "max_operation_targets",
             "turn_lease_secs",
             "stalled_connection_secs",
             "WEAVER_DEV_KEY",

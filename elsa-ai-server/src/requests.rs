@@ -348,6 +348,16 @@ pub struct RejectBody {
     pub reason: String,
 }
 
+/// `POST /ai/proposals/{proposalId}/drop-targets`.
+#[derive(Clone, Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(example = json!({"targets": ["4f1c2a9b7e3d5a60"]}))]
+pub struct DropTargetsBody {
+    /// The instance ids to remove from the proposal (at least one must remain).
+    #[schema(min_items = 1)]
+    pub targets: Vec<String>,
+}
+
 /// `PATCH /ai/conversations/{conversationId}`: how long the owner keeps the conversation.
 #[derive(Clone, Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -14,7 +14,6 @@ pub(crate) mod names {
     pub const TENANT_BEHAVIOR: &[&str] = &["TenantScoped", "HostScoped", "CrossTenantDenied"];
     pub const AUDIT_BEHAVIOR: &[&str] = &["None", "RecordInvocation", "RecordInvocationAndResult"];
     pub const TOOL_SOURCE: &[&str] = &["BuiltIn", "Module", "Mcp"];
-    pub const PROPOSAL_KIND: &[&str] = &["Create", "Update"];
     pub const AUDIT_OUTCOME: &[&str] = &["Success", "Failure", "Denied"];
     pub const MESSAGE_ROLE: &[&str] = &["User", "Assistant", "Tool"];
     pub const STREAM_EVENT_TYPE: &[&str] = &[
@@ -83,10 +82,24 @@ pub(crate) fn tool_source() -> Object {
 
 /// `ProposalKind`.
 pub(crate) fn proposal_kind() -> Object {
+    let kinds: Vec<&str> = elsa_ai_abstractions::ProposalKind::ALL
+        .iter()
+        .map(|kind| kind.as_str())
+        .collect();
     string_enum(
-        "Whether a proposal creates or updates a definition.",
-        names::PROPOSAL_KIND,
+        "What a proposal does: write a definition (Create, Update) or act on instances \
+         (Retry, Cancel, Restart) or a definition (Publish, Unpublish, Delete).",
+        &kinds,
     )
+}
+
+/// `TargetResult`.
+pub(crate) fn target_result() -> Object {
+    let results: Vec<&str> = elsa_ai_abstractions::TargetResult::ALL
+        .iter()
+        .map(|result| result.as_str())
+        .collect();
+    string_enum("What applying an operation did to one target.", &results)
 }
 
 /// `ProposalStatus`.
@@ -267,7 +280,8 @@ mod tests {
         all_parse::<TenantBehavior>(names::TENANT_BEHAVIOR);
         all_parse::<AuditBehavior>(names::AUDIT_BEHAVIOR);
         all_parse::<ToolSource>(names::TOOL_SOURCE);
-        all_parse::<ProposalKind>(names::PROPOSAL_KIND);
+        let kinds: Vec<&str> = ProposalKind::ALL.iter().map(|k| k.as_str()).collect();
+        all_parse::<ProposalKind>(&kinds);
         all_parse::<AuditOutcome>(names::AUDIT_OUTCOME);
         all_parse::<MessageRole>(names::MESSAGE_ROLE);
         all_parse::<elsa_ai_abstractions::AiStreamEventType>(names::STREAM_EVENT_TYPE);

@@ -7,10 +7,10 @@ use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAgentDefinition, AiAuditEvent, AiConversation, AiMessage, AiProposal, AiProviderInfo,
     AiStreamEvent, AiStreamEventType, AiToolDefinition, AttachmentKind, AuditBehavior,
-    AuditOutcome, DangerLevel, MessageRole, ProposalKind, ProposalStatus, TenantBehavior,
-    ToolEnablement, ToolMutability, ToolSource,
+    AuditOutcome, DangerLevel, MessageRole, OperationPlan, ProposalKind, ProposalStatus,
+    TargetResult, TenantBehavior, ToolEnablement, ToolMutability, ToolSource,
 };
-use elsa_ai_host::ProposalAction;
+use elsa_ai_host::{ProposalAction, TargetState};
 use elsa_ai_mcp::McpServerStatus;
 use elsa_workflows::{Diagnostic, GraphDiff, Page, WorkflowDefinition};
 use serde::Serialize;
@@ -618,6 +618,9 @@ pub struct ProposalSummaryView {
     /// The workflow's name in the proposed definition.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Operations: how many instances or definitions it acts on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_count: Option<usize>,
     /// The conversation it came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conversation_id: Option<String>,
@@ -634,7 +637,8 @@ pub struct ProposalSummaryView {
     /// After this instant the proposal expires.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
-    /// The review actions the caller may take now: `approve`, `reject`, `apply`.
+    /// The review actions the caller may take now: `approve`, `reject`, `apply`,
+    /// `dropTargets`.
     #[schema(value_type = Vec<String>)]
     pub allowed_actions: Vec<&'static str>,
 }
@@ -647,7 +651,11 @@ impl ProposalSummaryView {
             kind: proposal.kind,
             status: proposal.status,
             definition_id: proposal.definition_id().to_owned(),
-            name: proposal.payload.definition.name().map(str::to_owned),
+            name: proposal
+                .definition()
+                .and_then(|definition| definition.name())
+                .map(str::to_owned),
+            target_count: proposal.operation.as_ref().map(|plan| plan.targets.len()),
             conversation_id: proposal.conversation_id.map(|id| id.as_str().to_owned()),
             rationale: proposal.rationale,
             error_count: proposal.diagnostics.iter().filter(|d| d.is_error()).count(),
@@ -687,9 +695,13 @@ pub struct ProposalView {
     /// For updates: the version the change was made against.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<BaselineView>,
-    /// The definition as it would be written.
+    /// Create and update: the definition as it would be written.
+    #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = crate::schema::workflow_definition)]
-    pub definition: WorkflowDefinition,
+    pub definition: Option<WorkflowDefinition>,
+    /// Retry, cancel, restart, publish, unpublish, delete: what will happen, to what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operation: Option<OperationView>,
     /// For updates: the structured patch the definition came from.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(schema_with = crate::schema::any_json)]
@@ -731,14 +743,26 @@ pub struct ProposalView {
     pub expires_at: Option<DateTime<Utc>>,
     /// Changes with every stored action.
     pub revision: u64,
-    /// The review actions the caller may take now: `approve`, `reject`, `apply`.
+    /// The review actions the caller may take now: `approve`, `reject`, `apply`,
+    /// `dropTargets`.
     #[schema(value_type = Vec<String>)]
     pub allowed_actions: Vec<&'static str>,
 }
 
 impl ProposalView {
-    /// The view of `proposal` for a caller who may take `allowed_actions`.
-    pub fn new(proposal: AiProposal, allowed_actions: &[ProposalAction]) -> Self {
+    /// The view of `proposal` for a caller who may take `allowed_actions`; `current` is
+    /// each operation target's state now, in the targets' order (empty when not read).
+    pub fn new(
+        proposal: AiProposal,
+        allowed_actions: &[ProposalAction],
+        current: Vec<TargetState>,
+    ) -> Self {
+        let operation = proposal
+            .operation
+            .as_ref()
+            .map(|plan| OperationView::new(proposal.kind, plan, current));
+        let definition_id = proposal.definition_id().to_owned();
+        let payload = proposal.payload;
         Self {
             id: proposal.id.as_str().to_owned(),
             tenant_id: proposal.tenant_id.as_str().to_owned(),
@@ -748,13 +772,14 @@ impl ProposalView {
                 .map(|id| id.as_str().to_owned()),
             kind: proposal.kind,
             status: proposal.status,
-            definition_id: proposal.definition_id().to_owned(),
+            definition_id,
             baseline: proposal.baseline.map(|b| BaselineView {
                 definition_id: b.definition_id,
                 version: b.version,
             }),
-            definition: proposal.payload.definition,
-            patch: proposal.payload.patch,
+            definition: payload.as_ref().map(|p| p.definition.clone()),
+            operation,
+            patch: payload.and_then(|p| p.patch),
             rationale: proposal.rationale,
             warnings: proposal.warnings,
             diagnostics: proposal.diagnostics,
@@ -776,6 +801,175 @@ impl ProposalView {
             allowed_actions: action_names(allowed_actions),
         }
     }
+}
+
+/// What an operation proposal will do, in words and as a table of its targets.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OperationView {
+    /// What applying it does, in one or two sentences.
+    pub description: String,
+    /// Each target: its state when proposed, its state now, and after the apply its outcome.
+    pub targets: Vec<TargetView>,
+    /// Delete: what the deletion removes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deletion: Option<DeletionView>,
+}
+
+impl OperationView {
+    fn new(kind: ProposalKind, plan: &OperationPlan, current: Vec<TargetState>) -> Self {
+        let mut current = current.into_iter();
+        Self {
+            description: describe(kind, plan),
+            targets: plan
+                .targets
+                .iter()
+                .map(|target| TargetView {
+                    id: target.id.clone(),
+                    definition_id: target.definition_id.clone(),
+                    version: target.version,
+                    proposed: StateView {
+                        exists: true,
+                        status: target.status.map(|s| s.as_str()),
+                        sub_status: target.sub_status.map(|s| s.as_str()),
+                        latest_version: target.latest_version,
+                        published_version: target.published_version,
+                    },
+                    current: current.next().map(|state| StateView {
+                        exists: state.exists,
+                        status: state.status.map(|s| s.as_str()),
+                        sub_status: state.sub_status.map(|s| s.as_str()),
+                        latest_version: state.latest_version,
+                        published_version: state.published_version,
+                    }),
+                    outcome: target.outcome.as_ref().map(|outcome| OutcomeView {
+                        result: outcome.result,
+                        reason: outcome.reason.clone(),
+                        new_instance_id: outcome.new_instance_id.clone(),
+                    }),
+                })
+                .collect(),
+            deletion: plan.deletion.as_ref().map(|deletion| DeletionView {
+                versions: deletion.versions.clone(),
+                published_version: deletion.published_version,
+                instance_count: deletion.instance_count,
+            }),
+        }
+    }
+}
+
+/// What applying `plan` does, for a reviewer.
+fn describe(kind: ProposalKind, plan: &OperationPlan) -> String {
+    let count = plan.targets.len();
+    let instances = if count == 1 {
+        "1 workflow instance".to_owned()
+    } else {
+        format!("{count} workflow instances")
+    };
+    let target = plan.targets.first();
+    let definition = target.map_or("", |t| t.id.as_str());
+    let version = target.map_or(0, |t| t.version);
+    let skipped = "Any target whose state changed since the proposal is skipped, not acted on.";
+    match kind {
+        ProposalKind::Retry => format!(
+            "Retry {instances}: each faulted instance runs again from its faulted activities.              {skipped}"
+        ),
+        ProposalKind::Cancel => {
+            format!("Cancel {instances}: each stops for good and cannot resume. {skipped}")
+        }
+        ProposalKind::Restart => format!(
+            "Restart {instances}: each is started again as a new instance of the same              definition version, with the same input and correlation id; the old instance              stays as it is. {skipped}"
+        ),
+        ProposalKind::Publish => format!(
+            "Publish version {version} of workflow '{definition}'{}: its triggers start new              instances of this version from then on. {skipped}",
+            target
+                .and_then(|t| t.published_version)
+                .map_or_else(String::new, |v| format!(
+                    " (replacing the published version {v})"
+                ))
+        ),
+        ProposalKind::Unpublish => format!(
+            "Unpublish version {version} of workflow '{definition}': no version is published              afterwards, so its triggers no longer start it; running instances go on. {skipped}"
+        ),
+        ProposalKind::Delete => {
+            let (versions, instances) = plan
+                .deletion
+                .as_ref()
+                .map_or((0, 0), |d| (d.versions.len(), d.instance_count));
+            format!(
+                "Delete workflow '{definition}' with all its {versions} version(s); this cannot                  be undone. {instances} instance(s) of it exist and lose their definition.                  {skipped}"
+            )
+        }
+        ProposalKind::Create | ProposalKind::Update => String::new(),
+    }
+}
+
+/// One target of an operation.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetView {
+    /// The instance id, or for definition operations the definition id.
+    pub id: String,
+    /// The definition (of the instance).
+    pub definition_id: String,
+    /// The definition version the instance runs, or the version acted on.
+    pub version: i32,
+    /// The state when proposed (the baseline the apply compares against).
+    pub proposed: StateView,
+    /// The state now, when it was read for this answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<StateView>,
+    /// After the apply: what happened to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<OutcomeView>,
+}
+
+/// A target's state: status and sub-status for instances, versions for definitions.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StateView {
+    /// Whether the target exists.
+    pub exists: bool,
+    /// Instances: the status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<&'static str>,
+    /// Instances: the sub-status.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub_status: Option<&'static str>,
+    /// Definitions: the latest version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latest_version: Option<i32>,
+    /// Definitions: the published version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_version: Option<i32>,
+}
+
+/// What the apply did to one target.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OutcomeView {
+    /// `Done`, `Stale` (its state changed; not acted on) or `Failed`.
+    #[schema(schema_with = crate::schema::target_result)]
+    pub result: TargetResult,
+    /// Why it was skipped or failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Restart: the new instance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new_instance_id: Option<String>,
+}
+
+/// What deleting a definition removes.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeletionView {
+    /// Every version number it has.
+    pub versions: Vec<i32>,
+    /// The published version, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub published_version: Option<i32>,
+    /// How many instances of it exist.
+    pub instance_count: u64,
 }
 
 #[cfg(test)]

@@ -88,6 +88,12 @@ impl GroundingFamily {
                 names::VALIDATE_DRAFT,
                 names::PROPOSE_CREATE,
                 names::PROPOSE_UPDATE,
+                names::PROPOSE_RETRY,
+                names::PROPOSE_CANCEL,
+                names::PROPOSE_RESTART,
+                names::PROPOSE_PUBLISH,
+                names::PROPOSE_UNPUBLISH,
+                names::PROPOSE_DELETE,
             ],
             Self::Runtime => &[
                 names::INSTANCE_SEARCH,

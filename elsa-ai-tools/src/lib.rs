@@ -215,6 +215,28 @@ pub mod names {
     pub const PROPOSE_CREATE: &str = "workflow.proposeCreate";
     /// `workflow.proposeUpdate`.
     pub const PROPOSE_UPDATE: &str = "workflow.proposeUpdate";
+    /// `instance.proposeRetry`.
+    pub const PROPOSE_RETRY: &str = "instance.proposeRetry";
+    /// `instance.proposeCancel`.
+    pub const PROPOSE_CANCEL: &str = "instance.proposeCancel";
+    /// `instance.proposeRestart`.
+    pub const PROPOSE_RESTART: &str = "instance.proposeRestart";
+    /// `workflow.proposePublish`.
+    pub const PROPOSE_PUBLISH: &str = "workflow.proposePublish";
+    /// `workflow.proposeUnpublish`.
+    pub const PROPOSE_UNPUBLISH: &str = "workflow.proposeUnpublish";
+    /// `workflow.proposeDelete`.
+    pub const PROPOSE_DELETE: &str = "workflow.proposeDelete";
+
+    /// The operational proposal tools (retry, cancel, restart, publish, unpublish, delete).
+    pub const OPERATIONS: &[&str] = &[
+        PROPOSE_RETRY,
+        PROPOSE_CANCEL,
+        PROPOSE_RESTART,
+        PROPOSE_PUBLISH,
+        PROPOSE_UNPUBLISH,
+        PROPOSE_DELETE,
+    ];
 
     /// Every built-in tool, sorted by name.
     pub const ALL: &[&str] = &[
@@ -228,6 +250,9 @@ pub mod names {
         INSTANCE_GET,
         INSTANCE_ACTIVITY_STATE,
         INSTANCE_ERRORS,
+        PROPOSE_CANCEL,
+        PROPOSE_RESTART,
+        PROPOSE_RETRY,
         INSTANCE_SEARCH,
         INSTANCE_SUMMARIZE,
         COMPARE_VERSIONS,
@@ -238,6 +263,9 @@ pub mod names {
         LIST_DEFINITIONS,
         LIST_VERSIONS,
         PROPOSE_CREATE,
+        PROPOSE_DELETE,
+        PROPOSE_PUBLISH,
+        PROPOSE_UNPUBLISH,
         PROPOSE_UPDATE,
         VALIDATE_DRAFT,
     ];
@@ -284,6 +312,18 @@ pub mod names {
         pub const AGGREGATE_FAILURES: &str = "instances.aggregateFailures";
         /// `instances.detectTrends`, for [`super::DETECT_TRENDS`].
         pub const DETECT_TRENDS: &str = "instances.detectTrends";
+        /// `instances.proposeRetry`, for [`super::PROPOSE_RETRY`].
+        pub const PROPOSE_RETRY: &str = "instances.proposeRetry";
+        /// `instances.proposeCancel`, for [`super::PROPOSE_CANCEL`].
+        pub const PROPOSE_CANCEL: &str = "instances.proposeCancel";
+        /// `instances.proposeRestart`, for [`super::PROPOSE_RESTART`].
+        pub const PROPOSE_RESTART: &str = "instances.proposeRestart";
+        /// `workflows.proposePublish`, for [`super::PROPOSE_PUBLISH`].
+        pub const PROPOSE_PUBLISH: &str = "workflows.proposePublish";
+        /// `workflows.proposeUnpublish`, for [`super::PROPOSE_UNPUBLISH`].
+        pub const PROPOSE_UNPUBLISH: &str = "workflows.proposeUnpublish";
+        /// `workflows.proposeDelete`, for [`super::PROPOSE_DELETE`].
+        pub const PROPOSE_DELETE: &str = "workflows.proposeDelete";
 
         /// The catalog of upstream spec 012 that Weaver serves, each name with the tool
         /// serving it (`activities.getDescriptor`, `incidents.search` and `incidents.get`
@@ -307,6 +347,12 @@ pub mod names {
             (INSTANCE_ACTIVITY_STATE, super::INSTANCE_ACTIVITY_STATE),
             (super::INCIDENTS_SEARCH, super::INCIDENTS_SEARCH),
             (super::INCIDENTS_GET, super::INCIDENTS_GET),
+            (PROPOSE_RETRY, super::PROPOSE_RETRY),
+            (PROPOSE_CANCEL, super::PROPOSE_CANCEL),
+            (PROPOSE_RESTART, super::PROPOSE_RESTART),
+            (PROPOSE_DELETE, super::PROPOSE_DELETE),
+            (PROPOSE_PUBLISH, super::PROPOSE_PUBLISH),
+            (PROPOSE_UNPUBLISH, super::PROPOSE_UNPUBLISH),
         ];
     }
 }

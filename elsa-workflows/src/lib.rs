@@ -119,8 +119,8 @@ pub use router::{TenantRouter, WorkflowServices};
 pub use store::{
     ActivityCatalog, DefinitionQuery, DefinitionSummary, DefinitionVersionRef,
     ExecutionRecordStore, IncidentQuery, IncidentSearch, IncidentStore, InstanceIncident,
-    InstanceQuery, VersionOptions, WorkflowDefinitionStore, WorkflowDefinitionWriter,
-    WorkflowInstanceStore,
+    InstanceQuery, VersionOptions, WorkflowDefinitionPublisher, WorkflowDefinitionStore,
+    WorkflowDefinitionWriter, WorkflowInstanceOperator, WorkflowInstanceStore,
 };
 pub use tenant::TenantId;
 pub use validate::{DraftValidator, mark_predating};

@@ -15,8 +15,9 @@ use crate::{
     ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
     DefinitionSummary, DefinitionVersionRef, ExecutionLogEntry, ExecutionRecordStore,
     IncidentQuery, IncidentSearch, IncidentStore, InstanceQuery, Page, PageRequest, TenantId,
-    VersionOptions, WorkflowDefinition, WorkflowDefinitionStore, WorkflowDefinitionWriter,
-    WorkflowError, WorkflowInstance, WorkflowInstanceStore,
+    VersionOptions, WorkflowDefinition, WorkflowDefinitionPublisher, WorkflowDefinitionStore,
+    WorkflowDefinitionWriter, WorkflowError, WorkflowInstance, WorkflowInstanceOperator,
+    WorkflowInstanceStore,
 };
 
 /// The workflow services of one tenant.
@@ -34,6 +35,10 @@ pub struct WorkflowServices {
     pub catalog: Arc<dyn ActivityCatalog>,
     /// Writes definitions.
     pub writer: Arc<dyn WorkflowDefinitionWriter>,
+    /// Cancels, retries and restarts instances.
+    pub operator: Arc<dyn WorkflowInstanceOperator>,
+    /// Publishes, unpublishes and deletes definitions.
+    pub publisher: Arc<dyn WorkflowDefinitionPublisher>,
 }
 
 impl WorkflowServices {
@@ -46,6 +51,8 @@ impl WorkflowServices {
             + IncidentStore
             + ActivityCatalog
             + WorkflowDefinitionWriter
+            + WorkflowInstanceOperator
+            + WorkflowDefinitionPublisher
             + 'static,
     {
         Self {
@@ -54,7 +61,9 @@ impl WorkflowServices {
             executions: backend.clone(),
             incidents: backend.clone(),
             catalog: backend.clone(),
-            writer: backend,
+            writer: backend.clone(),
+            operator: backend.clone(),
+            publisher: backend,
         }
     }
 }
@@ -315,6 +324,73 @@ impl WorkflowDefinitionWriter for TenantRouter {
             None => Err(WorkflowError::NotFound {
                 what: format!("workflow definition '{definition_id}'"),
             }),
+        }
+    }
+}
+
+/// The error of an operation for a tenant the router does not serve.
+fn unserved(what: String) -> WorkflowError {
+    WorkflowError::NotFound { what }
+}
+
+#[async_trait]
+impl WorkflowInstanceOperator for TenantRouter {
+    async fn cancel(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.operator.cancel(tenant, instance_id).await,
+            None => Err(unserved(format!("workflow instance '{instance_id}'"))),
+        }
+    }
+
+    async fn retry(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.operator.retry(tenant, instance_id).await,
+            None => Err(unserved(format!("workflow instance '{instance_id}'"))),
+        }
+    }
+
+    async fn restart(
+        &self,
+        tenant: &TenantId,
+        instance: &WorkflowInstance,
+    ) -> Result<String, WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.operator.restart(tenant, instance).await,
+            None => Err(unserved(format!("workflow instance '{}'", instance.id()))),
+        }
+    }
+}
+
+#[async_trait]
+impl WorkflowDefinitionPublisher for TenantRouter {
+    async fn publish(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        version: i32,
+    ) -> Result<(), WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => {
+                services
+                    .publisher
+                    .publish(tenant, definition_id, version)
+                    .await
+            }
+            None => Err(unserved(format!("workflow definition '{definition_id}'"))),
+        }
+    }
+
+    async fn unpublish(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.publisher.unpublish(tenant, definition_id).await,
+            None => Err(unserved(format!("workflow definition '{definition_id}'"))),
+        }
+    }
+
+    async fn delete(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError> {
+        match self.services(tenant) {
+            Some(services) => services.publisher.delete(tenant, definition_id).await,
+            None => Err(unserved(format!("workflow definition '{definition_id}'"))),
         }
     }
 }

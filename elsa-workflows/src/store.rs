@@ -340,6 +340,50 @@ pub trait WorkflowDefinitionWriter: Send + Sync {
     ) -> Result<DefinitionVersionRef, WorkflowError>;
 }
 
+/// Acts on workflow instances: cancel, retry, restart. Only the proposal applier holds one,
+/// so an instance is acted on only by an approved proposal.
+///
+/// Each call acts on one instance of the caller's tenant; an instance of another tenant is
+/// [`WorkflowError::NotFound`], like a missing one. The caller checks the instance's state
+/// first (the backend acts on what it is asked to).
+#[async_trait]
+pub trait WorkflowInstanceOperator: Send + Sync {
+    /// Cancels a running instance.
+    async fn cancel(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError>;
+
+    /// Schedules a faulted instance's faulted activities again and lets it run on.
+    async fn retry(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError>;
+
+    /// Starts a new instance of `instance`'s definition version with the same input and
+    /// correlation id; returns the new instance's id.
+    async fn restart(
+        &self,
+        tenant: &TenantId,
+        instance: &WorkflowInstance,
+    ) -> Result<String, WorkflowError>;
+}
+
+/// Publishes, unpublishes and deletes workflow definitions. Only the proposal applier holds
+/// one.
+#[async_trait]
+pub trait WorkflowDefinitionPublisher: Send + Sync {
+    /// Publishes `version` of the definition, which must be its latest version (Elsa's
+    /// publish acts on the latest); the previously published version no longer is.
+    /// [`WorkflowError::Conflict`] when `version` is not the latest any more.
+    async fn publish(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        version: i32,
+    ) -> Result<(), WorkflowError>;
+
+    /// Makes the definition's published version unpublished (Elsa's "retract").
+    async fn unpublish(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError>;
+
+    /// Deletes the definition with all its versions.
+    async fn delete(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError>;
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

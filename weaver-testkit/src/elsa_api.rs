@@ -41,7 +41,37 @@
 //! - `GET descriptors/activities`: descriptors in Elsa Server's shape (flow and embedded
 //!   `ports`, inputs with `type`, `isWrapped`, `uiHint`, and the `isBrowsable`, `isStart`
 //!   and `isTerminal` flags, from the catalog shape given or Elsa's defaults), `{"items",
-//!   "count"}`.
+//!   "count"}`;
+//! - `POST cancel/workflow-instances/{id}` (no body): the instance, and its child instances
+//!   (`parentWorkflowInstanceId`), unless already `Finished`, become `Finished`/`Cancelled`
+//!   (in the model and its `workflowState`); 200 with an empty body, **also for an unknown
+//!   id**, as Elsa's cancellation service ignores one (Elsa 3.1+);
+//! - `POST alterations/workflows/retry` `{"workflowInstanceIds": [...], "activityIds"?}`:
+//!   each stored instance named becomes `Running`/`Executing`, `{"results": [...]}` with one
+//!   `RunAlterationsResult` per instance found (the activities of its incidents scheduled);
+//!   ids not stored are left out (still 200), as Elsa does; a body without the id list is
+//!   400 here (Elsa would read it as "every instance");
+//! - `POST workflow-definitions/{definitionId}/dispatch` `{"versionOptions"?, "correlationId"?,
+//!   "input"?, "instanceId"?}`: a new instance of the version selected (`Published` when not
+//!   given), `Running`/`Pending`, stored at once (Elsa runs it in the background),
+//!   `{"workflowInstanceId"}`; 404 when no version matches, 400 for input that is not an
+//!   object or `versionOptions` that is not text Elsa reads;
+//! - `POST workflow-definitions/{definitionId}/publish`: publishes the latest version (the
+//!   others are neither published nor latest any more), `{"workflowDefinition",
+//!   "alreadyPublished", "consumingWorkflowCount", "validationErrors"}` (Elsa 3.2+; nothing
+//!   changes when it already was); 404 when the definition has no version;
+//! - `POST workflow-definitions/{definitionId}/retract`: no version is published any more,
+//!   answering the model of the version that was; 400 with FastEndpoints' error body when
+//!   none was, 404 when the definition has no version;
+//! - `DELETE workflow-definitions/{definitionId}`: every version goes, and with them the
+//!   definition's instances and their execution records and journal (Elsa's
+//!   `DeleteWorkflowInstances` handler of `WorkflowDefinitionDeleting`); 204, 404 when
+//!   there was no version.
+//!
+//! Not reproduced: FastEndpoints answers a `POST` without a body and `Content-Type` to an
+//! endpoint whose request has only route values with 415 unless the endpoint allows it
+//! (Elsa's cancel endpoint does, `publish` and `retract` do not: Elsa's own API client posts
+//! `{}` as JSON to them); here any `POST` is accepted with or without a body.
 //!
 //! Every request needs the configured `Authorization` header (401 without it) and, when set,
 //! the `X-Tenant-Id` header. Tests can make every request fail with a status
@@ -49,7 +79,7 @@
 //! as a careless error page would), have another client save just before the next save
 //! ([`ElsaApiStandIn::concurrent_save_before_next`]), and read back every request received.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use axum::Router;
@@ -58,7 +88,7 @@ use axum::extract::{OriginalUri, Path, Query, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{delete, get, post};
 use chrono::{DateTime, TimeDelta, Utc};
 use elsa_workflows::{
     DefinitionQuery, InstanceQuery, PageRequest, TenantId, WorkflowDefinitionStore,
@@ -181,9 +211,27 @@ impl ElsaApiStandIn {
                 "/workflow-definitions/{definition_id}/versions",
                 get(definition_versions),
             )
-            .route("/workflow-instances", axum::routing::post(list_instances))
+            .route(
+                "/workflow-definitions/{definition_id}",
+                delete(delete_definition),
+            )
+            .route(
+                "/workflow-definitions/{definition_id}/publish",
+                post(publish_definition),
+            )
+            .route(
+                "/workflow-definitions/{definition_id}/retract",
+                post(retract_definition),
+            )
+            .route(
+                "/workflow-definitions/{definition_id}/dispatch",
+                post(dispatch_definition),
+            )
+            .route("/workflow-instances", post(list_instances))
             .route("/workflow-instances/{id}", get(instance_by_id))
             .route("/workflow-instances/{id}/journal", get(instance_journal))
+            .route("/cancel/workflow-instances/{id}", post(cancel_instance))
+            .route("/alterations/workflows/retry", post(retry_instances))
             .route("/activity-executions/list", get(activity_executions))
             .route("/descriptors/activities", get(activity_descriptors))
             .layer(middleware::from_fn_with_state(data.clone(), gate))
@@ -883,6 +931,322 @@ fn save(
     versions.push(draft.clone());
     versions.sort_by_key(version_of);
     draft
+}
+
+/// The stored versions of a definition, `None` when it has none (Elsa's 404).
+fn versions_of<'a>(
+    data: &'a mut Data,
+    definition_id: &str,
+) -> Option<&'a mut Vec<Map<String, Value>>> {
+    data.definitions
+        .get_mut(definition_id)
+        .filter(|versions| !versions.is_empty())
+}
+
+/// `Publish`: the latest version (`VersionOptions.Latest`) is published unless it already
+/// is; `WorkflowDefinitionPublisher.PublishAsync` leaves no other version published or
+/// latest.
+async fn publish_definition(
+    State(data): State<Shared>,
+    Path(definition_id): Path<String>,
+) -> Response {
+    let mut data = lock(&data);
+    let Some(versions) = versions_of(&mut data, &definition_id) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let Some(latest) = versions.iter().rposition(|v| flag(v, "isLatest")) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let already_published = flag(&versions[latest], "isPublished");
+    if !already_published {
+        for (index, version) in versions.iter_mut().enumerate() {
+            version.insert("isPublished".into(), Value::Bool(index == latest));
+            version.insert("isLatest".into(), Value::Bool(index == latest));
+        }
+    }
+    axum::Json(json!({
+        "workflowDefinition": definition_model(&versions[latest]),
+        "alreadyPublished": already_published,
+        "consumingWorkflowCount": 0,
+        "validationErrors": [],
+    }))
+    .into_response()
+}
+
+/// `Retract`: the published version is published no more; 400 when none is.
+async fn retract_definition(
+    State(data): State<Shared>,
+    Path(definition_id): Path<String>,
+) -> Response {
+    let mut data = lock(&data);
+    let Some(versions) = versions_of(&mut data, &definition_id) else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let mut retracted = None;
+    for version in versions.iter_mut().filter(|v| flag(v, "isPublished")) {
+        version.insert("isPublished".into(), Value::Bool(false));
+        retracted = Some(definition_model(version));
+    }
+    match retracted {
+        Some(model) => axum::Json(model).into_response(),
+        None => errors(
+            StatusCode::BAD_REQUEST,
+            &[format!("Workflow with id {definition_id} is not published")],
+        ),
+    }
+}
+
+/// `Delete`: every version, then (Elsa's `DeleteWorkflowInstances` notification handler)
+/// the definition's instances with their activity execution records and journal.
+async fn delete_definition(
+    State(data): State<Shared>,
+    Path(definition_id): Path<String>,
+) -> Response {
+    let mut data = lock(&data);
+    if versions_of(&mut data, &definition_id).is_none() {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    data.definitions.remove(&definition_id);
+    let gone: BTreeSet<String> = data
+        .instances
+        .iter()
+        .filter(|i| text(i, "definitionId") == Some(definition_id.as_str()))
+        .filter_map(|i| text(i, "id").map(str::to_owned))
+        .collect();
+    let kept = |record: &Map<String, Value>| {
+        text(record, "workflowInstanceId").is_none_or(|id| !gone.contains(id))
+    };
+    data.instances
+        .retain(|i| text(i, "id").is_none_or(|id| !gone.contains(id)));
+    data.executions.retain(kept);
+    data.journal.retain(kept);
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// `Dispatch`: a new instance of the version `versionOptions` selects (`Published` when
+/// absent or blank), stored at once as `Running`/`Pending`.
+async fn dispatch_definition(
+    State(data): State<Shared>,
+    Path(definition_id): Path<String>,
+    body: axum::body::Bytes,
+) -> Response {
+    let request: Map<String, Value> = if body.is_empty() {
+        Map::new()
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(Value::Object(map)) => map,
+            _ => {
+                return errors(
+                    StatusCode::BAD_REQUEST,
+                    &["The request body is not valid JSON.".to_owned()],
+                );
+            }
+        }
+    };
+    // `VersionOptionsJsonConverter` reads text only; blank text means `Published`.
+    let options = match request.get("versionOptions") {
+        None | Some(Value::Null) => "Published",
+        Some(Value::String(text)) if text.trim().is_empty() => "Published",
+        Some(Value::String(text)) => text.as_str(),
+        Some(_) => {
+            return errors(
+                StatusCode::BAD_REQUEST,
+                &["versionOptions must be text.".to_owned()],
+            );
+        }
+    };
+    let Some(select) = VersionSelect::parse(Some(options)) else {
+        return errors(
+            StatusCode::BAD_REQUEST,
+            &[format!("Invalid version options '{options}'.")],
+        );
+    };
+    let input = match request.get("input") {
+        None | Some(Value::Null) => Value::Null,
+        Some(Value::Object(input)) => Value::Object(input.clone()),
+        Some(_) => {
+            return errors(
+                StatusCode::BAD_REQUEST,
+                &["Input must be a dictionary.".to_owned()],
+            );
+        }
+    };
+    let correlation_id = request.get("correlationId").cloned().unwrap_or(Value::Null);
+    let mut data = lock(&data);
+    let Some(version) = data
+        .definitions
+        .get(&definition_id)
+        .and_then(|versions| versions.iter().rev().find(|v| select.matches(v)))
+        .cloned()
+    else {
+        return StatusCode::NOT_FOUND.into_response();
+    };
+    let id = match text(&request, "instanceId").filter(|id| !id.is_empty()) {
+        Some(id) => id.to_owned(),
+        None => data.new_id(),
+    };
+    let now = Utc::now().to_rfc3339();
+    let model = json!({
+        "id": id,
+        "definitionId": definition_id,
+        "definitionVersionId": version.get("id"),
+        "version": version_of(&version),
+        "parentWorkflowInstanceId": null,
+        "workflowState": {
+            "id": id,
+            "definitionId": definition_id,
+            "definitionVersionId": version.get("id"),
+            "definitionVersion": version_of(&version),
+            "correlationId": correlation_id,
+            "status": "Running",
+            "subStatus": "Pending",
+            "bookmarks": [],
+            "incidents": [],
+            "input": input,
+            "createdAt": now,
+            "updatedAt": now,
+        },
+        "status": "Running",
+        "subStatus": "Pending",
+        "isExecuting": false,
+        "correlationId": correlation_id,
+        "name": version.get("name"),
+        "incidentCount": 0,
+        "isSystem": false,
+        "createdAt": now,
+        "updatedAt": now,
+        "finishedAt": null,
+    });
+    data.instances
+        .retain(|i| text(i, "id") != Some(id.as_str()));
+    if let Value::Object(model) = model {
+        data.instances.push(model);
+    }
+    axum::Json(json!({"workflowInstanceId": id})).into_response()
+}
+
+/// Sets an instance's status and sub-status, in its model and its `workflowState`, with the
+/// update time (and the finish time: now when finished, none otherwise).
+fn set_run_status(instance: &mut Map<String, Value>, status: &str, sub_status: &str) {
+    let now = Value::String(Utc::now().to_rfc3339());
+    let finished = if status == "Finished" {
+        now.clone()
+    } else {
+        Value::Null
+    };
+    let set = |map: &mut Map<String, Value>| {
+        map.insert("status".into(), json!(status));
+        map.insert("subStatus".into(), json!(sub_status));
+        map.insert("updatedAt".into(), now.clone());
+        map.insert("finishedAt".into(), finished.clone());
+    };
+    set(instance);
+    if let Some(Value::Object(state)) = instance.get_mut("workflowState") {
+        set(state);
+    }
+}
+
+/// `Cancel` over `WorkflowCancellationService`: the instance and its children, the finished
+/// ones left as they are; always 200 with no body (an unknown id is ignored).
+async fn cancel_instance(State(data): State<Shared>, Path(id): Path<String>) -> Response {
+    let mut data = lock(&data);
+    let mut pending = vec![id];
+    let mut seen = BTreeSet::new();
+    while let Some(id) = pending.pop() {
+        if !seen.insert(id.clone()) {
+            continue;
+        }
+        for instance in &mut data.instances {
+            if text(instance, "id") == Some(id.as_str())
+                && text(instance, "status") != Some("Finished")
+            {
+                set_run_status(instance, "Finished", "Cancelled");
+            }
+            if text(instance, "parentWorkflowInstanceId") == Some(id.as_str())
+                && let Some(child) = text(instance, "id")
+            {
+                pending.push(child.to_owned());
+            }
+        }
+    }
+    StatusCode::OK.into_response()
+}
+
+/// The ids of a JSON list of strings.
+fn id_list(value: Option<&Value>) -> Option<Vec<String>> {
+    value.and_then(Value::as_array).map(|ids| {
+        ids.iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
+/// `Retry` (`Elsa.Alterations`): each stored instance named gets the activities of its
+/// incidents (or the `activityIds` given) scheduled again and runs on.
+async fn retry_instances(State(data): State<Shared>, body: axum::body::Bytes) -> Response {
+    let request = match serde_json::from_slice::<Value>(&body) {
+        Ok(Value::Object(map)) => map,
+        _ => {
+            return errors(
+                StatusCode::BAD_REQUEST,
+                &["The request body is not valid JSON.".to_owned()],
+            );
+        }
+    };
+    let Some(ids) = id_list(request.get("workflowInstanceIds")) else {
+        return errors(
+            StatusCode::BAD_REQUEST,
+            &["workflowInstanceIds is required.".to_owned()],
+        );
+    };
+    let activity_ids = id_list(request.get("activityIds")).filter(|list| !list.is_empty());
+    let now = Utc::now().to_rfc3339();
+    let mut data = lock(&data);
+    let mut results = Vec::new();
+    for instance in &mut data.instances {
+        let Some(id) = text(instance, "id").map(str::to_owned) else {
+            continue;
+        };
+        if !ids.contains(&id) {
+            continue;
+        }
+        let scheduled = activity_ids.clone().unwrap_or_else(|| {
+            let mut faulted: Vec<String> = Vec::new();
+            let incidents = instance
+                .get("workflowState")
+                .and_then(|state| state.get("incidents"))
+                .and_then(Value::as_array);
+            for activity in incidents
+                .into_iter()
+                .flatten()
+                .filter_map(|incident| incident.get("activityId").and_then(Value::as_str))
+            {
+                if !faulted.iter().any(|a| a == activity) {
+                    faulted.push(activity.to_owned());
+                }
+            }
+            faulted
+        });
+        set_run_status(instance, "Running", "Executing");
+        let entries: Vec<Value> = scheduled
+            .iter()
+            .map(|activity| {
+                json!({
+                    "message": format!("Scheduled activity {activity}"),
+                    "logLevel": "Information",
+                    "timestamp": now,
+                })
+            })
+            .collect();
+        results.push(json!({
+            "workflowInstanceId": id,
+            "log": {"logEntries": entries},
+            "workflowHasScheduledWork": !scheduled.is_empty(),
+            "isSuccessful": !scheduled.is_empty(),
+        }));
+    }
+    axum::Json(json!({"results": results})).into_response()
 }
 
 async fn instance_by_id(State(data): State<Shared>, Path(id): Path<String>) -> Response {

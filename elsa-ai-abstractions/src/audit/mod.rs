@@ -51,6 +51,11 @@ impl AuditAction {
     /// An applied proposal's definition version was written (after the effect, naming the
     /// version the workflow store assigned; `proposal.applied` precedes the write).
     pub const PROPOSAL_WRITTEN: Self = Self::from_static("proposal.written");
+    /// One target of an applied operation was acted on, skipped as stale or failed (one
+    /// record per target, after its effect).
+    pub const PROPOSAL_TARGET: Self = Self::from_static("proposal.target");
+    /// A reviewer dropped targets from an operation proposal before approving it.
+    pub const PROPOSAL_TARGETS_DROPPED: Self = Self::from_static("proposal.targets_dropped");
     /// A proposal expired.
     pub const PROPOSAL_EXPIRED: Self = Self::from_static("proposal.expired");
     /// A conversation was deleted, with its messages and stream journal (never its content).

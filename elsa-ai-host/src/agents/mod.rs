@@ -1,4 +1,5 @@
-//! Agents: the built-in `workflow-author` and `instance-diagnostics` plus host-registered
+//! Agents: the built-in `workflow-author`, `instance-diagnostics` and `workflow-operator`
+//! plus host-registered
 //! ones, each a least-privilege scope. An agent's permissions only narrow the caller's;
 //! its instructions never grant anything.
 
@@ -8,7 +9,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use elsa_ai_abstractions::{AiAgentDefinition, AiCaller, AiError, Permission};
 
-pub use builtin::{INSTANCE_DIAGNOSTICS, WORKFLOW_AUTHOR, instance_diagnostics, workflow_author};
+pub use builtin::{
+    INSTANCE_DIAGNOSTICS, WORKFLOW_AUTHOR, WORKFLOW_OPERATOR, instance_diagnostics,
+    workflow_author, workflow_operator,
+};
 
 /// Why an agent definition was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -38,9 +42,11 @@ pub struct AgentRegistryBuilder {
 }
 
 impl AgentRegistryBuilder {
-    /// Adds `workflow-author` and `instance-diagnostics`.
+    /// Adds `workflow-author`, `instance-diagnostics` and `workflow-operator`.
     pub fn with_builtin_agents(self) -> Result<Self, AgentRegistrationError> {
-        self.agent(workflow_author())?.agent(instance_diagnostics())
+        self.agent(workflow_author())?
+            .agent(instance_diagnostics())?
+            .agent(workflow_operator())
     }
 
     /// Adds a host-defined agent, refusing invalid or duplicate definitions.
@@ -114,10 +120,14 @@ impl AgentRegistry {
         AgentRegistryBuilder::default()
     }
 
-    /// A registry of the two built-in agents.
+    /// A registry of the built-in agents.
     pub fn builtin() -> Self {
         let mut agents = BTreeMap::new();
-        for agent in [workflow_author(), instance_diagnostics()] {
+        for agent in [
+            workflow_author(),
+            instance_diagnostics(),
+            workflow_operator(),
+        ] {
             agents.insert(agent.name.clone(), agent);
         }
         Self { agents }

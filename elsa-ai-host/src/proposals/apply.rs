@@ -71,6 +71,17 @@ impl Inner {
         let actor = Actor::of(caller);
         self.authorize(caller, id, action).await?;
         let current = self.load_for(actor, id, action).await?;
+        self.authorize_operation(caller, &current, action).await?;
+        if current.kind.is_operation() {
+            return self.apply_operation(caller, current).await;
+        }
+        let Some(definition) = current.definition() else {
+            let error = AiError::internal(
+                "proposal_without_definition",
+                format!("proposal '{}' has no definition to write", current.id),
+            );
+            return Err(self.refuse(actor, action, (&current).into(), error).await);
+        };
 
         if let Some(stale) = self.baseline_conflict(&current).await? {
             return Err(self.refuse(actor, action, (&current).into(), stale).await);
@@ -93,7 +104,7 @@ impl Inner {
         let diagnostics = self
             .diagnostics(
                 &current.tenant_id,
-                &current.payload.definition,
+                definition,
                 baseline.as_ref().map(|(v, d)| (*v, d)),
             )
             .await?;
@@ -252,7 +263,11 @@ impl Inner {
 
     /// The one definition write of Weaver.
     async fn write(&self, claimed: &AiProposal) -> Result<DefinitionVersionRef, WorkflowError> {
-        let definition = claimed.payload.definition.clone();
+        let Some(definition) = claimed.definition().cloned() else {
+            return Err(WorkflowError::Backend {
+                message: format!("proposal '{}' has no definition to write", claimed.id),
+            });
+        };
         match &claimed.baseline {
             Some(baseline) => {
                 self.writer
@@ -270,7 +285,7 @@ impl Inner {
 
     /// Stores `applied` over the claim; retries store failures, never a conflict (only a
     /// takeover after the claim timeout changes a claimed proposal).
-    async fn record_applied(
+    pub(super) async fn record_applied(
         &self,
         claimed: &AiProposal,
         applied: &AiProposal,
@@ -300,12 +315,17 @@ impl Inner {
                         code = error.code(),
                         "a proposal was applied but could not be marked Applied"
                     );
+                    let done = match &applied.operation {
+                        Some(_) => format!("the {} operation was carried out", applied.kind.verb()),
+                        None => format!(
+                            "workflow '{}' was written as version {version}",
+                            applied.definition_id()
+                        ),
+                    };
                     return Err(AiError::internal(
                         "apply_unrecorded",
                         format!(
-                            "workflow '{}' was written as version {version}, but proposal '{}' \
-                             could not be marked Applied: {}",
-                            applied.definition_id(),
+                            "{done}, but proposal '{}' could not be marked Applied: {}",
                             claimed.id,
                             error.message()
                         ),
@@ -317,7 +337,7 @@ impl Inner {
 
     /// Gives up a claim after a failed apply, so that the proposal can be applied again (or
     /// rejected). If even that fails, the claim lapses after the claim timeout.
-    async fn release(&self, claimed: &AiProposal) {
+    pub(super) async fn release(&self, claimed: &AiProposal) {
         let mut released = claimed.clone();
         release_claim(&mut released);
         released.revision += 1;
@@ -395,7 +415,7 @@ impl Inner {
 fn stale(proposal: &AiProposal, message: String) -> AiError {
     let code = match proposal.kind {
         ProposalKind::Create => "definition_exists",
-        ProposalKind::Update => "stale_baseline",
+        _ => "stale_baseline",
     };
     AiError::Conflict {
         code: code.into(),

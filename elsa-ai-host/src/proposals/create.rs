@@ -18,7 +18,6 @@ impl Inner {
     ) -> Result<AiProposal, AiError> {
         let actor = Actor::of(caller);
         let id = ProposalId::generate();
-        let audit_action = AuditAction::PROPOSAL_CREATED;
         if let Err(error) = require(caller, &Permission::PROPOSE_WORKFLOWS) {
             return Err(self.refuse_creation(actor, &id, error).await);
         }
@@ -48,10 +47,11 @@ impl Inner {
             kind: draft.kind,
             status: review.status(),
             baseline: draft.baseline,
-            payload: ProposalPayload {
+            payload: Some(ProposalPayload {
                 definition: draft.definition,
                 patch: draft.patch,
-            },
+            }),
+            operation: None,
             rationale: self.redactor.redact_str(&draft.rationale).into_owned(),
             warnings: review.warnings,
             diagnostics: review.diagnostics,
@@ -72,25 +72,39 @@ impl Inner {
             caller.actor_id,
             match proposal.kind {
                 ProposalKind::Create => "creating",
-                ProposalKind::Update => "updating",
+                _ => "updating",
             },
             proposal.definition_id(),
             proposal.status.as_str()
         );
-        let details = transition_details(
-            "create",
-            None,
-            proposal.status,
-            &proposal,
-            json!({
-                "rationale": proposal.rationale,
-                "warnings": proposal.warnings,
-                "errors": proposal.diagnostics.iter().filter(|d| d.is_error()).count(),
-                "expiresAt": proposal.expires_at,
-                "graphDiff": proposal.graph_diff,
-                "definitionDigest": definition_digest(&proposal),
-            }),
-        );
+        let extra = json!({
+            "warnings": proposal.warnings,
+            "errors": proposal.diagnostics.iter().filter(|d| d.is_error()).count(),
+            "graphDiff": proposal.graph_diff,
+        });
+        self.record_new(actor, proposal, summary, extra).await
+    }
+
+    /// Audits a new proposal (before it is stored), stores it, counts and announces it.
+    /// Every creation record carries the rationale, expiry and digest besides `extra`.
+    pub(super) async fn record_new(
+        &self,
+        actor: Actor<'_>,
+        proposal: AiProposal,
+        summary: String,
+        extra: serde_json::Value,
+    ) -> Result<AiProposal, AiError> {
+        let audit_action = AuditAction::PROPOSAL_CREATED;
+        let mut details = json!({
+            "rationale": proposal.rationale,
+            "expiresAt": proposal.expires_at,
+            "definitionDigest": definition_digest(&proposal),
+        });
+        if let (Some(details), serde_json::Value::Object(extra)) = (details.as_object_mut(), extra)
+        {
+            details.extend(extra);
+        }
+        let details = transition_details("create", None, proposal.status, &proposal, details);
         self.audit(
             actor,
             audit_action.clone(),
@@ -153,6 +167,15 @@ impl Inner {
 /// The draft's kind, baseline and definition must fit together (400 otherwise).
 fn check_draft(draft: &ProposalDraft) -> Result<(), AiError> {
     let id = draft.definition.definition_id();
+    if draft.kind.is_operation() {
+        return Err(AiError::bad_request(
+            "not_a_definition_change",
+            format!(
+                "a {} proposal acts on existing objects; submit it as an operation",
+                draft.kind.as_str()
+            ),
+        ));
+    }
     if id.trim().is_empty() {
         return Err(AiError::bad_request(
             "definition_id_required",

@@ -12,6 +12,11 @@ use serde::{Deserialize, Serialize};
 /// | `Reject` | Validated, Blocked, Approved | Rejected | `apply:workflows` |
 /// | `Apply` | Approved | Applied (or Blocked when validation now fails) | `apply:workflows` |
 /// | `Expire` | Validated, Blocked, Approved | Expired | `apply:workflows` |
+/// | `DropTargets` | Validated | Validated (fewer targets) | `apply:workflows` |
+///
+/// Operations (retry, cancel, restart, publish, unpublish, delete) also need their kind's
+/// permission ([`ProposalKind::operation_permission`](elsa_ai_abstractions::ProposalKind))
+/// to be approved and applied.
 ///
 /// These are exactly the transitions [`ProposalStatus`] documents; creating a proposal
 /// (Draft → Validated or Blocked in one step) is not an action on a stored proposal.
@@ -28,16 +33,19 @@ pub enum ProposalAction {
     Apply,
     /// Retires it; the sweep does this when `expires_at` has passed.
     Expire,
+    /// A reviewer removes targets from an instance operation before approving it.
+    DropTargets,
 }
 
 impl ProposalAction {
     /// Every action.
-    pub const ALL: [Self; 5] = [
+    pub const ALL: [Self; 6] = [
         Self::Validate,
         Self::Approve,
         Self::Reject,
         Self::Apply,
         Self::Expire,
+        Self::DropTargets,
     ];
 
     /// The action's name as it appears in messages.
@@ -48,6 +56,7 @@ impl ProposalAction {
             Self::Reject => "reject",
             Self::Apply => "apply",
             Self::Expire => "expire",
+            Self::DropTargets => "dropTargets",
         }
     }
 
@@ -56,7 +65,7 @@ impl ProposalAction {
         use ProposalStatus::{Approved, Blocked, Draft, Validated};
         match self {
             Self::Validate => &[Draft, Blocked],
-            Self::Approve => &[Validated],
+            Self::Approve | Self::DropTargets => &[Validated],
             Self::Apply => &[Approved],
             Self::Reject | Self::Expire => &[Validated, Blocked, Approved],
         }
@@ -71,7 +80,7 @@ impl ProposalAction {
     pub fn permission(self) -> Permission {
         match self {
             Self::Validate => Permission::PROPOSE_WORKFLOWS,
-            Self::Approve | Self::Reject | Self::Apply | Self::Expire => {
+            Self::Approve | Self::Reject | Self::Apply | Self::Expire | Self::DropTargets => {
                 Permission::APPLY_WORKFLOWS
             }
         }
@@ -85,6 +94,7 @@ impl ProposalAction {
             Self::Reject => AuditAction::PROPOSAL_REJECTED,
             Self::Apply => AuditAction::PROPOSAL_APPLIED,
             Self::Expire => AuditAction::PROPOSAL_EXPIRED,
+            Self::DropTargets => AuditAction::PROPOSAL_TARGETS_DROPPED,
         }
     }
 }
@@ -122,6 +132,7 @@ mod tests {
             (Approved, Blocked, ProposalAction::Apply),
             (Approved, Rejected, ProposalAction::Reject),
             (Approved, Expired, ProposalAction::Expire),
+            (Validated, Validated, ProposalAction::DropTargets),
         ];
         for (from, _, action) in documented {
             assert!(action.is_allowed_from(from), "{action:?} from {from:?}");

@@ -16,6 +16,7 @@
 mod apply;
 mod create;
 mod lifecycle;
+mod operations;
 mod record;
 mod review;
 mod store;
@@ -27,7 +28,8 @@ use async_trait::async_trait;
 use chrono::TimeDelta;
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiError, AiProposal, AiProposalIntake, AiProposalStore, Clock,
-    ConversationId, Permission, ProposalDraft, ProposalId, ProposalQuery, ProposalStatus,
+    ConversationId, OperationDraft, Permission, ProposalDraft, ProposalId, ProposalQuery,
+    ProposalStatus,
 };
 use elsa_workflows::{
     ActivityCatalog, Page, PageRequest, TenantId, WorkflowDefinitionStore, WorkflowDefinitionWriter,
@@ -39,6 +41,7 @@ use crate::redaction::Redactor;
 use crate::stream::ConversationEvents;
 use crate::telemetry::Metrics;
 pub use lifecycle::ProposalAction;
+pub use operations::{OperationServices, TargetState};
 use record::{Actor, Note};
 pub use store::InMemoryProposalStore;
 
@@ -54,6 +57,8 @@ pub struct ProposalSettings {
     /// How long an apply may hold its claim on a proposal before another apply, a rejection
     /// or the expiry may take over (only a crashed apply holds one that long).
     pub claim_timeout: TimeDelta,
+    /// How many instances one operation proposal may target.
+    pub max_targets: usize,
 }
 
 impl Default for ProposalSettings {
@@ -61,6 +66,7 @@ impl Default for ProposalSettings {
         Self {
             ttl: Some(TimeDelta::days(7)),
             claim_timeout: TimeDelta::minutes(5),
+            max_targets: 100,
         }
     }
 }
@@ -104,6 +110,20 @@ impl ProposalServiceBuilder {
         self
     }
 
+    /// How many instances one operation proposal may target (default 100).
+    pub fn max_targets(mut self, max: usize) -> Self {
+        self.inner.settings.max_targets = max.max(1);
+        self
+    }
+
+    /// Lets the service propose and apply operations (retry, cancel, restart, publish,
+    /// unpublish, delete) through `services`. Without them, operation drafts are refused
+    /// with 503 `operations_unavailable`.
+    pub fn operations(mut self, services: OperationServices) -> Self {
+        self.inner.operations = Some(services);
+        self
+    }
+
     /// The service.
     pub fn build(self) -> ProposalService {
         ProposalService {
@@ -141,6 +161,7 @@ pub(crate) struct Inner {
     clock: Arc<dyn Clock>,
     metrics: Arc<Metrics>,
     settings: ProposalSettings,
+    operations: Option<OperationServices>,
     events: RwLock<Option<ConversationEvents>>,
 }
 
@@ -177,6 +198,7 @@ impl ProposalService {
                 clock,
                 metrics: Arc::new(Metrics::new()),
                 settings: ProposalSettings::default(),
+                operations: None,
                 events: RwLock::new(None),
             },
         }
@@ -218,22 +240,36 @@ impl ProposalService {
         self.inner.load(&caller.tenant_id, id).await
     }
 
-    /// The review actions (approve, reject, apply) `caller` could take on `proposal` now:
-    /// the permission held, the state allowing it, not past its expiry and no apply under
-    /// way. What a client offers as buttons; the action itself checks everything again.
+    /// The review actions (approve, reject, apply, and for instance operations with more
+    /// than one target dropTargets) `caller` could take on `proposal` now: the permissions
+    /// held (an operation's own included), the state allowing it, not past its expiry and no
+    /// apply under way. What a client offers as buttons; the action itself checks everything again.
     pub fn allowed_actions(&self, caller: &AiCaller, proposal: &AiProposal) -> Vec<ProposalAction> {
         let now = self.inner.clock.now();
         let open = caller.tenant_id == proposal.tenant_id
             && proposal.expires_at.is_none_or(|at| now < at)
             && self.inner.live_claim(proposal, now).is_none();
+        let operation_allowed = proposal
+            .kind
+            .operation_permission()
+            .is_none_or(|permission| caller.has(&permission));
+        let droppable = proposal.kind.targets_instances()
+            && proposal
+                .operation
+                .as_ref()
+                .is_some_and(|plan| plan.targets.len() > 1);
         [
             ProposalAction::Approve,
             ProposalAction::Reject,
             ProposalAction::Apply,
+            ProposalAction::DropTargets,
         ]
         .into_iter()
         .filter(|action| {
-            open && caller.has(&action.permission()) && action.is_allowed_from(proposal.status)
+            open && caller.has(&action.permission())
+                && action.is_allowed_from(proposal.status)
+                && (*action == ProposalAction::Reject || operation_allowed)
+                && (*action != ProposalAction::DropTargets || droppable)
         })
         .collect()
     }
@@ -259,12 +295,16 @@ impl ProposalService {
         let actor = Actor::of(caller);
         self.inner.authorize(caller, id, action).await?;
         let current = self.inner.load_for(actor, id, action).await?;
+        // Operations are Validated from the start and never reach a state Validate leaves.
+        let Some(definition) = current.definition() else {
+            return Err(invalid_state(action, &current));
+        };
         let review = self
             .inner
             .review(
                 &current.tenant_id,
                 current.baseline.as_ref(),
-                &current.payload.definition,
+                definition,
                 false,
             )
             .await?;
@@ -300,6 +340,9 @@ impl ProposalService {
         let actor = Actor::of(caller);
         self.inner.authorize(caller, id, action).await?;
         let current = self.inner.load_for(actor, id, action).await?;
+        self.inner
+            .authorize_operation(caller, &current, action)
+            .await?;
         let mut next = current.clone();
         next.status = ProposalStatus::Approved;
         next.reviewed_by = Some(caller.actor_id.clone());
@@ -374,6 +417,48 @@ impl ProposalService {
         self.inner.apply(caller, id).await
     }
 
+    /// Stores an operation (retry, cancel, restart, publish, unpublish, delete) as a
+    /// `Validated` proposal after reading each target's state (its baseline) and checking
+    /// that the operation applies to it.
+    ///
+    /// Errors: 403 without `propose:workflows` and the kind's permission; 400 for no
+    /// targets, too many, or several definitions; 404 `instance_not_found` /
+    /// `definition_not_found` for a target the caller may not read or that is not in their
+    /// tenant; 409 when the operation does not apply to a target's state
+    /// (`instance_not_faulted`, `instance_finished`, `instance_running`,
+    /// `already_published`, `version_not_latest`, `not_published`); 503
+    /// `operations_unavailable` when the host wired no operation services.
+    pub async fn create_operation(
+        &self,
+        caller: &AiCaller,
+        draft: OperationDraft,
+    ) -> Result<AiProposal, AiError> {
+        self.inner.create_operation(caller, draft).await
+    }
+
+    /// Removes `targets` from a `Validated` instance operation (a new revision, audited);
+    /// at least one target must remain (400 `targets_required`), and every id must be one
+    /// of its targets (400 `unknown_target`).
+    pub async fn drop_targets(
+        &self,
+        caller: &AiCaller,
+        id: &ProposalId,
+        targets: &[String],
+    ) -> Result<AiProposal, AiError> {
+        self.inner.drop_targets(caller, id, targets).await
+    }
+
+    /// The current state of each of an operation proposal's targets, in its order, for a
+    /// reviewer to compare with the state at proposal time (empty for other kinds).
+    pub async fn target_states(
+        &self,
+        caller: &AiCaller,
+        proposal: &AiProposal,
+    ) -> Result<Vec<TargetState>, AiError> {
+        require_reader(caller)?;
+        self.inner.target_states(proposal).await
+    }
+
     /// Expires a `Validated`, `Blocked` or `Approved` proposal now, whatever its
     /// `expires_at`.
     pub async fn expire(&self, caller: &AiCaller, id: &ProposalId) -> Result<AiProposal, AiError> {
@@ -396,6 +481,14 @@ impl ProposalService {
 impl AiProposalIntake for ProposalService {
     async fn submit(&self, caller: &AiCaller, draft: ProposalDraft) -> Result<AiProposal, AiError> {
         self.create(caller, draft).await
+    }
+
+    async fn submit_operation(
+        &self,
+        caller: &AiCaller,
+        draft: OperationDraft,
+    ) -> Result<AiProposal, AiError> {
+        self.create_operation(caller, draft).await
     }
 }
 

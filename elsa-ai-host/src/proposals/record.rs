@@ -172,14 +172,29 @@ impl Inner {
     }
 }
 
-/// The SHA-256 of the proposal's definition payload as stored (`sha256:<hex>`): the
-/// creation and apply records both carry it, so the audit trail shows that what was applied
-/// is exactly what was proposed and reviewed.
+/// The SHA-256 of the proposal's definition payload as stored (`sha256:<hex>`), or of an
+/// operation's targets with their baselines (outcomes left out): the creation and apply
+/// records both carry it, so the audit trail shows that what was applied is exactly what
+/// was proposed and reviewed.
 pub(crate) fn definition_digest(proposal: &AiProposal) -> String {
     use sha2::{Digest, Sha256};
     use std::fmt::Write;
-    // Serialising a definition cannot fail (string keys, no non-finite numbers reach it).
-    let bytes = serde_json::to_vec(&proposal.payload.definition).unwrap_or_default();
+    // Serialising a definition or a target cannot fail (string keys, no non-finite numbers).
+    let bytes = match (&proposal.payload, &proposal.operation) {
+        (Some(payload), _) => serde_json::to_vec(&payload.definition).unwrap_or_default(),
+        (None, Some(plan)) => {
+            let baselines: Vec<_> = plan
+                .targets
+                .iter()
+                .map(|target| elsa_ai_abstractions::OperationTarget {
+                    outcome: None,
+                    ..target.clone()
+                })
+                .collect();
+            serde_json::to_vec(&baselines).unwrap_or_default()
+        }
+        (None, None) => Vec::new(),
+    };
     let digest = Sha256::digest(&bytes);
     let mut text = String::with_capacity(7 + 2 * digest.len());
     text.push_str("sha256:");
@@ -218,15 +233,20 @@ impl<'a> From<&'a ProposalId> for ProposalRef<'a> {
 /// payload (clients read that from the proposal itself). `summary` and
 /// `workflowDefinitionId` are the strings Elsa Studio's panel reads.
 pub(crate) fn event_data(proposal: &AiProposal, previous: Option<ProposalStatus>) -> Value {
-    let summary = format!(
-        "{} workflow '{}': {}",
-        match proposal.kind {
-            elsa_ai_abstractions::ProposalKind::Create => "Create",
-            elsa_ai_abstractions::ProposalKind::Update => "Update",
-        },
-        proposal.definition_id(),
-        proposal.status.as_str()
-    );
+    let summary = match &proposal.operation {
+        Some(plan) if proposal.kind.targets_instances() => format!(
+            "{} {} instance(s): {}",
+            proposal.kind.as_str(),
+            plan.targets.len(),
+            proposal.status.as_str()
+        ),
+        _ => format!(
+            "{} workflow '{}': {}",
+            proposal.kind.as_str(),
+            proposal.definition_id(),
+            proposal.status.as_str()
+        ),
+    };
     json!({
         "proposalId": proposal.id,
         "status": proposal.status,
@@ -243,6 +263,7 @@ pub(crate) fn event_data(proposal: &AiProposal, previous: Option<ProposalStatus>
         "reviewReason": proposal.review_reason,
         "appliedBy": proposal.applied_version.as_ref().and(proposal.applied_by.as_ref()),
         "appliedVersion": proposal.applied_version,
+        "operation": proposal.operation,
         "expiresAt": proposal.expires_at,
         "revision": proposal.revision,
     })

@@ -149,10 +149,11 @@ mod tests {
             kind: ProposalKind::Create,
             status: ProposalStatus::Validated,
             baseline: None,
-            payload: ProposalPayload {
+            payload: Some(ProposalPayload {
                 definition: WorkflowDefinition::new_flowchart(definition, definition),
                 patch: None,
-            },
+            }),
+            operation: None,
             rationale: "because".into(),
             warnings: Vec::new(),
             diagnostics: Vec::new(),

@@ -13,8 +13,8 @@ use elsa_ai_abstractions::{
     AiConversationStore, AiError, AiMessage, AiProposal, AiProposalIntake,
     AiProviderToolInvocation, AiProviderToolInvoker, AiSessionHandle, AiTool, AiToolDefinition,
     AiToolEnablementStore, AiToolExecutionContext, AiToolResult, AiToolServices, AttachmentKind,
-    AuditBehavior, ConversationId, DangerLevel, Permission, ProposalDraft, TenantBehavior,
-    ToolEnablement, ToolMutability, ToolNaming, ToolSource,
+    AuditBehavior, ConversationId, DangerLevel, OperationDraft, Permission, ProposalDraft,
+    TenantBehavior, ToolEnablement, ToolMutability, ToolNaming, ToolSource,
 };
 use elsa_workflows::{
     ActivityCatalog, ActivityDescriptor, ActivityExecutionRecord, DefinitionQuery,
@@ -199,6 +199,17 @@ pub struct RefusingProposalIntake;
 #[async_trait]
 impl AiProposalIntake for RefusingProposalIntake {
     async fn submit(&self, _: &AiCaller, _: ProposalDraft) -> Result<AiProposal, AiError> {
+        Err(AiError::unavailable(
+            "no_proposal_service",
+            "this test has no proposal service",
+        ))
+    }
+
+    async fn submit_operation(
+        &self,
+        _: &AiCaller,
+        _: OperationDraft,
+    ) -> Result<AiProposal, AiError> {
         Err(AiError::unavailable(
             "no_proposal_service",
             "this test has no proposal service",

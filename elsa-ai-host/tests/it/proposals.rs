@@ -224,15 +224,26 @@ async fn every_action_from_every_state() {
                 ProposalAction::Reject => h.service.reject(&alice, &proposal.id, "no").await,
                 ProposalAction::Apply => h.service.apply(&alice, &proposal.id).await,
                 ProposalAction::Expire => h.service.expire(&alice, &proposal.id).await,
+                ProposalAction::DropTargets => {
+                    h.service
+                        .drop_targets(&alice, &proposal.id, &["i-1".into()])
+                        .await
+                }
             };
             let case = format!("{action:?} from {status:?}");
-            if action.is_allowed_from(status) {
+            if action.is_allowed_from(status) && action == ProposalAction::DropTargets {
+                // The state allows it, an update proposal has no targets to drop.
+                let error = refused(result);
+                assert_eq!(error.code(), "not_droppable", "{case}");
+                assert_eq!(h.stored(&proposal.id).await, proposal, "{case}: unchanged");
+            } else if action.is_allowed_from(status) {
                 let expected = match action {
                     ProposalAction::Validate => ProposalStatus::Validated,
                     ProposalAction::Approve => ProposalStatus::Approved,
                     ProposalAction::Reject => ProposalStatus::Rejected,
                     ProposalAction::Apply => ProposalStatus::Applied,
                     ProposalAction::Expire => ProposalStatus::Expired,
+                    ProposalAction::DropTargets => ProposalStatus::Validated,
                 };
                 let done = result.unwrap_or_else(|e| panic!("{case}: refused {e:?}"));
                 assert_eq!(done.status, expected, "{case}");

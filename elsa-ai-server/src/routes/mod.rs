@@ -98,6 +98,7 @@ fn api_routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(proposals::approve))
         .routes(routes!(proposals::reject))
         .routes(routes!(proposals::apply))
+        .routes(routes!(proposals::drop_targets))
         .routes(routes!(
             conversations::list_conversations,
             conversations::delete_conversations_of

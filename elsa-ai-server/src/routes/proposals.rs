@@ -8,7 +8,7 @@ use elsa_ai_abstractions::{AiCaller, AiProposal, ProposalId};
 use crate::api::WeaverApi;
 use crate::error::{ApiError, ErrorBody};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, Caller};
-use crate::requests::{ProposalQueryParams, RejectBody};
+use crate::requests::{DropTargetsBody, ProposalQueryParams, RejectBody};
 use crate::views::{PageView, ProposalSummaryView, ProposalView};
 
 /// The review inbox: the caller's tenant's proposals, newest first.
@@ -41,7 +41,8 @@ pub(crate) async fn list_proposals(
     })))
 }
 
-/// One proposal with its proposed definition, diagnostics and graph diff.
+/// One proposal with its proposed definition, diagnostics and graph diff, or for an
+/// operation what it will do and each target's state when proposed and now.
 #[utoipa::path(
     get,
     path = "/ai/proposals/{proposalId}",
@@ -64,7 +65,7 @@ pub(crate) async fn get_proposal(
         .proposals
         .find(&caller, &ProposalId::new(id))
         .await?;
-    Ok(Json(view(&api, &caller, proposal)))
+    Ok(Json(view(&api, &caller, proposal).await?))
 }
 
 /// Approves a `Validated` proposal; the caller becomes its reviewer.
@@ -91,7 +92,7 @@ pub(crate) async fn approve(
         .proposals
         .approve(&caller, &ProposalId::new(id))
         .await?;
-    Ok(Json(view(&api, &caller, proposal)))
+    Ok(Json(view(&api, &caller, proposal).await?))
 }
 
 /// Rejects a proposal with a reason for the requester.
@@ -121,7 +122,7 @@ pub(crate) async fn reject(
         .proposals
         .reject(&caller, &ProposalId::new(id), &body.reason)
         .await?;
-    Ok(Json(view(&api, &caller, proposal)))
+    Ok(Json(view(&api, &caller, proposal).await?))
 }
 
 /// Applies an `Approved` proposal: validation runs again and the baseline must still be the
@@ -150,11 +151,49 @@ pub(crate) async fn apply(
         .proposals
         .apply(&caller, &ProposalId::new(id))
         .await?;
-    Ok(Json(view(&api, &caller, proposal)))
+    Ok(Json(view(&api, &caller, proposal).await?))
 }
 
-/// The view of `proposal` with the review actions `caller` may take on it now.
-fn view(api: &WeaverApi, caller: &AiCaller, proposal: AiProposal) -> ProposalView {
-    let allowed = api.parts().proposals.allowed_actions(caller, &proposal);
-    ProposalView::new(proposal, &allowed)
+/// Removes instances from a `Validated` retry, cancel or restart proposal before it is
+/// approved (a new revision, audited).
+#[utoipa::path(
+    post,
+    path = "/ai/proposals/{proposalId}/drop-targets",
+    tag = "proposals",
+    params(("proposalId" = String, Path, description = "The proposal.")),
+    request_body = DropTargetsBody,
+    responses(
+        (status = 200, description = "The proposal with the remaining targets.", body = ProposalView),
+        (status = 400, description = "No targets named, one that is not a target, none would remain, or the proposal has no instance targets.", body = ErrorBody),
+        (status = 401, description = "No or invalid credentials.", body = ErrorBody),
+        (status = 403, description = "The caller lacks `apply:workflows` or the operation's permission.", body = ErrorBody),
+        (status = 404, description = "No such proposal in the caller's tenant.", body = ErrorBody),
+        (status = 409, description = "The proposal is not `Validated`.", body = ErrorBody),
+    )
+)]
+pub(crate) async fn drop_targets(
+    State(api): State<WeaverApi>,
+    Caller(caller): Caller,
+    ApiPath(id): ApiPath<String>,
+    ApiJson(body): ApiJson<DropTargetsBody>,
+) -> Result<Json<ProposalView>, ApiError> {
+    let proposal = api
+        .parts()
+        .proposals
+        .drop_targets(&caller, &ProposalId::new(id), &body.targets)
+        .await?;
+    Ok(Json(view(&api, &caller, proposal).await?))
+}
+
+/// The view of `proposal` with the review actions `caller` may take on it now and, for an
+/// operation, each target's state now.
+async fn view(
+    api: &WeaverApi,
+    caller: &AiCaller,
+    proposal: AiProposal,
+) -> Result<ProposalView, ApiError> {
+    let service = &api.parts().proposals;
+    let allowed = service.allowed_actions(caller, &proposal);
+    let current = service.target_states(caller, &proposal).await?;
+    Ok(ProposalView::new(proposal, &allowed, current))
 }

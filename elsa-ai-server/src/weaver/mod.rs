@@ -19,7 +19,7 @@ use chrono::TimeDelta;
 use elsa_ai_abstractions::{AiConversationStore, AiToolServices};
 use elsa_ai_host::{
     AgentRegistry, AttachmentSearch, AuditTrail, ChatOrchestrator, DEFAULT_TURN_LEASE, HostCore,
-    Metrics, OrchestratorSettings, ProposalService, Redactor, ToolRegistry,
+    Metrics, OperationServices, OrchestratorSettings, ProposalService, Redactor, ToolRegistry,
     builtin_context_providers,
 };
 use elsa_ai_mcp::{McpClients, McpEndpoint};
@@ -371,6 +371,12 @@ impl Weaver {
                     .map(|days| TimeDelta::days(i64::from(days)))
                     .or(Some(TimeDelta::days(7))),
             )
+            .max_targets(limits.max_operation_targets.map_or(100, |max| max.get()))
+            .operations(OperationServices {
+                instances: workflows.clone(),
+                operator: workflows.clone(),
+                publisher: workflows.clone(),
+            })
             .metrics(metrics.clone())
             .build();
         let services = AiToolServices {

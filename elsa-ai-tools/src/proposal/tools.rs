@@ -43,7 +43,8 @@ pub(crate) struct ProposalSummary {
     baseline: Option<BaselineRef>,
     validation: ValidationSummary,
     graph_diff: DiffSummary,
-    preview: Preview,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    preview: Option<Preview>,
     next_step: &'static str,
 }
 
@@ -61,7 +62,7 @@ impl ProposalSummary {
                 &proposal.graph_diff,
                 proposal.kind == ProposalKind::Update,
             ),
-            preview: Preview::of(&proposal.payload.definition),
+            preview: proposal.definition().map(Preview::of),
             next_step: "The proposal changes nothing yet: a person reviews it, and only an \
                         approved proposal is applied. Tell the user its id.",
         }

@@ -247,8 +247,8 @@ async fn propose_create_stores_a_validated_proposal_and_writes_nothing() {
     assert_eq!(stored.rationale, "New hires should get a welcome mail.");
     assert_eq!(stored.created_by, "alice");
     let log = stored
-        .payload
-        .definition
+        .definition()
+        .unwrap()
         .find_activity("log")
         .expect("drafted");
     assert_eq!(log.json()["text"]["expression"]["type"], "JavaScript");
@@ -364,10 +364,14 @@ async fn propose_update_patches_the_baseline_into_a_proposal_with_a_graph_diff()
 
     let id = ProposalId::new(got["proposalId"].as_str().unwrap());
     let stored = service.find(&world.alice(), &id).await.expect("stored");
-    let patched = &stored.payload.definition;
+    let patched = stored.definition().unwrap();
     assert!(patched.find_activity("wait").is_some());
     assert_eq!(patched.version(), 1, "the applier assigns the next version");
-    let patch = stored.payload.patch.as_ref().expect("the patch is kept");
+    let patch = stored
+        .payload
+        .as_ref()
+        .and_then(|p| p.patch.as_ref())
+        .expect("the patch is kept");
     assert_eq!(patch["format"], "weaver.workflowPatch/v1");
     assert_eq!(patch["operations"], insert_between());
     let unchanged = latest(&world, "greeting").await.expect("greeting");

@@ -39,6 +39,7 @@
 //! | `execution_log` | `GET workflow-instances/{id}/journal?skip=…&take=…` (`{"items", "totalCount"}`, by sequence) |
 //! | incident `search` | `POST workflow-instances` with `hasIncidents: true`, `orderBy: UpdatedAt` (at most [`INCIDENT_SCAN_LIMIT`] instances), then `GET workflow-instances/{id}` for each one's `incidents`; with an `instance_id`, only `GET workflow-instances/{id}` |
 //! | `create` / `update` | `POST workflow-definitions` with `{"model": …, "publish": …}` |
+//! | instance operations, publication, deletion | see [below](#operations) |
 //!
 //! Elsa's paged lists (`{"items": […], "totalCount": n}`, items possibly wrapped in
 //! `{"$values": […]}`) are read into [`Page`]s; a window whose offset is not a multiple of its
@@ -50,6 +51,28 @@
 //! this crate cannot read counts 0. The catalog is Elsa's, with the dynamic-outcome notes of
 //! Elsa's built-in activities added where the server's descriptors cannot express them
 //! (a flow switch's case labels, for example).
+//!
+//! # Operations
+//!
+//! Only an applied proposal reaches these ([`crate::WorkflowInstanceOperator`],
+//! [`crate::WorkflowDefinitionPublisher`]):
+//!
+//! | call | request | Elsa endpoint (module, first release) |
+//! |---|---|---|
+//! | `cancel` | `POST cancel/workflow-instances/{id}` (no body) | `WorkflowInstances/Cancel` (`Elsa.Workflows.Api`, 3.1.0) |
+//! | `retry` | `POST alterations/workflows/retry` with `{"workflowInstanceIds": [id]}`: Elsa schedules the activities of the instance's incidents again and dispatches it | `Workflows/Retry` (`Elsa.Alterations`, 3.0.0; the server must have the alterations module) |
+//! | `restart` | `POST workflow-definitions/{definitionId}/dispatch` with `{"versionOptions": "<version>", "correlationId", "input"}`; the answer's `workflowInstanceId` is the new instance | `WorkflowDefinitions/Dispatch` (3.0.0) |
+//! | `publish` | `POST workflow-definitions/{definitionId}/publish` (publishes the latest version) | `WorkflowDefinitions/Publish` (3.0.0) |
+//! | `unpublish` | `POST workflow-definitions/{definitionId}/retract` | `WorkflowDefinitions/Retract` (3.0.0) |
+//! | `delete` | `DELETE workflow-definitions/{definitionId}` (every version) | `WorkflowDefinitions/Delete` (3.0.0) |
+//!
+//! Read against elsa-core 3.8.0-rc2 (`src/modules/Elsa.Workflows.Api/Endpoints/`,
+//! `src/modules/Elsa.Alterations/Endpoints/`). Elsa's publish takes no version: it publishes
+//! whatever is latest, so `publish` first checks that the version asked for is still the
+//! latest ([`WorkflowError::Conflict`] otherwise). The window between that check and Elsa's
+//! publish, in which another Elsa client could save a newer draft, cannot be closed from
+//! outside Elsa; the caller compares states again before and reports what it finds.
+//! A 404 from any of these endpoints is [`WorkflowError::NotFound`].
 //!
 //! # Filters: what Elsa applies and what is applied here
 //!
@@ -135,6 +158,7 @@ mod client;
 mod config;
 mod definitions;
 mod instances;
+mod operations;
 mod paging;
 mod runtime;
 

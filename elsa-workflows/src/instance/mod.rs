@@ -229,6 +229,44 @@ impl WorkflowInstance {
         self.sub_status() == WorkflowSubStatus::Faulted
     }
 
+    /// Sets the status and sub-status (and `updatedAt`, and `finishedAt` when it finishes)
+    /// in every layer that holds them, as an operation on the run would change them.
+    pub fn set_status(
+        &mut self,
+        status: WorkflowStatus,
+        sub_status: WorkflowSubStatus,
+        at: DateTime<Utc>,
+    ) {
+        let at = Value::String(at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
+        let finished = status == WorkflowStatus::Finished;
+        let set = |map: &mut Map<String, Value>, force: bool| {
+            for (field, value) in [
+                ("status", Value::String(status.as_str().into())),
+                ("subStatus", Value::String(sub_status.as_str().into())),
+                ("updatedAt", at.clone()),
+            ] {
+                if force || map.contains_key(field) {
+                    map.insert(field.into(), value);
+                }
+            }
+            if finished && (force || map.contains_key("finishedAt")) {
+                map.insert("finishedAt".into(), at.clone());
+            } else if !finished && map.contains_key("finishedAt") {
+                map.insert("finishedAt".into(), Value::Null);
+            }
+        };
+        set(&mut self.document, true);
+        if let Some(Value::Object(state)) = self.document.get_mut(STATE) {
+            set(state, false);
+        }
+    }
+
+    /// The workflow input the run started with (`input` of the state or the document), if
+    /// it is an object.
+    pub fn input(&self) -> Option<&Map<String, Value>> {
+        self.field(&["input"]).and_then(Value::as_object)
+    }
+
     /// The outer document, then the wrapped state, each with its location.
     fn layers(&self) -> impl Iterator<Item = (&Map<String, Value>, Location)> {
         std::iter::once((&self.document, Vec::new())).chain(

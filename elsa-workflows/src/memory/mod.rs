@@ -8,6 +8,7 @@
 //! or from the samples shipped with the crate ([`crate::samples`]).
 
 mod folder;
+mod operations;
 mod seed;
 
 use std::collections::{BTreeMap, HashMap};

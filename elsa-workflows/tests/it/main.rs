@@ -6,6 +6,7 @@ mod elsa_server;
 mod fixture_definitions;
 mod fixture_instances;
 mod memory_backend;
+mod operations;
 mod query_filters;
 mod validate_command;
 mod validate_fixtures;

@@ -2,12 +2,13 @@
 
 use chrono::{DateTime, Duration};
 use elsa_ai_abstractions::{
-    AiProposal, AiProposalStore, BaselineRef, ConversationId, ProposalId, ProposalKind,
-    ProposalPayload, ProposalQuery, ProposalStatus,
+    AiProposal, AiProposalStore, BaselineRef, ConversationId, OperationPlan, OperationTarget,
+    ProposalId, ProposalKind, ProposalPayload, ProposalQuery, ProposalStatus, TargetOutcome,
+    TargetResult,
 };
 use elsa_workflows::{
     DefinitionVersionRef, Diagnostic, DiagnosticCode, GraphDiff, PageRequest, Severity, TenantId,
-    WorkflowDefinition,
+    WorkflowDefinition, WorkflowStatus, WorkflowSubStatus,
 };
 use serde_json::json;
 
@@ -48,10 +49,11 @@ pub fn sample(tenant: &TenantId, created_at: DateTime<chrono::Utc>) -> AiProposa
             definition_id: definition_id.clone(),
             version: 3,
         }),
-        payload: ProposalPayload {
+        payload: Some(ProposalPayload {
             definition,
             patch: Some(json!({"op": "setName", "value": "Nächtlicher Export ✓"})),
-        },
+        }),
+        operation: None,
         rationale: "rename the export".into(),
         warnings: vec!["renames a published workflow".into()],
         diagnostics: vec![Diagnostic {
@@ -79,16 +81,51 @@ pub fn sample(tenant: &TenantId, created_at: DateTime<chrono::Utc>) -> AiProposa
     }
 }
 
+/// An operation proposal: two instance targets with their baselines, one with its outcome.
+pub fn operation(tenant: &TenantId, created_at: DateTime<chrono::Utc>) -> AiProposal {
+    let target = |id: &str, outcome: Option<TargetOutcome>| OperationTarget {
+        id: id.into(),
+        definition_id: "orders".into(),
+        version: 2,
+        status: Some(WorkflowStatus::Finished),
+        sub_status: Some(WorkflowSubStatus::Faulted),
+        published_version: None,
+        latest_version: None,
+        outcome,
+    };
+    AiProposal {
+        kind: ProposalKind::Retry,
+        baseline: None,
+        payload: None,
+        operation: Some(OperationPlan {
+            targets: vec![
+                target(
+                    "i-1",
+                    Some(TargetOutcome {
+                        result: TargetResult::Stale,
+                        reason: Some("instance 'i-1' is Running/Executing now".into()),
+                        new_instance_id: None,
+                    }),
+                ),
+                target("i-2", None),
+            ],
+            deletion: None,
+        }),
+        applied_version: None,
+        ..sample(tenant, created_at)
+    }
+}
+
 /// A proposal with no optional field set.
 pub fn minimal(tenant: &TenantId, created_at: DateTime<chrono::Utc>) -> AiProposal {
     AiProposal {
         conversation_id: None,
         kind: ProposalKind::Create,
         baseline: None,
-        payload: ProposalPayload {
+        payload: Some(ProposalPayload {
             definition: WorkflowDefinition::new_flowchart(unique("wf"), "New"),
             patch: None,
-        },
+        }),
         warnings: Vec::new(),
         diagnostics: Vec::new(),
         reviewed_by: None,
@@ -118,13 +155,19 @@ async fn stored(store: &dyn AiProposalStore, proposal: &AiProposal) -> AiProposa
 pub async fn save_then_find_round_trips(store: &dyn AiProposalStore) {
     case("proposals: save then find round-trips");
     let tenant = tenant();
-    for proposal in [sample(&tenant, instant(0)), minimal(&tenant, instant(1))] {
+    for proposal in [
+        sample(&tenant, instant(0)),
+        minimal(&tenant, instant(1)),
+        operation(&tenant, instant(2)),
+    ] {
         store.save(&proposal).await.expect("save succeeds");
         let found = stored(store, &proposal).await;
         assert_eq!(found, proposal);
         assert_eq!(
-            found.payload.definition.to_json_string(),
-            proposal.payload.definition.to_json_string(),
+            found.definition().map(WorkflowDefinition::to_json_string),
+            proposal
+                .definition()
+                .map(WorkflowDefinition::to_json_string),
             "the definition's JSON comes back byte for byte, key order included"
         );
         assert_eq!(
