@@ -338,8 +338,8 @@ pub struct DeletionImpact {
     /// The published version, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub published_version: Option<i32>,
-    /// How many instances of the definition exist (Elsa keeps them; they lose their
-    /// definition).
+    /// How many instances of the definition exist (deleting a definition deletes its
+    /// instances).
     pub instance_count: u64,
 }
 

@@ -872,16 +872,20 @@ fn describe(kind: ProposalKind, plan: &OperationPlan) -> String {
     let skipped = "Any target whose state changed since the proposal is skipped, not acted on.";
     match kind {
         ProposalKind::Retry => format!(
-            "Retry {instances}: each faulted instance runs again from its faulted activities.              {skipped}"
+            "Retry {instances}: each faulted instance runs again from its faulted activities. \
+             {skipped}"
         ),
         ProposalKind::Cancel => {
             format!("Cancel {instances}: each stops for good and cannot resume. {skipped}")
         }
         ProposalKind::Restart => format!(
-            "Restart {instances}: each is started again as a new instance of the same              definition version, with the same input and correlation id; the old instance              stays as it is. {skipped}"
+            "Restart {instances}: each is started again as a new instance of the same \
+             definition version, with the same input and correlation id; the old instance \
+             stays as it is. {skipped}"
         ),
         ProposalKind::Publish => format!(
-            "Publish version {version} of workflow '{definition}'{}: its triggers start new              instances of this version from then on. {skipped}",
+            "Publish version {version} of workflow '{definition}'{}: its triggers start new \
+             instances of this version from then on. {skipped}",
             target
                 .and_then(|t| t.published_version)
                 .map_or_else(String::new, |v| format!(
@@ -889,7 +893,8 @@ fn describe(kind: ProposalKind, plan: &OperationPlan) -> String {
                 ))
         ),
         ProposalKind::Unpublish => format!(
-            "Unpublish version {version} of workflow '{definition}': no version is published              afterwards, so its triggers no longer start it; running instances go on. {skipped}"
+            "Unpublish version {version} of workflow '{definition}': no version is published \
+             afterwards, so its triggers no longer start it; running instances go on. {skipped}"
         ),
         ProposalKind::Delete => {
             let (versions, instances) = plan
@@ -897,7 +902,9 @@ fn describe(kind: ProposalKind, plan: &OperationPlan) -> String {
                 .as_ref()
                 .map_or((0, 0), |d| (d.versions.len(), d.instance_count));
             format!(
-                "Delete workflow '{definition}' with all its {versions} version(s); this cannot                  be undone. {instances} instance(s) of it exist and lose their definition.                  {skipped}"
+                "Delete workflow '{definition}' with all its {versions} version(s); this cannot \
+                 be undone. Its {instances} instance(s) are deleted with it. \
+                 {skipped}"
             )
         }
         ProposalKind::Create | ProposalKind::Update => String::new(),

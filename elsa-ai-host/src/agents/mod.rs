@@ -212,7 +212,25 @@ mod tests {
                 .permissions
                 .contains(&Permission::PROPOSE_WORKFLOWS)
         );
-        assert_eq!(registry.list().count(), 2);
+        let operator = registry.resolve(WORKFLOW_OPERATOR).unwrap();
+        assert!(operator.allows_tool("instance.summarize"));
+        for tool in [
+            "instance.proposeRetry",
+            "instance.proposeCancel",
+            "instance.proposeRestart",
+            "workflow.proposePublish",
+            "workflow.proposeUnpublish",
+            "workflow.proposeDelete",
+        ] {
+            assert!(operator.allows_tool(tool), "{tool}");
+            assert!(!author.allows_tool(tool), "the author does not get {tool}");
+            assert!(
+                !diagnostics.allows_tool(tool),
+                "diagnostics does not get {tool}"
+            );
+        }
+        assert!(!operator.allows_tool("workflow.proposeUpdate"));
+        assert_eq!(registry.list().count(), 3);
     }
 
     #[test]

@@ -387,8 +387,8 @@ impl Inner {
                 };
                 let instance_count = services.instances.search(tenant, &query).await?.total as u64;
                 warnings.push(format!(
-                    "deleting workflow '{id}' removes {} version(s){}; {instance_count} \
-                     instance(s) of it exist",
+                    "deleting workflow '{id}' removes {} version(s){} and its {instance_count} \
+                     instance(s)",
                     versions.len(),
                     published.map_or_else(String::new, |v| format!(
                         ", including the published version {v}"

@@ -48,7 +48,8 @@ pub const TEST_TENANT: &str = "acme";
 /// The conversation the harness caller owns.
 pub const TEST_CONVERSATION: &str = "conv-1";
 
-/// Every built-in permission.
+/// Every built-in permission but `analyze:tenant` (which lifts the runtime search scope
+/// that tests of scoped searches rely on).
 pub fn all_permissions() -> Vec<Permission> {
     vec![
         Permission::READ_WORKFLOWS,
@@ -57,6 +58,8 @@ pub fn all_permissions() -> Vec<Permission> {
         Permission::PROPOSE_WORKFLOWS,
         Permission::APPLY_WORKFLOWS,
         Permission::ADMIN_AI,
+        Permission::OPERATE_WORKFLOW_INSTANCES,
+        Permission::PUBLISH_WORKFLOWS,
     ]
 }
 

@@ -273,7 +273,7 @@ async fn every_action_from_every_state() {
             }
         }
     }
-    assert_eq!(n, 35);
+    assert_eq!(n, 42);
 }
 
 #[tokio::test]

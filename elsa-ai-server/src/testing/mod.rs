@@ -27,13 +27,15 @@ pub const BOB_KEY: &str = "test-key-bob-acme-readonly";
 /// `gina` in `globex`, with every permission.
 pub const GINA_KEY: &str = "test-key-gina-globex-0001";
 
-const ALL: [&str; 6] = [
+const ALL: [&str; 8] = [
     "read:workflows",
     "read:workflow-instances",
     "read:activities",
     "propose:workflows",
     "apply:workflows",
     "admin:ai",
+    "operate:workflow-instances",
+    "publish:workflows",
 ];
 
 /// Two tenants on the built-in samples, in memory, served by the demo provider, with

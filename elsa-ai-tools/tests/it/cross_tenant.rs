@@ -85,6 +85,28 @@ async fn tenants() -> Tenants {
             "System.InvalidOperationException",
         ),
     );
+    // A run still going and a definition with a published and a newer draft version, so
+    // that every operation applies to something of A's.
+    backend.insert_instance(
+        &acme,
+        elsa_workflows::WorkflowInstance::from_value(json!({
+            "id": "a-running", "definitionId": scoped, "version": 1,
+            "status": "Running", "subStatus": "Suspended", "createdAt": "2024-04-18T12:30:00Z"
+        }))
+        .expect("an instance"),
+    );
+    for (version, published) in [(1, true), (2, false)] {
+        backend
+            .insert_definition(
+                &acme,
+                elsa_workflows::WorkflowDefinition::from_value(json!({
+                    "definitionId": "a-drafted", "version": version, "isPublished": published,
+                    "name": "Drafted", "root": {"id": "r", "type": "Elsa.Flowchart", "activities": []}
+                }))
+                .expect("a definition"),
+            )
+            .expect("stored");
+    }
     let instances = WorkflowInstanceStore::search(
         backend.as_ref(),
         &acme,
@@ -259,6 +281,40 @@ impl Tenants {
             names::PROPOSE_CREATE,
             json!({"draft": {"name": "Fresh", "activities": [{"id": "a", "type": "Elsa.WriteLine"}]}, "rationale": "new"}),
         ));
+        // Operations read their targets' state: A's, under ids B has too (B's runs of the
+        // same ids are faulted and marked).
+        calls.push((
+            names::PROPOSE_RETRY,
+            json!({"instanceIds": ["a-run", RECORDED_RUN], "rationale": "transient"}),
+        ));
+        calls.push((
+            names::PROPOSE_RESTART,
+            json!({"instanceIds": ["a-run"], "rationale": "again"}),
+        ));
+        calls.push((
+            names::PROPOSE_CANCEL,
+            json!({"instanceIds": ["a-running"], "rationale": "stop"}),
+        ));
+        calls.push((
+            names::PROPOSE_CANCEL,
+            json!({"instanceIds": [B_ONLY_RUN], "rationale": "stop"}),
+        ));
+        calls.push((
+            names::PROPOSE_DELETE,
+            json!({"definitionId": self.scoped, "rationale": "unused"}),
+        ));
+        calls.push((
+            names::PROPOSE_PUBLISH,
+            json!({"definitionId": "a-drafted", "rationale": "ship"}),
+        ));
+        calls.push((
+            names::PROPOSE_UNPUBLISH,
+            json!({"definitionId": "a-drafted", "rationale": "retire"}),
+        ));
+        calls.push((
+            names::PROPOSE_PUBLISH,
+            json!({"definitionId": B_ONLY_DEFINITION, "rationale": "ship"}),
+        ));
         calls
     }
 
@@ -299,7 +355,10 @@ async fn no_tool_result_of_tenant_a_shows_tenant_b() {
         names::VALIDATE_DRAFT,
         names::PROPOSE_CREATE,
         names::PROPOSE_UPDATE,
-    ] {
+    ]
+    .iter()
+    .chain(names::OPERATIONS)
+    {
         harness.decide(tool, None, true).await;
     }
     let alice = elsa_ai_abstractions::AiCaller::new("alice", TEST_TENANT, all_permissions());
@@ -357,6 +416,14 @@ async fn no_tool_result_of_tenant_a_shows_tenant_b() {
             names::PROPOSE_UPDATE,
             json!({"definitionId": B_ONLY_DEFINITION, "baselineVersion": 1, "operations": [{"op": "setName", "name": "x"}], "rationale": "x"}),
         ),
+        (
+            names::PROPOSE_RETRY,
+            json!({"instanceIds": ["a-run", B_ONLY_RUN], "rationale": "x"}),
+        ),
+        (
+            names::PROPOSE_DELETE,
+            json!({"definitionId": B_ONLY_DEFINITION, "rationale": "x"}),
+        ),
     ] {
         let result = harness
             .call_as(alice.clone(), Vec::new(), tool, arguments)
@@ -406,13 +473,16 @@ async fn no_resolved_context_or_stream_event_of_tenant_a_shows_tenant_b() {
         names::VALIDATE_DRAFT,
         names::PROPOSE_CREATE,
         names::PROPOSE_UPDATE,
-    ] {
+    ]
+    .iter()
+    .chain(names::OPERATIONS)
+    {
         harness
             .registry
             .enablement()
             .set(&ToolEnablement {
                 tenant_id: TEST_TENANT.into(),
-                tool_name: tool.to_owned(),
+                tool_name: (*tool).to_owned(),
                 agent: None,
                 enabled: true,
                 changed_by: "admin".into(),

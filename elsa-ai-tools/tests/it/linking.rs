@@ -75,7 +75,29 @@ fn expected() -> Vec<Expected> {
             names::PROPOSE_UPDATE,
             &[Permission::PROPOSE_WORKFLOWS, definitions],
         ),
+        operation(names::PROPOSE_RETRY, Medium, operate()),
+        operation(names::PROPOSE_CANCEL, High, operate()),
+        operation(names::PROPOSE_RESTART, Medium, operate()),
+        operation(names::PROPOSE_PUBLISH, Medium, publish()),
+        operation(names::PROPOSE_UNPUBLISH, Medium, publish()),
+        operation(names::PROPOSE_DELETE, High, publish()),
     ]
+}
+
+fn operate() -> Permission {
+    Permission::OPERATE_WORKFLOW_INSTANCES
+}
+
+fn publish() -> Permission {
+    Permission::PUBLISH_WORKFLOWS
+}
+
+/// An operational proposal tool: proposal permission plus the operation's own.
+fn operation(name: &'static str, danger: DangerLevel, permission: Permission) -> Expected {
+    Expected {
+        danger,
+        ..proposal(name, &[Permission::PROPOSE_WORKFLOWS, permission])
+    }
 }
 
 fn registry() -> ToolRegistry {

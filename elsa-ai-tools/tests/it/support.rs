@@ -12,7 +12,9 @@ use elsa_ai_abstractions::{
 use elsa_ai_host::testing::governance::{
     GovernanceHarness, RefusingProposalIntake, TEST_TENANT, all_permissions, backend_services,
 };
-use elsa_ai_host::{HostCore, InMemoryAuditLog, InMemoryProposalStore, ProposalService, Redactor};
+use elsa_ai_host::{
+    HostCore, InMemoryAuditLog, InMemoryProposalStore, OperationServices, ProposalService, Redactor,
+};
 use elsa_ai_tools as _;
 use elsa_workflows::{
     InMemoryWorkflowBackend, InstanceQuery, Page, TenantId, TimeRange, WorkflowDefinition,
@@ -100,6 +102,11 @@ pub fn proposal_service(backend: &Arc<InMemoryWorkflowBackend>) -> ProposalServi
         backend.clone(),
         backend.clone(),
     )
+    .operations(OperationServices {
+        instances: backend.clone(),
+        operator: backend.clone(),
+        publisher: backend.clone(),
+    })
     .build()
 }
 

@@ -59,12 +59,12 @@
 //!
 //! | call | request | Elsa endpoint (module, first release) |
 //! |---|---|---|
-//! | `cancel` | `POST cancel/workflow-instances/{id}` (no body) | `WorkflowInstances/Cancel` (`Elsa.Workflows.Api`, 3.1.0) |
-//! | `retry` | `POST alterations/workflows/retry` with `{"workflowInstanceIds": [id]}`: Elsa schedules the activities of the instance's incidents again and dispatches it | `Workflows/Retry` (`Elsa.Alterations`, 3.0.0; the server must have the alterations module) |
+//! | `cancel` | `GET workflow-instances/{id}` (Elsa answers 200 for unknown ids), then `POST cancel/workflow-instances/{id}` (no body) | `WorkflowInstances/Cancel` (`Elsa.Workflows.Api`, 3.1.0) |
+//! | `retry` | `GET workflow-instances/{id}`, then `POST alterations/workflows/retry` with `{"workflowInstanceIds": [id]}`: Elsa schedules the activities of the instance's incidents again and dispatches it; a result with `isSuccessful: false` is a failure | `Workflows/Retry` (`Elsa.Alterations`, 3.0.0; the server must have the alterations module) |
 //! | `restart` | `POST workflow-definitions/{definitionId}/dispatch` with `{"versionOptions": "<version>", "correlationId", "input"}`; the answer's `workflowInstanceId` is the new instance | `WorkflowDefinitions/Dispatch` (3.0.0) |
-//! | `publish` | `POST workflow-definitions/{definitionId}/publish` (publishes the latest version) | `WorkflowDefinitions/Publish` (3.0.0) |
-//! | `unpublish` | `POST workflow-definitions/{definitionId}/retract` | `WorkflowDefinitions/Retract` (3.0.0) |
-//! | `delete` | `DELETE workflow-definitions/{definitionId}` (every version) | `WorkflowDefinitions/Delete` (3.0.0) |
+//! | `publish` | `POST workflow-definitions/{definitionId}/publish` with `{}` (publishes the latest version) | `WorkflowDefinitions/Publish` (3.0.0) |
+//! | `unpublish` | the published version looked up (none: [`WorkflowError::Conflict`]), then `POST workflow-definitions/{definitionId}/retract` with `{}` | `WorkflowDefinitions/Retract` (3.0.0) |
+//! | `delete` | `DELETE workflow-definitions/{definitionId}`: every version, and Elsa deletes the definition's instances with it | `WorkflowDefinitions/Delete` (3.0.0) |
 //!
 //! Read against elsa-core 3.8.0-rc2 (`src/modules/Elsa.Workflows.Api/Endpoints/`,
 //! `src/modules/Elsa.Alterations/Endpoints/`). Elsa's publish takes no version: it publishes
@@ -72,7 +72,11 @@
 //! latest ([`WorkflowError::Conflict`] otherwise). The window between that check and Elsa's
 //! publish, in which another Elsa client could save a newer draft, cannot be closed from
 //! outside Elsa; the caller compares states again before and reports what it finds.
-//! A 404 from any of these endpoints is [`WorkflowError::NotFound`].
+//! A 404 from the definition endpoints is [`WorkflowError::NotFound`]; from cancel or retry
+//! (after the instance was found) it means the server lacks the endpoint, a
+//! [`WorkflowError::Backend`]. Publish and retract are sent `{}`: their request types carry
+//! only the route value, and Elsa still expects a JSON body. Dispatch runs in the
+//! background, so a restarted instance may not be readable at once.
 //!
 //! # Filters: what Elsa applies and what is applied here
 //!

@@ -10,27 +10,30 @@ use super::client::is_one_segment;
 use crate::json as js;
 use crate::{
     TenantId, VersionOptions, WorkflowDefinitionPublisher, WorkflowDefinitionStore, WorkflowError,
-    WorkflowInstance, WorkflowInstanceOperator,
+    WorkflowInstance, WorkflowInstanceOperator, WorkflowInstanceStore,
 };
 
 impl ElsaServerBackend {
-    /// Sends one operation; success is any 2xx answer, whose JSON (if any) is returned.
+    /// Sends one operation to the endpoint `segments` name (an id that is no single segment
+    /// names nothing); success is any 2xx answer, whose JSON (if any) is returned. A 404 is
+    /// `missing` (the object, or for endpoints that answer 200 for unknown ids, the
+    /// endpoint itself).
     async fn operate(
         &self,
         tenant: &TenantId,
         what: &str,
-        id: &str,
         method: Method,
         segments: &[&str],
         body: Option<&Value>,
+        missing: fn(&str) -> WorkflowError,
     ) -> Result<Option<Value>, WorkflowError> {
-        if !self.serves(tenant) || !is_one_segment(id) {
+        if !self.serves(tenant) || !segments.iter().all(|segment| is_one_segment(segment)) {
             return Err(WorkflowError::NotFound { what: what.into() });
         }
         let url = self.http.url(segments);
         let answer = self.http.send(what, method, url, body).await?;
         match answer.status {
-            StatusCode::NOT_FOUND => Err(WorkflowError::NotFound { what: what.into() }),
+            StatusCode::NOT_FOUND => Err(missing(what)),
             status if status.is_success() => Ok(if answer.body.is_empty() {
                 None
             } else {
@@ -39,19 +42,49 @@ impl ElsaServerBackend {
             _ => Err(self.http.failure(what, &answer)),
         }
     }
+
+    /// The instance, or [`WorkflowError::NotFound`]: Elsa's cancel and retry answer 200 for
+    /// ids it does not know, so the instance is read first.
+    async fn existing_instance(
+        &self,
+        tenant: &TenantId,
+        instance_id: &str,
+    ) -> Result<WorkflowInstance, WorkflowError> {
+        WorkflowInstanceStore::find(self, tenant, instance_id)
+            .await?
+            .ok_or_else(|| WorkflowError::NotFound {
+                what: format!("workflow instance '{instance_id}'"),
+            })
+    }
+}
+
+/// A 404 for an object that exists is the endpoint missing (Elsa 3.0 has no cancel
+/// endpoint; retry needs the alterations module).
+fn endpoint_missing(what: &str) -> WorkflowError {
+    WorkflowError::Backend {
+        message: format!(
+            "Elsa Server has no endpoint for this operation on {what} (cancel needs Elsa 3.1+, \
+             retry the Elsa.Alterations module)"
+        ),
+    }
+}
+
+fn not_found(what: &str) -> WorkflowError {
+    WorkflowError::NotFound { what: what.into() }
 }
 
 #[async_trait]
 impl WorkflowInstanceOperator for ElsaServerBackend {
     async fn cancel(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError> {
         let what = format!("workflow instance '{instance_id}'");
+        self.existing_instance(tenant, instance_id).await?;
         self.operate(
             tenant,
             &what,
-            instance_id,
             Method::POST,
             &["cancel", "workflow-instances", instance_id],
             None,
+            endpoint_missing,
         )
         .await
         .map(drop)
@@ -59,17 +92,32 @@ impl WorkflowInstanceOperator for ElsaServerBackend {
 
     async fn retry(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError> {
         let what = format!("workflow instance '{instance_id}'");
+        self.existing_instance(tenant, instance_id).await?;
         let body = json!({"workflowInstanceIds": [instance_id]});
-        self.operate(
-            tenant,
-            &what,
-            instance_id,
-            Method::POST,
-            &["alterations", "workflows", "retry"],
-            Some(&body),
-        )
-        .await
-        .map(drop)
+        let answer = self
+            .operate(
+                tenant,
+                &what,
+                Method::POST,
+                &["alterations", "workflows", "retry"],
+                Some(&body),
+                endpoint_missing,
+            )
+            .await?;
+        // Each result says whether its alterations succeeded (`isSuccessful`).
+        let failed = answer
+            .as_ref()
+            .and_then(|a| a.get("results"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|result| result.get("isSuccessful") == Some(&Value::Bool(false)));
+        if failed {
+            return Err(WorkflowError::Backend {
+                message: format!("Elsa Server could not schedule the retry of {what}"),
+            });
+        }
+        Ok(())
     }
 
     async fn restart(
@@ -93,10 +141,10 @@ impl WorkflowInstanceOperator for ElsaServerBackend {
             .operate(
                 tenant,
                 &what,
-                definition_id,
                 Method::POST,
                 &["workflow-definitions", definition_id, "dispatch"],
                 Some(&Value::Object(body)),
+                not_found,
             )
             .await?;
         match answer
@@ -125,7 +173,7 @@ impl WorkflowDefinitionPublisher for ElsaServerBackend {
         let latest =
             WorkflowDefinitionStore::find(self, tenant, definition_id, VersionOptions::Latest)
                 .await?
-                .ok_or_else(|| WorkflowError::NotFound { what: what.clone() })?;
+                .ok_or_else(|| not_found(&what))?;
         if latest.version() != version {
             return Err(WorkflowError::Conflict {
                 message: format!(
@@ -134,13 +182,14 @@ impl WorkflowDefinitionPublisher for ElsaServerBackend {
                 ),
             });
         }
+        // Elsa's endpoints without a body of their own still want a JSON body.
         self.operate(
             tenant,
             &what,
-            definition_id,
             Method::POST,
             &["workflow-definitions", definition_id, "publish"],
-            None,
+            Some(&json!({})),
+            not_found,
         )
         .await
         .map(drop)
@@ -148,13 +197,21 @@ impl WorkflowDefinitionPublisher for ElsaServerBackend {
 
     async fn unpublish(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError> {
         let what = format!("workflow definition '{definition_id}'");
+        if WorkflowDefinitionStore::find(self, tenant, definition_id, VersionOptions::Published)
+            .await?
+            .is_none()
+        {
+            return Err(WorkflowError::Conflict {
+                message: format!("{what} is not published"),
+            });
+        }
         self.operate(
             tenant,
             &what,
-            definition_id,
             Method::POST,
             &["workflow-definitions", definition_id, "retract"],
-            None,
+            Some(&json!({})),
+            not_found,
         )
         .await
         .map(drop)
@@ -165,10 +222,10 @@ impl WorkflowDefinitionPublisher for ElsaServerBackend {
         self.operate(
             tenant,
             &what,
-            definition_id,
             Method::DELETE,
             &["workflow-definitions", definition_id],
             None,
+            not_found,
         )
         .await
         .map(drop)

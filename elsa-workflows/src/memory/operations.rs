@@ -2,8 +2,8 @@
 //!
 //! There is no workflow engine in memory: an operation changes the records an engine would
 //! change (a cancelled instance is `Finished`/`Cancelled`, a retried one `Running`/`Executing`
-//! with its incidents kept as history, a restart adds a new `Running`/`Pending` instance) and
-//! nothing runs. Like every other change to this backend, the effect lasts as long as the
+//! with its incidents kept as history, a restart adds a new `Running`/`Pending` instance, a
+//! deleted definition takes its instances with it as in Elsa) and nothing runs. Like every other change to this backend, the effect lasts as long as the
 //! process; only definition versions are also written to a tenant's folder (see
 //! [`super::FolderDefinitionWriter`]).
 
@@ -144,14 +144,31 @@ impl WorkflowDefinitionPublisher for InMemoryWorkflowBackend {
         Ok(())
     }
 
+    /// Removes every version and, as Elsa does, the definition's instances with their
+    /// execution records and logs.
     async fn delete(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError> {
         let mut tenants = self.tenants.write();
-        tenants
+        let data = tenants
             .get_mut(tenant)
-            .and_then(|data| data.definitions.remove(definition_id))
-            .filter(|versions| !versions.is_empty())
-            .map(drop)
-            .ok_or_else(|| definition_not_found(definition_id))
+            .filter(|data| {
+                data.definitions
+                    .get(definition_id)
+                    .is_some_and(|v| !v.is_empty())
+            })
+            .ok_or_else(|| definition_not_found(definition_id))?;
+        data.definitions.remove(definition_id);
+        let runs: Vec<String> = data
+            .instances
+            .iter()
+            .filter(|(_, instance)| instance.definition_id() == Some(definition_id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in runs {
+            data.instances.remove(&id);
+            data.executions.remove(&id);
+            data.execution_logs.remove(&id);
+        }
+        Ok(())
     }
 }
 
@@ -276,6 +293,13 @@ mod tests {
             Err(WorkflowError::NotFound { .. })
         ));
         backend.delete(&acme(), "orders").await.unwrap();
+        assert!(
+            WorkflowInstanceStore::find(&backend, &acme(), "i-1")
+                .await
+                .unwrap()
+                .is_none(),
+            "the definition's instances go with it"
+        );
         assert!(
             WorkflowDefinitionStore::find(&backend, &acme(), "orders", VersionOptions::Latest)
                 .await
