@@ -1,6 +1,6 @@
 //! Helpers for proposal tests: a [`ProposalHarness`] wiring the real [`ProposalService`]
 //! over an in-memory proposal store, `elsa-workflows`' [`InMemoryWorkflowBackend`] (its
-//! writer behind a [`CountingWriter`]), a manual clock, one audit log, and a chat harness
+//! writer behind a [`CountingWriter`], its operations behind [`CountingOperations`]), a manual clock, one audit log, and a chat harness
 //! whose conversation streams carry the `proposal.*` events.
 
 use std::sync::Arc;
@@ -16,7 +16,8 @@ use elsa_ai_abstractions::{
 use elsa_workflows::{
     Activity, DEFAULT_SOURCE_PORT, DEFAULT_TARGET_PORT, DefinitionVersionRef, Endpoint,
     InMemoryWorkflowBackend, InputExpression, TenantId, VersionOptions, WorkflowDefinition,
-    WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowError, builtin_catalog,
+    WorkflowDefinitionPublisher, WorkflowDefinitionStore, WorkflowDefinitionWriter, WorkflowError,
+    WorkflowInstance, WorkflowInstanceOperator, builtin_catalog,
 };
 use futures::StreamExt;
 
@@ -24,7 +25,9 @@ use super::chat::{ChatHarness, ChatHarnessBuilder, REGISTERED_SECRET};
 use super::governance::{TEST_TENANT, all_permissions};
 use crate::audit::InMemoryAuditLog;
 use crate::host_core::HostCore;
-use crate::proposals::{InMemoryProposalStore, ProposalService, ProposalSettings};
+use crate::proposals::{
+    InMemoryProposalStore, OperationServices, ProposalService, ProposalSettings,
+};
 use crate::redaction::Redactor;
 
 /// Wraps a writer and counts attempted and successful writes.
@@ -95,6 +98,85 @@ impl WorkflowDefinitionWriter for CountingWriter {
             .update(tenant, definition_id, expected_version, definition)
             .await;
         self.count(result)
+    }
+}
+
+/// Wraps the in-memory backend's instance operations and publication and counts the
+/// operations carried out (successful or not).
+pub struct CountingOperations {
+    inner: Arc<InMemoryWorkflowBackend>,
+    calls: AtomicUsize,
+}
+
+impl std::fmt::Debug for CountingOperations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountingOperations")
+            .field("calls", &self.calls())
+            .finish()
+    }
+}
+
+impl CountingOperations {
+    /// Counts the operations made on `inner`.
+    pub fn new(inner: Arc<InMemoryWorkflowBackend>) -> Self {
+        Self {
+            inner,
+            calls: AtomicUsize::new(0),
+        }
+    }
+
+    /// Operations attempted so far.
+    pub fn calls(&self) -> usize {
+        self.calls.load(Ordering::SeqCst)
+    }
+
+    fn count(&self) {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl WorkflowInstanceOperator for CountingOperations {
+    async fn cancel(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError> {
+        self.count();
+        self.inner.cancel(tenant, instance_id).await
+    }
+
+    async fn retry(&self, tenant: &TenantId, instance_id: &str) -> Result<(), WorkflowError> {
+        self.count();
+        self.inner.retry(tenant, instance_id).await
+    }
+
+    async fn restart(
+        &self,
+        tenant: &TenantId,
+        instance: &WorkflowInstance,
+    ) -> Result<String, WorkflowError> {
+        self.count();
+        self.inner.restart(tenant, instance).await
+    }
+}
+
+#[async_trait]
+impl WorkflowDefinitionPublisher for CountingOperations {
+    async fn publish(
+        &self,
+        tenant: &TenantId,
+        definition_id: &str,
+        version: i32,
+    ) -> Result<(), WorkflowError> {
+        self.count();
+        self.inner.publish(tenant, definition_id, version).await
+    }
+
+    async fn unpublish(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError> {
+        self.count();
+        self.inner.unpublish(tenant, definition_id).await
+    }
+
+    async fn delete(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError> {
+        self.count();
+        self.inner.delete(tenant, definition_id).await
     }
 }
 
@@ -173,6 +255,7 @@ impl ProposalHarnessBuilder {
         let workflows = Arc::new(InMemoryWorkflowBackend::new());
         workflows.set_catalog(&TEST_TENANT.into(), builtin_catalog().to_vec());
         let writer = Arc::new(CountingWriter::new(workflows.clone()));
+        let operations = Arc::new(CountingOperations::new(workflows.clone()));
         let store = self
             .store
             .unwrap_or_else(|| Arc::new(InMemoryProposalStore::new()));
@@ -199,6 +282,11 @@ impl ProposalHarnessBuilder {
                 workflows.clone(),
             )
             .settings(self.settings)
+            .operations(OperationServices {
+                instances: workflows.clone(),
+                operator: operations.clone(),
+                publisher: operations.clone(),
+            })
             .build();
         let services = AiToolServices {
             definitions: workflows.clone(),
@@ -220,6 +308,7 @@ impl ProposalHarnessBuilder {
             store,
             workflows,
             writer,
+            operations,
             audit,
             clock,
             chat,
@@ -238,6 +327,8 @@ pub struct ProposalHarness {
     pub workflows: Arc<InMemoryWorkflowBackend>,
     /// The service's writer, counting writes into `workflows`.
     pub writer: Arc<CountingWriter>,
+    /// The service's instance operations and publication, counted, on `workflows`.
+    pub operations: Arc<CountingOperations>,
     /// Every audit record of the service and the chat harness.
     pub audit: Arc<InMemoryAuditLog>,
     /// The clock of the service and the chat harness.
@@ -293,6 +384,15 @@ impl ProposalHarness {
             incidents: self.workflows.clone(),
             catalog: self.workflows.clone(),
             proposals: Arc::new(self.service.clone()),
+        }
+    }
+
+    /// The operation services the harness's service uses (for a second replica).
+    pub fn operation_services(&self) -> OperationServices {
+        OperationServices {
+            instances: self.workflows.clone(),
+            operator: self.operations.clone(),
+            publisher: self.operations.clone(),
         }
     }
 

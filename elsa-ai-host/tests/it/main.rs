@@ -8,6 +8,7 @@ mod enablement;
 mod fixtures;
 mod governance;
 mod host_core;
+mod operations;
 mod orchestrator;
 mod proposals;
 mod reconnect;
