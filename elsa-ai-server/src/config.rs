@@ -82,6 +82,10 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   tenant = "acme"                   The tenant the actor works in.
   permissions = ["read:workflows", "read:workflow-instances", "read:activities",
                  "propose:workflows", "apply:workflows", "admin:ai"]
+                                    Also: analyze:tenant (tenant-wide runtime searches),
+                                    operate:workflow-instances (retry, cancel, restart
+                                    proposals), publish:workflows (publish, unpublish,
+                                    delete proposals).
 
   [auth.jwt]                        Bearer JWTs, sent as "Authorization: Bearer <token>".
   algorithm = "HS256"               HS256 or RS256; no other algorithm is accepted.
@@ -198,7 +202,9 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   activities = true                 activities.search, activities.getDescriptor
   workflows = true                  workflows.search, getDefinition, getDefinitionGraph,
                                     listVersions, compareVersions, findUsages, explain
-  proposals = true                  workflows.validateDraft, proposeCreate, proposeUpdate
+  proposals = true                  workflows.validateDraft, proposeCreate, proposeUpdate,
+                                    proposePublish, proposeUnpublish, proposeDelete;
+                                    instances.proposeRetry, proposeCancel, proposeRestart
   runtime = true                    instances.*, incidents.*. A family set to false is off for
                                     everyone (never offered, refused if called, reported in
                                     /ai/capabilities as turned off by configuration).

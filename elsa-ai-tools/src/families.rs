@@ -62,7 +62,9 @@ impl GroundingFamily {
             }
             Self::Proposals => {
                 "Drafts validated against the installed activities and turned into proposals \
-                 a person reviews; nothing is written without approval."
+                 a person reviews, and proposed operations on instances and definitions \
+                 (retry, cancel, restart, publish, unpublish, delete); nothing changes without \
+                 approval."
             }
             Self::Runtime => {
                 "Workflow instances, their execution history and activity state, and \

@@ -30,6 +30,12 @@
 //! | `workflow.validateDraft` | Proposal | Medium | `propose:workflows` | invocation and result |
 //! | `workflow.proposeCreate` | Proposal | Medium | `propose:workflows` | invocation and result |
 //! | `workflow.proposeUpdate` | Proposal | Medium | `propose:workflows`, `read:workflows` | invocation and result |
+//! | `instance.proposeRetry` | Proposal | Medium | `propose:workflows`, `operate:workflow-instances` | invocation and result |
+//! | `instance.proposeCancel` | Proposal | High | `propose:workflows`, `operate:workflow-instances` | invocation and result |
+//! | `instance.proposeRestart` | Proposal | Medium | `propose:workflows`, `operate:workflow-instances` | invocation and result |
+//! | `workflow.proposePublish` | Proposal | Medium | `propose:workflows`, `publish:workflows` | invocation and result |
+//! | `workflow.proposeUnpublish` | Proposal | Medium | `propose:workflows`, `publish:workflows` | invocation and result |
+//! | `workflow.proposeDelete` | Proposal | High | `propose:workflows`, `publish:workflows` | invocation and result |
 //!
 //! Danger levels: Low for reads of definitions, the catalog and instance search rows; Medium
 //! for runtime error details and execution records (exception messages and stack traces can
@@ -55,7 +61,9 @@
 //! workflow, instance or time range from their arguments or, failing that, the turn's
 //! attachments, and search the whole tenant only for a caller holding `analyze:tenant` (400
 //! `search_scope_required` otherwise); `workflow.proposeUpdate` takes a purpose-built
-//! operation list rather than RFC 6902 ([`proposal::patch`] says why).
+//! operation list rather than RFC 6902 ([`proposal::patch`] says why). The six operational
+//! tools hand an operation (targets by id) to the same intake, which records each target's
+//! state; applying the approved proposal acts only on targets still in that state.
 //!
 //! Every tool is tenant-scoped: it reads through the `elsa-workflows` service traits in
 //! [`AiToolServices`](elsa_ai_abstractions::AiToolServices) with the caller's tenant, and an
