@@ -45,39 +45,48 @@
 //! - `POST cancel/workflow-instances/{id}` (no body): the instance, and its child instances
 //!   (`parentWorkflowInstanceId`), unless already `Finished`, become `Finished`/`Cancelled`
 //!   (in the model and its `workflowState`); 200 with an empty body, **also for an unknown
-//!   id**, as Elsa's cancellation service ignores one (Elsa 3.1+);
+//!   id**, as Elsa's cancellation service ignores one (Elsa 3.1+; 404 after
+//!   [`ElsaApiStandIn::without_cancel_endpoint`], as on Elsa 3.0, which has no such route);
 //! - `POST alterations/workflows/retry` `{"workflowInstanceIds": [...], "activityIds"?}`:
-//!   each stored instance named becomes `Running`/`Executing`, `{"results": [...]}` with one
-//!   `RunAlterationsResult` per instance found (the activities of its incidents scheduled);
-//!   ids not stored are left out (still 200), as Elsa does; a body without the id list is
-//!   400 here (Elsa would read it as "every instance");
+//!   `{"results": [...]}` with one `RunAlterationsResult` per instance found, ids not stored
+//!   left out (still 200), as Elsa does. Each instance found gets the activities of its
+//!   incidents (or the `activityIds` given) scheduled, one `Information` log entry each, and
+//!   becomes `Running`/`Executing`; `isSuccessful` is Elsa's "some log entry at `Warning` or
+//!   below", so an instance with nothing to schedule (no incidents) logs nothing, answers
+//!   `isSuccessful: false` and is left as it was here. A body without the id list is 400
+//!   here (Elsa would read it as "every instance"); 404 after
+//!   [`ElsaApiStandIn::without_alterations_module`] (a server without `Elsa.Alterations`);
 //! - `POST workflow-definitions/{definitionId}/dispatch` `{"versionOptions"?, "correlationId"?,
 //!   "input"?, "instanceId"?}`: a new instance of the version selected (`Published` when not
 //!   given), `Running`/`Pending`, stored at once (Elsa runs it in the background),
 //!   `{"workflowInstanceId"}`; 404 when no version matches, 400 for input that is not an
 //!   object or `versionOptions` that is not text Elsa reads;
-//! - `POST workflow-definitions/{definitionId}/publish`: publishes the latest version (the
-//!   others are neither published nor latest any more), `{"workflowDefinition",
-//!   "alreadyPublished", "consumingWorkflowCount", "validationErrors"}` (Elsa 3.2+; nothing
-//!   changes when it already was); 404 when the definition has no version;
-//! - `POST workflow-definitions/{definitionId}/retract`: no version is published any more,
-//!   answering the model of the version that was; 400 with FastEndpoints' error body when
-//!   none was, 404 when the definition has no version;
+//! - `POST workflow-definitions/{definitionId}/publish` (a JSON body, see below): publishes
+//!   the latest version (the others are neither published nor latest any more),
+//!   `{"workflowDefinition", "alreadyPublished", "consumingWorkflowCount",
+//!   "validationErrors"}` (Elsa 3.2+; nothing changes when it already was); 404 when the
+//!   definition has no version;
+//! - `POST workflow-definitions/{definitionId}/retract` (a JSON body, see below): no version
+//!   is published any more, answering the model of the version that was; 400 with
+//!   FastEndpoints' error body when none was, 404 when the definition has no version;
 //! - `DELETE workflow-definitions/{definitionId}`: every version goes, and with them the
 //!   definition's instances and their execution records and journal (Elsa's
 //!   `DeleteWorkflowInstances` handler of `WorkflowDefinitionDeleting`); 204, 404 when
 //!   there was no version.
 //!
-//! Not reproduced: FastEndpoints answers a `POST` without a body and `Content-Type` to an
-//! endpoint whose request has only route values with 415 unless the endpoint allows it
-//! (Elsa's cancel endpoint does, `publish` and `retract` do not: Elsa's own API client posts
-//! `{}` as JSON to them); here any `POST` is accepted with or without a body.
+//! Publish and retract answer 415 (Unsupported Media Type, empty body) to a request whose
+//! `Content-Type` is not JSON, a body-less `POST` included, as FastEndpoints 7 does for an
+//! endpoint whose request type binds only route values (Elsa's own API client posts `{}` as
+//! JSON to them). Elsa's cancel endpoint allows a body-less `POST`, and so does the stand-in;
+//! its other `POST` endpoints read whatever body comes, whatever its `Content-Type`.
 //!
 //! Every request needs the configured `Authorization` header (401 without it) and, when set,
 //! the `X-Tenant-Id` header. Tests can make every request fail with a status
 //! ([`ElsaApiStandIn::fail_with`]; the error body echoes the request's `Authorization` header,
 //! as a careless error page would), have another client save just before the next save
-//! ([`ElsaApiStandIn::concurrent_save_before_next`]), and read back every request received.
+//! ([`ElsaApiStandIn::concurrent_save_before_next`]), take the cancel or retry endpoint away
+//! ([`ElsaApiStandIn::without_cancel_endpoint`],
+//! [`ElsaApiStandIn::without_alterations_module`]), and read back every request received.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -85,7 +94,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::{OriginalUri, Path, Query, Request, State};
-use axum::http::StatusCode;
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
@@ -154,6 +164,10 @@ struct Data {
     requests: Vec<RecordedRequest>,
     failure: Option<StatusCode>,
     concurrent: Option<ConcurrentSave>,
+    /// The cancel endpoint is not there (Elsa 3.0).
+    no_cancel_endpoint: bool,
+    /// The alterations module is not installed (no retry endpoint).
+    no_alterations_module: bool,
     next_id: u64,
 }
 
@@ -433,6 +447,18 @@ impl ElsaApiStandIn {
     pub fn fail_with(&self, status: Option<u16>) {
         lock(&self.data).failure =
             status.map(|s| StatusCode::from_u16(s).expect("an HTTP status code"));
+    }
+
+    /// From now on, `POST cancel/workflow-instances/{id}` answers 404, as Elsa 3.0 (which has
+    /// no cancel endpoint) does.
+    pub fn without_cancel_endpoint(&self) {
+        lock(&self.data).no_cancel_endpoint = true;
+    }
+
+    /// From now on, `POST alterations/workflows/retry` answers 404, as a server without the
+    /// `Elsa.Alterations` module does.
+    pub fn without_alterations_module(&self) {
+        lock(&self.data).no_alterations_module = true;
     }
 
     /// Has another client save the same definition just before the next save is handled.
@@ -943,13 +969,28 @@ fn versions_of<'a>(
         .filter(|versions| !versions.is_empty())
 }
 
+/// Whether the request says its body is JSON (`application/json` or a `+json` type, with
+/// any parameters), as ASP.NET's `HasJsonContentType` checks.
+fn has_json_content_type(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split(';').next())
+        .map(|media| media.trim().to_ascii_lowercase())
+        .is_some_and(|media| media == "application/json" || media.ends_with("+json"))
+}
+
 /// `Publish`: the latest version (`VersionOptions.Latest`) is published unless it already
 /// is; `WorkflowDefinitionPublisher.PublishAsync` leaves no other version published or
-/// latest.
+/// latest. 415 without a JSON `Content-Type`.
 async fn publish_definition(
     State(data): State<Shared>,
     Path(definition_id): Path<String>,
+    headers: HeaderMap,
 ) -> Response {
+    if !has_json_content_type(&headers) {
+        return StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response();
+    }
     let mut data = lock(&data);
     let Some(versions) = versions_of(&mut data, &definition_id) else {
         return StatusCode::NOT_FOUND.into_response();
@@ -973,11 +1014,16 @@ async fn publish_definition(
     .into_response()
 }
 
-/// `Retract`: the published version is published no more; 400 when none is.
+/// `Retract`: the published version is published no more; 400 when none is, 415 without a
+/// JSON `Content-Type`.
 async fn retract_definition(
     State(data): State<Shared>,
     Path(definition_id): Path<String>,
+    headers: HeaderMap,
 ) -> Response {
+    if !has_json_content_type(&headers) {
+        return StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response();
+    }
     let mut data = lock(&data);
     let Some(versions) = versions_of(&mut data, &definition_id) else {
         return StatusCode::NOT_FOUND.into_response();
@@ -1147,9 +1193,13 @@ fn set_run_status(instance: &mut Map<String, Value>, status: &str, sub_status: &
 }
 
 /// `Cancel` over `WorkflowCancellationService`: the instance and its children, the finished
-/// ones left as they are; always 200 with no body (an unknown id is ignored).
+/// ones left as they are; always 200 with no body (an unknown id is ignored). 404 when the
+/// endpoint is switched off (Elsa 3.0).
 async fn cancel_instance(State(data): State<Shared>, Path(id): Path<String>) -> Response {
     let mut data = lock(&data);
+    if data.no_cancel_endpoint {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let mut pending = vec![id];
     let mut seen = BTreeSet::new();
     while let Some(id) = pending.pop() {
@@ -1183,8 +1233,14 @@ fn id_list(value: Option<&Value>) -> Option<Vec<String>> {
 }
 
 /// `Retry` (`Elsa.Alterations`): each stored instance named gets the activities of its
-/// incidents (or the `activityIds` given) scheduled again and runs on.
+/// incidents (or the `activityIds` given) scheduled again and runs on. A result is
+/// successful when its log has an entry at `Warning` or below (Elsa's
+/// `RunAlterationsResult.IsSuccessful`): with nothing scheduled it has none. 404 without the
+/// module.
 async fn retry_instances(State(data): State<Shared>, body: axum::body::Bytes) -> Response {
+    if lock(&data).no_alterations_module {
+        return StatusCode::NOT_FOUND.into_response();
+    }
     let request = match serde_json::from_slice::<Value>(&body) {
         Ok(Value::Object(map)) => map,
         _ => {
@@ -1228,7 +1284,9 @@ async fn retry_instances(State(data): State<Shared>, body: axum::body::Bytes) ->
             }
             faulted
         });
-        set_run_status(instance, "Running", "Executing");
+        if !scheduled.is_empty() {
+            set_run_status(instance, "Running", "Executing");
+        }
         let entries: Vec<Value> = scheduled
             .iter()
             .map(|activity| {
@@ -1239,11 +1297,13 @@ async fn retry_instances(State(data): State<Shared>, body: axum::body::Bytes) ->
                 })
             })
             .collect();
+        // `IsSuccessful`: some entry at `Warning` or below (every entry here is `Information`).
+        let successful = !entries.is_empty();
         results.push(json!({
             "workflowInstanceId": id,
             "log": {"logEntries": entries},
             "workflowHasScheduledWork": !scheduled.is_empty(),
-            "isSuccessful": !scheduled.is_empty(),
+            "isSuccessful": successful,
         }));
     }
     axum::Json(json!({"results": results})).into_response()

@@ -197,12 +197,14 @@ impl WorkflowDefinitionPublisher for ElsaServerBackend {
 
     async fn unpublish(&self, tenant: &TenantId, definition_id: &str) -> Result<(), WorkflowError> {
         let what = format!("workflow definition '{definition_id}'");
-        if WorkflowDefinitionStore::find(self, tenant, definition_id, VersionOptions::Published)
-            .await?
-            .is_none()
-        {
-            return Err(WorkflowError::Conflict {
-                message: format!("{what} is not published"),
+        let find = |version| WorkflowDefinitionStore::find(self, tenant, definition_id, version);
+        if find(VersionOptions::Published).await?.is_none() {
+            // Nothing published: a conflict for a definition that exists, else not found.
+            return Err(match find(VersionOptions::Latest).await? {
+                Some(_) => WorkflowError::Conflict {
+                    message: format!("{what} is not published"),
+                },
+                None => not_found(&what),
             });
         }
         self.operate(

@@ -1,9 +1,10 @@
 //! Instance operations (cancel, retry, restart) and publication (publish, unpublish, delete)
 //! of the Elsa Server backend, against the testkit's stand-in for Elsa 3 Server's API: the
 //! exact request each call sends, the state read back through the backend's own read traits
-//! afterwards, and the calls that must fail (an unknown definition, another tenant, a stale
-//! version, a definition that is not published) with a typed error and, where the backend
-//! can tell by itself, without sending anything.
+//! afterwards, and the calls that must fail (an unknown instance or definition, another
+//! tenant, a stale version, a definition that is not published, a server without the
+//! endpoint, a retry with nothing to retry) with a typed error and, where the backend can
+//! tell by itself or from a read, without sending the operation itself.
 
 use chrono::{DateTime, Utc};
 use elsa_workflows::{
@@ -114,6 +115,32 @@ fn request(method: &str, path: &str, body: Option<Value>) -> RecordedRequest {
     }
 }
 
+/// The read of one instance that cancel and retry send first.
+fn read_instance(id: &str) -> RecordedRequest {
+    request("GET", &format!("/elsa/api/workflow-instances/{id}"), None)
+}
+
+/// The read of the published version that unpublish sends first.
+fn read_latest(definition_id: &str) -> RecordedRequest {
+    request(
+        "GET",
+        &format!(
+            "/elsa/api/workflow-definitions/by-definition-id/{definition_id}?versionOptions=Latest"
+        ),
+        None,
+    )
+}
+
+fn read_published(definition_id: &str) -> RecordedRequest {
+    request(
+        "GET",
+        &format!(
+            "/elsa/api/workflow-definitions/by-definition-id/{definition_id}?versionOptions=Published"
+        ),
+        None,
+    )
+}
+
 /// The requests the stand-in received after the first `from`.
 fn since(elsa: &ElsaApiStandIn, from: usize) -> Vec<RecordedRequest> {
     elsa.requests().split_off(from)
@@ -160,18 +187,38 @@ fn assert_not_found<T: std::fmt::Debug>(result: Result<T, WorkflowError>, what: 
     }
 }
 
+/// The message of a [`WorkflowError::Backend`], which must not quote the credential.
+fn backend_message<T: std::fmt::Debug>(result: Result<T, WorkflowError>) -> String {
+    match result {
+        Err(WorkflowError::Backend { message }) => {
+            assert!(!message.contains(KEY), "{message}");
+            message
+        }
+        other => panic!("expected a backend error, got {other:?}"),
+    }
+}
+
+/// `(status, sub-status)` of a stored instance, read back through the backend.
+async fn run_status(backend: &ElsaServerBackend, id: &str) -> (WorkflowStatus, WorkflowSubStatus) {
+    let instance = instance(backend, id).await.expect("the instance");
+    (instance.status(), instance.sub_status())
+}
+
 #[tokio::test]
-async fn cancel_posts_without_a_body_and_finishes_the_instance_and_its_children() {
+async fn cancel_reads_the_instance_then_posts_without_a_body_and_finishes_it_and_its_children() {
     let (elsa, backend) = seeded().await;
     let before = elsa.requests().len();
     backend.cancel(&acme(), "run-waiting").await.unwrap();
     assert_eq!(
         since(&elsa, before),
-        [request(
-            "POST",
-            "/elsa/api/cancel/workflow-instances/run-waiting",
-            None
-        )]
+        [
+            read_instance("run-waiting"),
+            request(
+                "POST",
+                "/elsa/api/cancel/workflow-instances/run-waiting",
+                None
+            ),
+        ]
     );
     let cancelled = instance(&backend, "run-waiting")
         .await
@@ -199,11 +246,14 @@ async fn cancel_leaves_a_finished_instance_as_it_is() {
     backend.cancel(&acme(), "run-faulted").await.unwrap();
     assert_eq!(
         since(&elsa, before),
-        [request(
-            "POST",
-            "/elsa/api/cancel/workflow-instances/run-faulted",
-            None
-        )]
+        [
+            read_instance("run-faulted"),
+            request(
+                "POST",
+                "/elsa/api/cancel/workflow-instances/run-faulted",
+                None
+            ),
+        ]
     );
     let faulted = instance(&backend, "run-faulted")
         .await
@@ -215,17 +265,20 @@ async fn cancel_leaves_a_finished_instance_as_it_is() {
 }
 
 #[tokio::test]
-async fn retry_posts_the_instance_id_to_the_alterations_endpoint_and_runs_it_again() {
+async fn retry_reads_the_instance_then_posts_its_id_to_the_alterations_endpoint_and_runs_it() {
     let (elsa, backend) = seeded().await;
     let before = elsa.requests().len();
     backend.retry(&acme(), "run-faulted").await.unwrap();
     assert_eq!(
         since(&elsa, before),
-        [request(
-            "POST",
-            "/elsa/api/alterations/workflows/retry",
-            Some(json!({"workflowInstanceIds": ["run-faulted"]}))
-        )]
+        [
+            read_instance("run-faulted"),
+            request(
+                "POST",
+                "/elsa/api/alterations/workflows/retry",
+                Some(json!({"workflowInstanceIds": ["run-faulted"]}))
+            ),
+        ]
     );
     let retried = instance(&backend, "run-faulted")
         .await
@@ -345,7 +398,7 @@ async fn restart_of_a_version_or_definition_elsa_does_not_have_is_not_found() {
 }
 
 #[tokio::test]
-async fn publish_publishes_the_latest_version_and_no_other() {
+async fn publish_posts_an_empty_json_object_and_publishes_the_latest_version_and_no_other() {
     let (elsa, backend) = seeded().await;
     let before = elsa.requests().len();
     backend.publish(&acme(), "orders", 3).await.unwrap();
@@ -360,7 +413,7 @@ async fn publish_publishes_the_latest_version_and_no_other() {
             request(
                 "POST",
                 "/elsa/api/workflow-definitions/orders/publish",
-                None
+                Some(json!({}))
             ),
         ]
     );
@@ -385,7 +438,7 @@ async fn publish_publishes_the_latest_version_and_no_other() {
         Some(&request(
             "POST",
             "/elsa/api/workflow-definitions/orders/publish",
-            None
+            Some(json!({}))
         ))
     );
     assert_eq!(
@@ -436,17 +489,20 @@ async fn publishing_a_version_that_is_not_the_latest_is_a_conflict_and_sends_no_
 }
 
 #[tokio::test]
-async fn unpublish_retracts_the_published_version() {
+async fn unpublish_reads_the_published_version_then_retracts_it_with_an_empty_json_object() {
     let (elsa, backend) = seeded().await;
     let before = elsa.requests().len();
     backend.unpublish(&acme(), "orders").await.unwrap();
     assert_eq!(
         since(&elsa, before),
-        [request(
-            "POST",
-            "/elsa/api/workflow-definitions/orders/retract",
-            None
-        )]
+        [
+            read_published("orders"),
+            request(
+                "POST",
+                "/elsa/api/workflow-definitions/orders/retract",
+                Some(json!({}))
+            ),
+        ]
     );
     assert_eq!(
         flags(&backend, "orders", VersionOptions::Published).await,
@@ -460,35 +516,31 @@ async fn unpublish_retracts_the_published_version() {
         flags(&backend, "orders", VersionOptions::Latest).await,
         Some((3, false, true))
     );
-    // A second retract finds nothing published.
+    // A second unpublish finds nothing published: a conflict, and no retract is sent.
+    let before = elsa.requests().len();
     let error = backend.unpublish(&acme(), "orders").await.unwrap_err();
-    assert!(matches!(error, WorkflowError::Backend { .. }), "{error:?}");
+    assert!(matches!(error, WorkflowError::Conflict { .. }), "{error:?}");
+    assert_eq!(
+        since(&elsa, before),
+        [read_published("orders"), read_latest("orders")]
+    );
 }
 
 #[tokio::test]
-async fn unpublishing_a_definition_that_is_not_published_is_a_typed_error() {
+async fn unpublishing_a_definition_that_is_not_published_is_a_conflict_and_sends_no_retract() {
     let (elsa, backend) = seeded().await;
     let before = elsa.requests().len();
     let error = backend.unpublish(&acme(), "drafty").await.unwrap_err();
-    // Elsa refuses with 400 and its error body, which the backend quotes.
     match &error {
-        WorkflowError::Backend { message } => {
-            assert!(message.contains("400"), "{message}");
-            assert!(
-                message.contains("Workflow with id drafty is not published"),
-                "{message}"
-            );
-            assert!(!message.contains(KEY), "{message}");
+        WorkflowError::Conflict { message } => {
+            assert_eq!(message, "workflow definition 'drafty' is not published");
         }
-        other => panic!("expected the refusal, got {other:?}"),
+        other => panic!("expected a conflict, got {other:?}"),
     }
     assert_eq!(
         since(&elsa, before),
-        [request(
-            "POST",
-            "/elsa/api/workflow-definitions/drafty/retract",
-            None
-        )]
+        [read_published("drafty"), read_latest("drafty")],
+        "the published and the latest versions are looked up"
     );
     assert_eq!(
         flags(&backend, "drafty", VersionOptions::Latest).await,
@@ -556,15 +608,15 @@ async fn unknown_definitions_are_not_found() {
         "no publish is sent for a definition that is not there"
     );
 
+    // Unpublish looks up the published and the latest version and sends no retract.
     let before = elsa.requests().len();
     assert_not_found(backend.unpublish(&acme(), "no-such-definition").await, what);
     assert_eq!(
         since(&elsa, before),
-        [request(
-            "POST",
-            "/elsa/api/workflow-definitions/no-such-definition/retract",
-            None
-        )]
+        [
+            read_published("no-such-definition"),
+            read_latest("no-such-definition")
+        ]
     );
 
     let before = elsa.requests().len();
@@ -604,6 +656,7 @@ async fn another_tenant_and_ids_that_name_nothing_are_not_found_without_a_reques
         let definition_what = format!("workflow definition '{id}'");
         assert_not_found(backend.cancel(&acme(), id).await, &instance_what);
         assert_not_found(backend.retry(&acme(), id).await, &instance_what);
+        assert_not_found(backend.publish(&acme(), id, 1).await, &definition_what);
         assert_not_found(backend.unpublish(&acme(), id).await, &definition_what);
         assert_not_found(backend.delete(&acme(), id).await, &definition_what);
     }
@@ -629,32 +682,188 @@ async fn another_tenant_and_ids_that_name_nothing_are_not_found_without_a_reques
 }
 
 /// Elsa's cancel and retry endpoints answer 200 for an instance id they do not store (the
-/// cancellation service and the retry endpoint skip it), and the backend maps only a 404 to
-/// [`WorkflowError::NotFound`], so neither call reports the missing instance: the caller has
-/// to read the instance first. This test pins that behaviour; it changes if the backend
-/// learns to check.
+/// cancellation service and the retry endpoint skip it), so the backend reads the instance
+/// first: an unknown one is [`WorkflowError::NotFound`] and neither operation is sent.
 #[tokio::test]
-async fn elsa_does_not_report_an_unknown_instance_to_cancel_or_retry() {
+async fn cancel_and_retry_of_an_unknown_instance_are_not_found_and_send_only_the_read() {
     let (elsa, backend) = seeded().await;
     let stored = elsa.instances();
+    let what = "workflow instance 'no-such-run'";
     let before = elsa.requests().len();
-    backend.cancel(&acme(), "no-such-run").await.unwrap();
-    backend.retry(&acme(), "no-such-run").await.unwrap();
+    assert_not_found(backend.cancel(&acme(), "no-such-run").await, what);
+    assert_eq!(since(&elsa, before), [read_instance("no-such-run")]);
+    let before = elsa.requests().len();
+    assert_not_found(backend.retry(&acme(), "no-such-run").await, what);
+    assert_eq!(since(&elsa, before), [read_instance("no-such-run")]);
+    assert_eq!(elsa.instances(), stored, "nothing changed");
+}
+
+/// Elsa's retry answers 200 with one result per instance; a result is successful only when
+/// its alteration log has an entry at `Warning` or below. An instance without incidents has
+/// no activity to schedule, logs nothing and so fails: the backend reports it.
+#[tokio::test]
+async fn a_retry_elsa_reports_as_unsuccessful_is_a_backend_error() {
+    let (elsa, backend) = seeded().await;
+    let before = elsa.requests().len();
+    let message = backend_message(backend.retry(&acme(), "run-done").await);
+    assert!(
+        message.contains("could not schedule the retry of workflow instance 'run-done'"),
+        "{message}"
+    );
     assert_eq!(
         since(&elsa, before),
         [
-            request(
-                "POST",
-                "/elsa/api/cancel/workflow-instances/no-such-run",
-                None
-            ),
+            read_instance("run-done"),
             request(
                 "POST",
                 "/elsa/api/alterations/workflows/retry",
-                Some(json!({"workflowInstanceIds": ["no-such-run"]}))
+                Some(json!({"workflowInstanceIds": ["run-done"]}))
             ),
         ]
     );
-    assert_eq!(elsa.instances(), stored, "nothing changed");
-    assert!(instance(&backend, "no-such-run").await.is_none());
+    assert_eq!(
+        run_status(&backend, "run-done").await,
+        (WorkflowStatus::Finished, WorkflowSubStatus::Finished),
+        "nothing was scheduled"
+    );
+    // The same for a suspended instance: no incident, nothing to retry.
+    let message = backend_message(backend.retry(&acme(), "run-waiting").await);
+    assert!(message.contains("'run-waiting'"), "{message}");
+    assert_eq!(
+        run_status(&backend, "run-waiting").await,
+        (WorkflowStatus::Running, WorkflowSubStatus::Suspended)
+    );
+}
+
+/// A 404 from cancel or retry once the instance was found means the server lacks the
+/// endpoint (Elsa 3.0 has no cancel; retry needs the alterations module): a backend error,
+/// not a missing instance.
+#[tokio::test]
+async fn a_server_without_the_cancel_or_retry_endpoint_is_a_backend_error() {
+    let (elsa, backend) = seeded().await;
+    elsa.without_cancel_endpoint();
+    let before = elsa.requests().len();
+    let message = backend_message(backend.cancel(&acme(), "run-waiting").await);
+    assert!(
+        message.contains("workflow instance 'run-waiting'"),
+        "{message}"
+    );
+    assert!(message.contains("no endpoint"), "{message}");
+    assert_eq!(
+        since(&elsa, before),
+        [
+            read_instance("run-waiting"),
+            request(
+                "POST",
+                "/elsa/api/cancel/workflow-instances/run-waiting",
+                None
+            ),
+        ]
+    );
+    assert_eq!(
+        run_status(&backend, "run-waiting").await,
+        (WorkflowStatus::Running, WorkflowSubStatus::Suspended)
+    );
+    // An unknown instance is still not found, and nothing is posted.
+    let before = elsa.requests().len();
+    assert_not_found(
+        backend.cancel(&acme(), "no-such-run").await,
+        "workflow instance 'no-such-run'",
+    );
+    assert_eq!(since(&elsa, before), [read_instance("no-such-run")]);
+
+    elsa.without_alterations_module();
+    let before = elsa.requests().len();
+    let message = backend_message(backend.retry(&acme(), "run-faulted").await);
+    assert!(
+        message.contains("workflow instance 'run-faulted'"),
+        "{message}"
+    );
+    assert!(message.contains("no endpoint"), "{message}");
+    assert_eq!(
+        since(&elsa, before),
+        [
+            read_instance("run-faulted"),
+            request(
+                "POST",
+                "/elsa/api/alterations/workflows/retry",
+                Some(json!({"workflowInstanceIds": ["run-faulted"]}))
+            ),
+        ]
+    );
+    assert_eq!(
+        run_status(&backend, "run-faulted").await,
+        (WorkflowStatus::Finished, WorkflowSubStatus::Faulted)
+    );
+}
+
+/// The stand-in's publish and retract refuse a `POST` without a JSON body with 415, as
+/// FastEndpoints 7 does for request types that bind only route values; the backend's `{}`
+/// gets through (the tests above).
+#[tokio::test]
+async fn publish_and_retract_refuse_a_post_without_a_json_body() {
+    let (elsa, backend) = seeded().await;
+    let client = reqwest::Client::new();
+    for action in ["publish", "retract"] {
+        let url = format!(
+            "{}elsa/api/workflow-definitions/orders/{action}",
+            elsa.url()
+        );
+        let bare = client
+            .post(&url)
+            .header("Authorization", authorization())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(bare.status(), reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+        let text = client
+            .post(&url)
+            .header("Authorization", authorization())
+            .header("Content-Type", "text/plain")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(text.status(), reqwest::StatusCode::UNSUPPORTED_MEDIA_TYPE);
+    }
+    // Nothing changed.
+    assert_eq!(
+        flags(&backend, "orders", VersionOptions::Published).await,
+        Some((2, true, false))
+    );
+    assert_eq!(
+        flags(&backend, "orders", VersionOptions::Latest).await,
+        Some((3, false, true))
+    );
+}
+
+/// `unpublish` of a definition this backend does not hold (unknown in its tenant, another
+/// tenant's, an id that names nothing) is `NotFound`, as `publish` and `delete` answer and
+/// as the in-memory backend answers; only an existing, unpublished one is a `Conflict`.
+#[tokio::test]
+async fn unpublishing_what_the_backend_does_not_hold_is_not_found() {
+    let (elsa, backend) = seeded().await;
+    let before = elsa.requests().len();
+    assert_not_found(
+        backend.unpublish(&acme(), "no-such-definition").await,
+        "workflow definition 'no-such-definition'",
+    );
+    assert!(
+        since(&elsa, before)
+            .iter()
+            .all(|r| !r.path_and_query.ends_with("/retract")),
+        "no retract is sent"
+    );
+    let before = elsa.requests().len();
+    assert_not_found(
+        backend.unpublish(&TenantId::new("globex"), "orders").await,
+        "workflow definition 'orders'",
+    );
+    for id in ["", ".", ".."] {
+        assert_not_found(
+            backend.unpublish(&acme(), id).await,
+            &format!("workflow definition '{id}'"),
+        );
+    }
+    assert_eq!(since(&elsa, before), [], "nothing was sent");
 }
