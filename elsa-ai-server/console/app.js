@@ -447,26 +447,37 @@ function newConversation() {
 
 let inboxSequence = 0;
 
+/** Proposals that act on instances or a definition rather than write a definition. */
+const OPERATIONS = new Set(["Retry", "Cancel", "Restart", "Publish", "Unpublish", "Delete"]);
+const INSTANCE_OPERATIONS = new Set(["Retry", "Cancel", "Restart"]);
+/** While a proposal is in one of these states, applying it is still ahead. */
+const PENDING = new Set(["Draft", "Validated", "Blocked", "Approved"]);
+
+const plural = (n, one, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
 async function loadInbox() {
   const status = $("inbox-status").value;
   const body = $("inbox").tBodies[0];
   const sequence = ++inboxSequence;
   try {
-    const page = await call("GET", `ai/proposals?limit=100${status ? `&status=${status}` : ""}`);
+    const page = await call("GET", `ai/proposals?limit=100${status ? `&status=${encodeURIComponent(status)}` : ""}`);
     if (sequence !== inboxSequence) return;
-    body.replaceChildren(...page.items.map((p) => h("tr", {
+    const items = page.items;
+    body.replaceChildren(...items.map((p) => h("tr", {
       "data-testid": "proposal-row",
-      dataset: { id: p.id },
+      dataset: { id: p.id, kind: p.kind },
       tabindex: 0,
       onclick: () => openProposal(p.id),
       onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); openProposal(p.id); } },
     },
     h("td", { text: p.definitionId }),
-    h("td", { text: p.kind }),
+    h("td", {}, p.kind, typeof p.targetCount === "number"
+      ? h("small", { class: "count", "data-testid": "target-count", text: ` · ${plural(p.targetCount, "target")}` })
+      : null),
     h("td", {}, h("span", { class: "status", "data-testid": "proposal-status", text: p.status })),
     h("td", { text: p.createdBy }),
     h("td", { text: new Date(p.createdAt).toLocaleString() }))));
-    if (!page.items.length) body.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "hint", text: "No proposals." })));
+    if (!items.length) body.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "hint", text: "No proposals." })));
   } catch (error) {
     body.replaceChildren(h("tr", {}, h("td", { colspan: 5, class: "error", text: error.message })));
   }
@@ -479,16 +490,23 @@ async function openProposal(id) {
   try {
     p = await call("GET", `ai/proposals/${encodeURIComponent(id)}`);
   } catch (error) {
-    panel.replaceChildren(h("p", { class: "error", text: error.message }));
+    panel.replaceChildren(h("p", { class: "error", role: "alert", text: error.message }));
     return;
   }
+  renderProposal(p);
+}
+
+/** Draws proposal `p` (a ProposalView, as GET and every action answer it) in the panel. */
+function renderProposal(p) {
+  const panel = $("proposal");
+  const id = p.id;
   const allowed = new Set(p.allowedActions || []);
   const diff = p.graphDiff || {};
+  const operation = p.operation || null;
   const actions = h("div", { class: "actions" });
   const act = async (action, body) => {
     try {
-      await call("POST", `ai/proposals/${encodeURIComponent(id)}/${action}`, body);
-      await openProposal(id);
+      renderProposal(await call("POST", `ai/proposals/${encodeURIComponent(id)}/${action}`, body));
       loadInbox();
     } catch (error) {
       actions.append(h("p", { class: "error", role: "alert", text: error.message }));
@@ -505,21 +523,105 @@ async function openProposal(id) {
   if (allowed.has("apply")) actions.append(h("button", { type: "button", class: "primary", "data-testid": "apply", onclick: () => act("apply", {}) }, "Apply"));
   if (!actions.children.length) actions.append(h("p", { class: "hint", text: "You may not act on this proposal now." }));
 
+  const targets = operation?.targets || [];
+  const what = operation
+    ? (INSTANCE_OPERATIONS.has(p.kind) ? plural(targets.length, "workflow instance") : p.definitionId)
+    : p.definitionId;
   fill(panel, [
     h("h3", {}, `Proposal ${p.id} · `, h("span", { class: "status", "data-testid": "proposal-status", text: p.status })),
-    h("p", { text: `${p.kind} of ${p.definitionId}, requested by ${p.createdBy}` + (p.appliedVersion ? `, applied as version ${p.appliedVersion.version}` : "") }),
+    h("p", { text: `${p.kind} of ${what}, requested by ${p.createdBy}` + (p.appliedVersion ? `, applied as version ${p.appliedVersion.version}` : "") }),
     p.reviewedBy ? h("p", { id: "proposal-review", text: `Reviewed by ${p.reviewedBy}` + (p.reviewedAt ? ` on ${new Date(p.reviewedAt).toLocaleString()}` : "") + (p.reviewReason ? `, reason: ${p.reviewReason}` : "") }) : null,
     p.appliedBy ? h("p", { text: `Applied by ${p.appliedBy}` + (p.appliedAt ? ` on ${new Date(p.appliedAt).toLocaleString()}` : "") }) : null,
+    operation ? operationSection(p, operation, allowed.has("dropTargets") && PENDING.has(p.status) ? (ids) => act("drop-targets", { targets: ids }) : null) : null,
     h("h3", { text: "Rationale" }), h("p", { text: p.rationale || "—" }),
     p.warnings?.length ? [h("h3", { text: "Warnings" }), h("ul", {}, p.warnings.map((w) => h("li", { text: w })))] : null,
     p.diagnostics?.length ? [h("h3", { text: "Diagnostics" }), h("ul", {}, p.diagnostics.map((d) => h("li", { text: `${d.severity || ""} ${d.code || ""}: ${d.message || ""}` })))] : null,
-    diff.header?.length ? [h("h3", { text: "Workflow changes" }), h("ul", {}, diff.header.map((c) => h("li", { text: `${c.field}: ${c.before ?? "—"} → ${c.after ?? "—"}` })))] : null,
-    h("h3", { text: "Graph" }),
-    diffGraph(p.definition, diff),
-    inputsTable(diff),
+    // An operation writes no definition: it has no graph and no diff to draw.
+    operation ? null : [
+      diff.header?.length ? [h("h3", { text: "Workflow changes" }), h("ul", {}, diff.header.map((c) => h("li", { text: `${c.field}: ${c.before ?? "—"} → ${c.after ?? "—"}` })))] : null,
+      h("h3", { text: "Graph" }),
+      diffGraph(p.definition, diff),
+      inputsTable(diff),
+    ],
     h("h3", { text: "Review" }),
     actions,
   ]);
+}
+
+/** A target's state in words: `status/subStatus` for an instance, `latest vN, published
+ * vM|none` for a definition. */
+function stateText(s, instances) {
+  if (!s) return "not read";
+  if (s.exists === false) return "gone (no longer exists)";
+  if (instances) return `${s.status ?? "?"}/${s.subStatus ?? "?"}`;
+  const published = s.publishedVersion === undefined || s.publishedVersion === null ? "none" : `v${s.publishedVersion}`;
+  return `latest ${s.latestVersion === undefined || s.latestVersion === null ? "?" : `v${s.latestVersion}`}, published ${published}`;
+}
+
+const STATE_FIELDS = ["exists", "status", "subStatus", "latestVersion", "publishedVersion"];
+const sameState = (a, b) => STATE_FIELDS.every((k) => (a?.[k] ?? null) === (b?.[k] ?? null));
+
+/** What an operation proposal does: its description, for a deletion what is lost, and a
+ * table of its targets (state when proposed, now, and after the apply its outcome). With
+ * `drop` (the caller may drop targets), a checkbox per target and "Drop selected". */
+function operationSection(p, operation, drop) {
+  const instances = INSTANCE_OPERATIONS.has(p.kind);
+  const targets = operation.targets || [];
+  const applied = targets.some((t) => t.outcome);
+  const pending = PENDING.has(p.status);
+  const deletion = operation.deletion;
+  const selected = new Set();
+  const dropButton = drop ? h("button", {
+    type: "button", class: "danger", "data-testid": "drop-targets", disabled: true,
+    onclick: () => { if (selected.size && selected.size < targets.length) drop([...selected]); },
+  }, "Drop selected") : null;
+  const dropHint = drop ? h("span", { class: "hint", role: "status", text: "Select the targets to leave out; at least one must remain." }) : null;
+  const choose = (target, checked) => {
+    if (checked) selected.add(target); else selected.delete(target);
+    const all = selected.size >= targets.length;
+    dropButton.disabled = !selected.size || all;
+    dropHint.textContent = all ? "At least one target must remain." : selected.size ? `${plural(selected.size, "target")} selected.` : "Select the targets to leave out; at least one must remain.";
+  };
+  let changed = 0;
+  const rows = targets.map((t) => {
+    const differs = !t.outcome && t.current !== undefined && t.current !== null && !sameState(t.proposed, t.current);
+    if (differs) changed++;
+    const outcome = t.outcome;
+    // Each cell holds one element, so that on a phone it reads as a label and a value.
+    const cell = (label, col, attrs, ...content) => h("td", { "data-label": label, "data-col": col, ...attrs }, h("div", {}, content));
+    return h("tr", { "data-testid": "target-row", class: differs ? "stale" : null, dataset: { target: t.id, stale: differs ? "true" : "false" } },
+      drop ? cell("Drop", "drop", { class: "pick" }, h("input", {
+        type: "checkbox", "data-testid": "drop-target", value: t.id, "aria-label": `Drop target ${t.id}`,
+        onchange: (e) => choose(t.id, e.target.checked),
+      })) : null,
+      cell("Target", "id", {}, h("span", { class: "mono", text: t.id })),
+      cell("Workflow", "workflow", {}, `${t.definitionId} v${t.version}`),
+      cell("When proposed", "proposed", {}, stateText(t.proposed, instances)),
+      cell("Now", "current", {}, stateText(t.current, instances),
+        differs ? h("strong", { class: "stale-note", text: pending ? "Changed since proposed: will be skipped as stale" : "Changed since proposed" }) : null),
+      applied ? cell("Outcome", "outcome", { "data-testid": "target-outcome", "data-result": outcome?.result || "" },
+        outcome ? [h("span", { class: `outcome ${String(outcome.result).toLowerCase()}`, text: outcome.result }),
+          outcome.reason ? `: ${outcome.reason}` : "",
+          outcome.newInstanceId ? h("div", {}, "New instance ", h("span", { class: "mono", "data-testid": "new-instance", text: outcome.newInstanceId })) : null]
+          : "—") : null);
+  });
+  const header = [drop ? "Drop" : null, "Target", "Workflow", "State when proposed", "State now", applied ? "Outcome" : null]
+    .filter((c) => c !== null).map((c) => h("th", { scope: "col", class: c === "Drop" ? "pick" : null, text: c }));
+  return h("section", { class: "operation", "data-testid": "operation", "aria-label": `${p.kind} operation` },
+    h("h3", { text: "What applying does" }),
+    h("p", { class: "description", "data-testid": "operation-description", text: operation.description }),
+    deletion ? h("div", { class: "loss", role: "note", "data-testid": "deletion" },
+      h("strong", { text: "Deleted for good, with no undo:" }),
+      h("ul", {},
+        h("li", { "data-testid": "deletion-versions", text: `${plural((deletion.versions || []).length, "version")}${(deletion.versions || []).length ? `: ${deletion.versions.map((v) => `v${v}`).join(", ")}` : ""}` }),
+        h("li", { "data-testid": "deletion-published", text: deletion.publishedVersion === undefined || deletion.publishedVersion === null ? "No version is published" : `The published version v${deletion.publishedVersion}: its triggers stop starting it` }),
+        h("li", { "data-testid": "deletion-instances", text: `${plural(deletion.instanceCount ?? 0, "workflow instance")} of it` }))) : null,
+    h("h3", { text: `Targets (${targets.length})` }),
+    changed ? h("p", { class: "stale-note", role: "note", text: `${plural(changed, "target")} changed since proposed${pending ? " and will be skipped when applied" : ""}.` }) : null,
+    h("table", { class: "grid targets", "data-testid": "targets" },
+      h("thead", {}, h("tr", {}, header)),
+      h("tbody", {}, rows)),
+    drop ? h("div", { class: "actions" }, dropButton, dropHint) : null);
 }
 
 /** The workflow graph of the proposed version, with removed activities and connections

@@ -390,7 +390,12 @@ impl Inner {
 
     /// A best-effort failure record after the audited apply did not complete (the caller
     /// gets the apply's error either way).
-    async fn apply_failed(&self, actor: Actor<'_>, claimed: &AiProposal, error: &AiError) {
+    pub(super) async fn apply_failed(
+        &self,
+        actor: Actor<'_>,
+        claimed: &AiProposal,
+        error: &AiError,
+    ) {
         let summary = format!(
             "apply of proposal '{}' by {} failed: {}",
             claimed.id,

@@ -13,7 +13,10 @@
 //! applies, also on several replicas, one claim wins. It audits `proposal.applied` before any
 //! effect, then for each target reads its state again: a target whose state differs from its
 //! baseline is skipped as `Stale` and never acted on; otherwise the backend acts and the
-//! target is `Done` (or `Failed`, with the backend's reason). Each outcome is audited as
+//! target is `Done` (or `Failed`, with the backend's reason); a deletion is also stale when
+//! the definition's instance count changed, since its instances are deleted with it. A
+//! target that cannot be read at all (the backend is down) ends the apply with its error and
+//! gives up the claim, keeping the outcomes recorded so far. Each outcome is audited as
 //! `proposal.target` and stored in the claimed proposal before the next target, so an apply
 //! that takes over a lapsed claim continues after the recorded targets. What it cannot see is
 //! a crash between a restart and its record: the restarted instance's state does not change,
@@ -380,12 +383,7 @@ impl Inner {
                     .iter()
                     .map(|summary| summary.version)
                     .collect();
-                let query = InstanceQuery {
-                    definition_ids: vec![id.to_owned()],
-                    page: PageRequest::new(0, 1),
-                    ..InstanceQuery::default()
-                };
-                let instance_count = services.instances.search(tenant, &query).await?.total as u64;
+                let instance_count = instance_count(services, tenant, id).await?;
                 warnings.push(format!(
                     "deleting workflow '{id}' removes {} version(s){} and its {instance_count} \
                      instance(s)",
@@ -546,16 +544,30 @@ impl Inner {
             if target.outcome.is_some() {
                 continue;
             }
-            let outcome = self
-                .act_on(services, &claimed.tenant_id, claimed.kind, target)
-                .await?;
+            let deletion = plan.deletion.as_ref();
+            let outcome = match self
+                .act_on(services, &claimed.tenant_id, claimed.kind, target, deletion)
+                .await
+            {
+                Ok(outcome) => outcome,
+                // The target could not even be read: nothing was done to it, so the claim
+                // is given up (with the outcomes recorded so far) for a later apply.
+                Err(error) => {
+                    self.release(&claimed).await;
+                    self.apply_failed(actor, &claimed, &error).await;
+                    return Err(error);
+                }
+            };
             self.audit_target(actor, &claimed, target, &outcome).await;
             let mut next = claimed.clone();
             if let Some(plan) = next.operation.as_mut() {
                 plan.targets[index].outcome = Some(outcome);
             }
             next.revision += 1;
-            self.record_applied(&claimed, &next).await?;
+            if let Err(error) = self.record_applied(&claimed, &next).await {
+                self.apply_failed(actor, &claimed, &error).await;
+                return Err(error);
+            }
             claimed = next;
         }
 
@@ -563,7 +575,10 @@ impl Inner {
         applied.status = ProposalStatus::Applied;
         applied.applied_at = Some(self.clock.now());
         applied.revision += 1;
-        self.record_applied(&claimed, &applied).await?;
+        if let Err(error) = self.record_applied(&claimed, &applied).await {
+            self.apply_failed(actor, &claimed, &error).await;
+            return Err(error);
+        }
         self.announce(
             AiStreamEventType::ProposalUpdated,
             &applied,
@@ -574,24 +589,38 @@ impl Inner {
     }
 
     /// Carries out the operation on one target if its state is still its baseline.
+    /// A deletion also needs the number of the definition's instances to be what the
+    /// reviewer saw (`deletion`), since deleting a definition deletes its instances.
     async fn act_on(
         &self,
         services: &OperationServices,
         tenant: &TenantId,
         kind: ProposalKind,
         target: &OperationTarget,
+        deletion: Option<&DeletionImpact>,
     ) -> Result<TargetOutcome, AiError> {
         let (state, instance) = if kind.targets_instances() {
             self.instance_state(services, tenant, &target.id).await?
         } else {
             (self.definition_state(tenant, &target.id).await?, None)
         };
+        let stale = |reason: String| TargetOutcome {
+            result: TargetResult::Stale,
+            reason: Some(reason),
+            new_instance_id: None,
+        };
         if !state.matches(target) {
-            return Ok(TargetOutcome {
-                result: TargetResult::Stale,
-                reason: Some(state.change_from(target)),
-                new_instance_id: None,
-            });
+            return Ok(stale(state.change_from(target)));
+        }
+        if let Some(deletion) = deletion.filter(|_| kind == ProposalKind::Delete) {
+            let now = instance_count(services, tenant, &target.id).await?;
+            if now != deletion.instance_count {
+                return Ok(stale(format!(
+                    "workflow '{}' had {} instance(s) when proposed and has {now} now; \
+                     deleting it would delete them all",
+                    target.id, deletion.instance_count
+                )));
+            }
         }
         let id = target.id.as_str();
         let mut new_instance_id = None;
@@ -768,6 +797,21 @@ impl TargetState {
         self.exists = true;
         self
     }
+}
+
+/// How many instances of the definition `id` the tenant has.
+async fn instance_count(
+    services: &OperationServices,
+    tenant: &TenantId,
+    id: &str,
+) -> Result<u64, AiError> {
+    let query = InstanceQuery {
+        definition_ids: vec![id.to_owned()],
+        page: PageRequest::new(0, 1),
+        ..InstanceQuery::default()
+    };
+    let total = services.instances.search(tenant, &query).await?.total;
+    Ok(u64::try_from(total).unwrap_or(u64::MAX))
 }
 
 /// "3 instances" or "workflow 'orders' version 2", for summaries.

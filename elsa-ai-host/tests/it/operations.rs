@@ -681,3 +681,41 @@ async fn a_host_without_operation_services_refuses_operations() {
         (503, "operations_unavailable")
     );
 }
+
+#[tokio::test]
+async fn a_deletion_is_stale_when_the_definition_gained_instances_since() {
+    let h = ProposalHarness::new();
+    let alice = h.caller();
+    h.seed(sample_definition("orders", "v1")).await;
+    run(&h, &tenant(), "o-1", "Finished", "Finished");
+    let delete = h
+        .service
+        .create_operation(&alice, draft(ProposalKind::Delete, &["orders"]))
+        .await
+        .unwrap();
+    assert!(
+        delete.warnings[0].contains("its 1 instance(s)"),
+        "{:?}",
+        delete.warnings
+    );
+    h.service.approve(&alice, &delete.id).await.unwrap();
+    // A new run started after the reviewer saw one instance: deleting would delete it too.
+    run(&h, &tenant(), "o-2", "Running", "Executing");
+    let applied = h.service.apply(&alice, &delete.id).await.unwrap();
+    let outcome = applied.operation.unwrap().targets[0]
+        .outcome
+        .clone()
+        .unwrap();
+    assert_eq!(outcome.result, TargetResult::Stale);
+    assert!(
+        outcome
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("1 instance(s) when proposed and has 2"),
+        "{outcome:?}"
+    );
+    assert_eq!(h.operations.calls(), 0);
+    assert!(h.latest("orders").await.is_some(), "nothing was deleted");
+    assert_eq!(state(&h, "o-2").await.1, WorkflowSubStatus::Executing);
+}

@@ -7,9 +7,12 @@
 //! the inbox, the conversation history and the filtered audit; a stream cut mid-turn that
 //! resumes without duplicates; Stop on a turn whose model is still answering; the console at
 //! 390 px; activities drawn at one size in a one- and a twelve-activity workflow; a status
-//! filter offering every status the OpenAPI document lists, Blocked among them. `.ci/run`
-//! installs `chromium` and `chromium-driver`; without them this test fails and says so.
-//! Screenshots land in `target/tmp/console-screenshots/`.
+//! filter offering every status the OpenAPI document lists, Blocked among them; a retry
+//! proposed through `/mcp` reviewed as an operation (its description and target table, a
+//! target changed since marked stale and dropped, approved, applied, each target's outcome).
+//! `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails and says
+//! so. Screenshots land in `target/tmp/console-screenshots/`, and also in
+//! `$WEAVER_SCREENSHOT_DIR` when that is set.
 
 use std::net::SocketAddr;
 use std::os::unix::process::CommandExt;
@@ -23,6 +26,7 @@ use elsa_ai_scripted::{Script, ScriptStep, ScriptedProvider};
 use elsa_ai_server::Weaver;
 use elsa_ai_server::config::{JwtAlgorithmConfig, JwtConfig, WeaverConfig};
 use elsa_ai_server::testing::TestServer;
+use elsa_workflows::{TenantId, WorkflowInstance, WorkflowInstanceStore};
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -31,6 +35,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use weaver_testkit::mcp::{call_tool, weaver_client};
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
 
 const ADMIN: &str = "console-admin-key-0123456789";
@@ -49,7 +54,7 @@ fn config_with(provider: &str) -> WeaverConfig {
         "[store]\nmemory = true\n[provider]\n{provider}\n\
          [[auth.api_keys]]\nkey = \"{ADMIN}\"\nactor = \"alice\"\ntenant = \"acme\"\n\
          permissions = [\"read:workflows\", \"read:workflow-instances\", \"read:activities\", \
-         \"propose:workflows\", \"apply:workflows\", \"admin:ai\"]\n\
+         \"propose:workflows\", \"apply:workflows\", \"admin:ai\", \"operate:workflow-instances\", \"publish:workflows\"]\n\
          [[auth.api_keys]]\nkey = \"{READER}\"\nactor = \"rita\"\ntenant = \"acme\"\n\
          permissions = [\"read:workflows\", \"read:workflow-instances\", \"propose:workflows\"]\n"
     ))
@@ -222,9 +227,16 @@ fn screenshots() -> PathBuf {
     dir
 }
 
+/// Saves a screenshot of the page as `{name}.png` in [`screenshots`], and in
+/// `$WEAVER_SCREENSHOT_DIR` too when that is set (to keep it beside notes or a report).
 async fn screenshot(browser: &Client, name: &str) {
     let png = browser.screenshot().await.expect("a screenshot");
-    std::fs::write(screenshots().join(format!("{name}.png")), png).expect("written");
+    std::fs::write(screenshots().join(format!("{name}.png")), &png).expect("written");
+    if let Some(dir) = std::env::var_os("WEAVER_SCREENSHOT_DIR") {
+        let dir = PathBuf::from(dir);
+        std::fs::create_dir_all(&dir).expect("the screenshot folder");
+        std::fs::write(dir.join(format!("{name}.png")), &png).expect("written");
+    }
 }
 
 async fn attach_definition(browser: &Client) {
@@ -1370,6 +1382,429 @@ async fn a_person_deletes_a_conversation_from_the_history_after_confirming() {
             .any(|r| r["action"] == "conversation.deleted" && r["conversationId"] == id.as_str()),
         "{audit}"
     );
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// The sample faulted run (the inventory sync whose `FetchStock` failed) as instance `id`,
+/// in `status`/`sub_status`.
+fn inventory_sync_run(id: &str, status: &str, sub_status: &str) -> WorkflowInstance {
+    let mut run: Value = serde_json::from_str(include_str!(
+        "../../../elsa-workflows/samples/instances/inventory-sync.faulted.json"
+    ))
+    .expect("the sample instance");
+    run["id"] = json!(id);
+    run["status"] = json!(status);
+    run["subStatus"] = json!(sub_status);
+    WorkflowInstance::from_value(run).expect("an instance")
+}
+
+/// The state of instance `id` in acme's workflow data, as `status/subStatus`.
+async fn instance_state(server: &TestServer, id: &str) -> String {
+    let found = WorkflowInstanceStore::find(server.workflows.as_ref(), &TenantId::new("acme"), id)
+        .await
+        .expect("the store answers")
+        .expect("the instance exists");
+    format!(
+        "{}/{}",
+        found.status().as_str(),
+        found.sub_status().as_str()
+    )
+}
+
+/// The open proposal's target rows: id, workflow, state when proposed, state now (its first
+/// line), whether marked stale, and the outcome (null without that column).
+async fn target_rows(browser: &Client) -> Value {
+    browser
+        .execute(
+            "return [...document.querySelectorAll('#proposal [data-testid=target-row]')].map(r => { \
+               const cell = c => r.querySelector(`td[data-col=${c}] > div`); \
+               return [cell('id').textContent, cell('workflow').textContent, cell('proposed').textContent, \
+                       cell('current').firstChild.textContent, r.dataset.stale === 'true', \
+                       cell('outcome')?.textContent ?? null]; });",
+            Vec::new(),
+        )
+        .await
+        .expect("the probe runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_drops_a_target_of_a_retry_then_approves_and_applies_it_in_the_console() {
+    const FIRST: &str = "7f3a9c1e5b2d0001";
+    const SECOND: &str = "7f3a9c1e5b2d0002";
+    let server = TestServer::start(config()).await;
+    server.enable_tool(ADMIN, "instance.proposeRetry").await;
+    let acme = TenantId::new("acme");
+    for id in [FIRST, SECOND] {
+        server
+            .workflows
+            .insert_instance(&acme, inventory_sync_run(id, "Finished", "Faulted"));
+    }
+
+    // The operator agent proposes retrying both faulted runs, through weaver's own /mcp.
+    let agent = weaver_client(&server.url("/mcp?agent=workflow-operator"), ADMIN).await;
+    let proposed = call_tool(
+        &agent,
+        "instance.proposeRetry",
+        json!({"instanceIds": [FIRST, SECOND],
+               "rationale": "The inventory host resolves again; both syncs can run."}),
+    )
+    .await;
+    assert_eq!(proposed.is_error, Some(false), "{proposed:?}");
+    agent.cancel().await.unwrap();
+    let (_, inbox) = server.get("/ai/proposals?status=Validated", ADMIN).await;
+    let summary = &inbox["items"][0];
+    assert_eq!(
+        (&summary["kind"], &summary["targetCount"]),
+        (&json!("Retry"), &json!(2)),
+        "{inbox}"
+    );
+    let proposal = summary["id"].as_str().unwrap().to_owned();
+
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+    sign_in(&browser, &server.url(""), ADMIN).await;
+    click(&browser, "#nav button[data-view=inbox]").await;
+    // The inbox row names the kind and how many targets it has.
+    let row = until(
+        &browser,
+        "the retry row",
+        &format!(
+            "(() => {{ const rows = [...document.querySelectorAll('{}')]; return rows.length === 1 ? [...rows[0].cells].slice(0, 3).map(c => c.textContent) : null; }})()",
+            testid("proposal-row")
+        ),
+    )
+    .await;
+    assert_eq!(
+        row,
+        json!(["sample-inventory-sync", "Retry · 2 targets", "Validated"])
+    );
+    until(
+        &browser,
+        "the retry row opened",
+        &format!(
+            "(() => {{ const r = document.querySelector('{}[data-kind=Retry]'); if (r) r.click(); return !!r; }})()",
+            testid("proposal-row")
+        ),
+    )
+    .await;
+
+    // The proposal: what applying does, in words, and its two targets as proposed; no graph.
+    let description = until(
+        &browser,
+        "the operation",
+        "document.querySelector('#proposal [data-testid=operation-description]')?.textContent",
+    )
+    .await;
+    let description = description.as_str().unwrap();
+    assert!(
+        description.starts_with("Retry 2 workflow instances: each faulted instance runs again"),
+        "{description}"
+    );
+    assert!(description.contains("skipped"), "{description}");
+    assert_eq!(
+        count(&browser, &format!("#proposal {}", testid("diff-graph"))).await,
+        0
+    );
+    assert_eq!(count(&browser, "#proposal .graph-scroll").await, 0);
+    let workflow = "sample-inventory-sync v1";
+    assert_eq!(
+        target_rows(&browser).await,
+        json!([
+            [
+                FIRST,
+                workflow,
+                "Finished/Faulted",
+                "Finished/Faulted",
+                false,
+                null
+            ],
+            [
+                SECOND,
+                workflow,
+                "Finished/Faulted",
+                "Finished/Faulted",
+                false,
+                null
+            ]
+        ])
+    );
+    assert_eq!(
+        text_of(&browser, "#proposal p").await,
+        "Retry of 2 workflow instances, requested by alice"
+    );
+    assert_eq!(unlabelled_controls(&browser).await, json!([]));
+
+    // Someone retries the second run meanwhile: reopened, its row is marked as changed and
+    // to be skipped.
+    server
+        .workflows
+        .insert_instance(&acme, inventory_sync_run(SECOND, "Running", "Executing"));
+    click(
+        &browser,
+        &format!("{}[data-id=\"{proposal}\"]", testid("proposal-row")),
+    )
+    .await;
+    until(
+        &browser,
+        "the changed target",
+        &format!("document.querySelector('#proposal [data-testid=target-row][data-target=\"{SECOND}\"][data-stale=true]')"),
+    )
+    .await;
+    assert_eq!(
+        target_rows(&browser).await,
+        json!([
+            [
+                FIRST,
+                workflow,
+                "Finished/Faulted",
+                "Finished/Faulted",
+                false,
+                null
+            ],
+            [
+                SECOND,
+                workflow,
+                "Finished/Faulted",
+                "Running/Executing",
+                true,
+                null
+            ]
+        ])
+    );
+    let note = text_of(&browser, "#proposal tr.stale .stale-note").await;
+    assert_eq!(note, "Changed since proposed: will be skipped as stale");
+
+    // Dropping it: select its row, then Drop selected. Selecting every target is refused.
+    let dropping = |id: &str| format!("#proposal {}[value=\"{id}\"]", testid("drop-target"));
+    let disabled = |browser: &Client| {
+        let browser = browser.clone();
+        async move {
+            browser
+                .execute(
+                    "return document.querySelector('[data-testid=drop-targets]').disabled;",
+                    Vec::new(),
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(disabled(&browser).await, true, "nothing selected");
+    click(&browser, &dropping(FIRST)).await;
+    click(&browser, &dropping(SECOND)).await;
+    assert_eq!(disabled(&browser).await, true, "every target selected");
+    click(&browser, &dropping(FIRST)).await;
+    assert_eq!(disabled(&browser).await, false);
+    browser
+        .execute(
+            "document.getElementById('proposal').scrollIntoView();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(&browser, "retry-proposal").await;
+    click(&browser, &testid("drop-targets")).await;
+    until(
+        &browser,
+        "one target left",
+        &format!(
+            "document.querySelectorAll('#proposal {}').length === 1",
+            testid("target-row")
+        ),
+    )
+    .await;
+    let (_, stored) = server
+        .get(&format!("/ai/proposals/{proposal}"), ADMIN)
+        .await;
+    let targets: Vec<&Value> = stored["operation"]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["id"])
+        .collect();
+    assert_eq!(targets, [&json!(FIRST)], "{stored}");
+    assert_eq!(
+        count(&browser, &testid("drop-target")).await,
+        0,
+        "one target cannot be dropped"
+    );
+
+    // Approved and applied: the outcome column says Done, and the run is running again.
+    click(&browser, &testid("approve")).await;
+    until(&browser, "Approved", "document.querySelector('#proposal [data-testid=proposal-status]').textContent === 'Approved'").await;
+    click(&browser, &testid("apply")).await;
+    until(&browser, "Applied", "document.querySelector('#proposal [data-testid=proposal-status]').textContent === 'Applied'").await;
+    let outcome = until(
+        &browser,
+        "the outcome",
+        &format!(
+            "document.querySelector('#proposal {}[data-result]')?.dataset.result",
+            testid("target-outcome")
+        ),
+    )
+    .await;
+    assert_eq!(outcome, "Done");
+    let rows = target_rows(&browser).await;
+    assert_eq!(rows[0][0], FIRST, "{rows}");
+    assert_eq!(rows[0][2], "Finished/Faulted", "{rows}");
+    assert_eq!(
+        rows[0][4], false,
+        "an applied target is not marked stale: {rows}"
+    );
+    assert_eq!(rows[0][5], "Done", "{rows}");
+    assert_eq!(
+        count(&browser, &format!("#proposal {}", testid("apply"))).await,
+        0
+    );
+    assert_eq!(instance_state(&server, FIRST).await, "Running/Executing");
+    screenshot(&browser, "retry-proposal-applied").await;
+
+    // At 390 px the operation, its targets one labelled block each, still fits the width.
+    browser.set_window_size(390, 844).await.unwrap();
+    let overflow = until(
+        &browser,
+        "layout",
+        "[document.documentElement.scrollWidth, document.querySelector('#proposal').scrollWidth, getComputedStyle(document.querySelector('#proposal [data-testid=target-row]')).display]",
+    )
+    .await;
+    assert!(overflow[0].as_u64().unwrap() <= 400, "page {overflow}");
+    assert_eq!(overflow[2], "block", "{overflow}");
+    browser
+        .execute(
+            "document.querySelector('#proposal [data-testid=targets]').scrollIntoView();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(&browser, "retry-proposal-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delete_proposal_says_prominently_what_the_deletion_loses() {
+    let server = TestServer::start(config()).await;
+    server.enable_tool(ADMIN, "workflow.proposeDelete").await;
+    let agent = weaver_client(&server.url("/mcp?agent=workflow-operator"), ADMIN).await;
+    let proposed = call_tool(
+        &agent,
+        "workflow.proposeDelete",
+        json!({"definitionId": DEFINITION, "rationale": "The shop no longer takes orders."}),
+    )
+    .await;
+    assert_eq!(proposed.is_error, Some(false), "{proposed:?}");
+    agent.cancel().await.unwrap();
+    let (_, inbox) = server.get("/ai/proposals", ADMIN).await;
+    let proposal = inbox["items"][0]["id"].as_str().unwrap().to_owned();
+    let (_, view) = server
+        .get(&format!("/ai/proposals/{proposal}"), ADMIN)
+        .await;
+    let deletion = &view["operation"]["deletion"];
+    let versions = deletion["versions"]
+        .as_array()
+        .expect("the versions")
+        .clone();
+    let instances = deletion["instanceCount"]
+        .as_u64()
+        .expect("the instance count");
+    assert!(versions.len() >= 2 && instances >= 1, "{view}");
+    let target = &view["operation"]["targets"][0];
+
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+    sign_in(&browser, &server.url(""), ADMIN).await;
+    click(&browser, "#nav button[data-view=inbox]").await;
+    let kind = until(
+        &browser,
+        "the delete row",
+        &format!(
+            "(() => {{ const r = document.querySelector('{}[data-kind=Delete]'); if (r) r.click(); return r?.cells[1].textContent; }})()",
+            testid("proposal-row")
+        ),
+    )
+    .await;
+    assert_eq!(kind, "Delete · 1 target");
+
+    // What is lost comes first, before the targets: every version, the published one, the
+    // instances.
+    let loss = until(
+        &browser,
+        "what the deletion loses",
+        "(() => { const box = document.querySelector('#proposal [data-testid=deletion]'); return box && [...box.querySelectorAll('li')].map(li => li.textContent); })()",
+    )
+    .await;
+    let listed: Vec<String> = versions.iter().map(|v| format!("v{v}")).collect();
+    let published = match deletion["publishedVersion"].as_i64() {
+        Some(v) => format!("The published version v{v}: its triggers stop starting it"),
+        None => "No version is published".to_owned(),
+    };
+    assert_eq!(
+        loss,
+        json!([
+            format!("{} versions: {}", versions.len(), listed.join(", ")),
+            published,
+            format!("{instances} workflow instances of it"),
+        ])
+    );
+    let order = browser
+        .execute(
+            "const box = document.querySelector('#proposal [data-testid=deletion]'); \
+             const table = document.querySelector('#proposal [data-testid=targets]'); \
+             return [!!(box.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING), \
+                     getComputedStyle(box).borderLeftWidth];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        order,
+        json!([true, "6px"]),
+        "the loss is shown first and framed"
+    );
+    let description = text_of(&browser, &testid("operation-description")).await;
+    assert!(
+        description.starts_with(&format!("Delete workflow '{DEFINITION}'"))
+            && description.contains("cannot be undone"),
+        "{description}"
+    );
+
+    // The target is the definition, its state in versions; nothing to drop, no graph.
+    let published_now = target["proposed"]["publishedVersion"]
+        .as_i64()
+        .map_or("none".to_owned(), |v| format!("v{v}"));
+    let state = format!(
+        "latest v{}, published {published_now}",
+        target["proposed"]["latestVersion"]
+    );
+    let row = target_rows(&browser).await;
+    assert_eq!(
+        row,
+        json!([[
+            DEFINITION,
+            format!("{DEFINITION} v{}", target["version"]),
+            state,
+            state,
+            false,
+            null
+        ]])
+    );
+    assert_eq!(count(&browser, &testid("drop-target")).await, 0);
+    assert_eq!(count(&browser, &testid("drop-targets")).await, 0);
+    assert_eq!(
+        count(&browser, &format!("#proposal {}", testid("diff-graph"))).await,
+        0
+    );
+    assert_eq!(count(&browser, &testid("approve")).await, 1);
+    browser
+        .execute(
+            "document.getElementById('proposal').scrollIntoView();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(&browser, "delete-proposal").await;
 
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
