@@ -149,31 +149,25 @@ fn definition_not_found(id: &str) -> AiError {
 /// Whether `kind` applies to an instance in this state; the 409 saying why not otherwise.
 fn check_instance(kind: ProposalKind, instance: &WorkflowInstance) -> Result<(), AiError> {
     let (status, sub_status) = (instance.status(), instance.sub_status());
-    let refuse = |code: &str, why: &str| {
-        Err(AiError::conflict(
-            code,
-            format!(
-                "cannot {} workflow instance '{}': it is {status}/{sub_status}; {why}",
-                kind.verb(),
-                instance.id()
-            ),
-        ))
+    let code = match kind {
+        ProposalKind::Retry if sub_status != WorkflowSubStatus::Faulted => "instance_not_faulted",
+        ProposalKind::Cancel if status != WorkflowStatus::Running => "instance_finished",
+        ProposalKind::Restart if status != WorkflowStatus::Finished => "instance_running",
+        _ => return Ok(()),
     };
-    match kind {
-        ProposalKind::Retry if sub_status != WorkflowSubStatus::Faulted => refuse(
-            "instance_not_faulted",
-            "only a faulted instance can be retried",
+    let why = match kind {
+        ProposalKind::Retry => "only a faulted instance can be retried",
+        ProposalKind::Cancel => "only a running instance can be cancelled",
+        _ => "only a finished instance can be restarted (cancel it first)",
+    };
+    Err(AiError::conflict(
+        code,
+        format!(
+            "cannot {} workflow instance '{}': it is {status}/{sub_status}; {why}",
+            kind.verb(),
+            instance.id()
         ),
-        ProposalKind::Cancel if status != WorkflowStatus::Running => refuse(
-            "instance_finished",
-            "only a running instance can be cancelled",
-        ),
-        ProposalKind::Restart if status != WorkflowStatus::Finished => refuse(
-            "instance_running",
-            "only a finished instance can be restarted (cancel it first)",
-        ),
-        _ => Ok(()),
-    }
+    ))
 }
 
 impl Inner {
@@ -338,26 +332,25 @@ impl Inner {
         }
         let latest = state.latest_version.unwrap_or_default();
         let published = state.published_version;
-        let refuse = |code: &str, message: String| Err(AiError::conflict(code, message));
         let mut warnings = Vec::new();
         let mut deletion = None;
         let version = match kind {
             ProposalKind::Publish => {
                 let version = draft.version.unwrap_or(latest);
                 if version != latest {
-                    return refuse(
+                    return Err(AiError::conflict(
                         "version_not_latest",
                         format!(
                             "workflow '{id}' is at version {latest}; Elsa publishes a \
                              definition's latest version, not version {version}"
                         ),
-                    );
+                    ));
                 }
                 if published == Some(version) {
-                    return refuse(
+                    return Err(AiError::conflict(
                         "already_published",
                         format!("version {version} of workflow '{id}' is already published"),
-                    );
+                    ));
                 }
                 if let Some(previous) = published {
                     warnings.push(format!(
@@ -369,10 +362,10 @@ impl Inner {
             ProposalKind::Unpublish => match published {
                 Some(version) => version,
                 None => {
-                    return refuse(
+                    return Err(AiError::conflict(
                         "not_published",
                         format!("workflow '{id}' has no published version"),
-                    );
+                    ));
                 }
             },
             _ => {
@@ -723,18 +716,17 @@ impl Inner {
         self.authorize(caller, id, action).await?;
         let current = self.load_for(actor, id, action).await?;
         self.authorize_operation(caller, &current, action).await?;
-        let refuse = |code: &str, message: String| AiError::bad_request(code, message);
         let checked = match &current.operation {
             Some(plan) if current.kind.targets_instances() => {
                 let known: HashSet<&str> = plan.targets.iter().map(|t| t.id.as_str()).collect();
                 match dropped.iter().find(|id| !known.contains(id.as_str())) {
-                    Some(unknown) => Err(refuse(
+                    Some(unknown) => Err(AiError::bad_request(
                         "unknown_target",
                         format!("'{unknown}' is not a target of proposal '{}'", current.id),
                     )),
-                    None if dropped.is_empty() => Err(refuse(
+                    None if dropped.is_empty() => Err(AiError::bad_request(
                         "targets_required",
-                        "name the targets to drop".to_owned(),
+                        "name the targets to drop",
                     )),
                     None => {
                         let drop: HashSet<&str> = dropped.iter().map(String::as_str).collect();
@@ -745,10 +737,9 @@ impl Inner {
                             .cloned()
                             .collect();
                         if kept.is_empty() {
-                            Err(refuse(
+                            Err(AiError::bad_request(
                                 "targets_required",
-                                "at least one target must remain; reject the proposal instead"
-                                    .to_owned(),
+                                "at least one target must remain; reject the proposal instead",
                             ))
                         } else {
                             Ok(kept)
@@ -756,7 +747,7 @@ impl Inner {
                     }
                 }
             }
-            _ => Err(refuse(
+            _ => Err(AiError::bad_request(
                 "not_droppable",
                 format!(
                     "proposal '{}' ({}) has no instance targets to drop",
