@@ -63,6 +63,7 @@ fn draft() -> Value {
 fn call_for(name: &str, order_version: i32) -> (&'static str, Value) {
     let author = "workflow-author";
     let diagnostics = "instance-diagnostics";
+    let operator = "workflow-operator";
     match name {
         "activities.search" => (author, json!({"query": "http", "take": 5})),
         "activities.getDescriptor" => (author, json!({"typeName": "Elsa.SendHttpRequest"})),
@@ -106,6 +107,22 @@ fn call_for(name: &str, order_version: i32) -> (&'static str, Value) {
             diagnostics,
             json!({"instanceId": FAULTED, "activityId": "FetchStock"}),
         ),
+        "instances.proposeRetry" => (
+            operator,
+            json!({"instanceIds": [FAULTED], "rationale": "A transient fault."}),
+        ),
+        "instances.proposeCancel" => (
+            operator,
+            json!({"instanceIds": ["7a1d5e93c04b6f28"], "rationale": "Stuck."}),
+        ),
+        "instances.proposeRestart" => (
+            operator,
+            json!({"instanceIds": ["0c6f3e1a9b2d4f57"], "rationale": "Run it again."}),
+        ),
+        "workflows.proposePublish" | "workflows.proposeUnpublish" | "workflows.proposeDelete" => (
+            operator,
+            json!({"definitionId": "sample-order-approval", "rationale": "Release work."}),
+        ),
         other => panic!("no call written for {other}"),
     }
 }
@@ -122,6 +139,12 @@ async fn every_grounding_name_answers_over_mcp_with_the_envelope() {
         "workflows.validateDraft",
         "workflows.proposeCreate",
         "workflows.proposeUpdate",
+        "instances.proposeRetry",
+        "instances.proposeCancel",
+        "instances.proposeRestart",
+        "workflows.proposePublish",
+        "workflows.proposeUnpublish",
+        "workflows.proposeDelete",
     ] {
         server.enable_tool(ALICE_KEY, tool).await;
     }
@@ -134,7 +157,11 @@ async fn every_grounding_name_answers_over_mcp_with_the_envelope() {
         .unwrap();
 
     let mut called = BTreeSet::new();
-    for agent in ["workflow-author", "instance-diagnostics"] {
+    for agent in [
+        "workflow-author",
+        "instance-diagnostics",
+        "workflow-operator",
+    ] {
         let client = weaver_client(&server.url(&format!("/mcp?agent={agent}")), ALICE_KEY).await;
         let listed: BTreeSet<String> = client
             .list_all_tools()
@@ -334,7 +361,14 @@ async fn the_grounding_block_is_computed_for_each_caller() {
         assert!(entry.get("disabledReason").is_none(), "{entry}");
         assert!(entry["displayName"].is_string() && entry["description"].is_string());
     }
-    assert!(reasons(family(&admin, "proposals")).is_empty());
+    // The operational proposal tools are off until enabled, and the block says so.
+    let off = reasons(family(&admin, "proposals"));
+    assert_eq!(off.len(), 6, "{off:?}");
+    assert!(
+        off.iter()
+            .all(|r| r.contains(".propose") && r.ends_with("not enabled by an administrator")),
+        "{off:?}"
+    );
     // The samples carry no activity execution records: said, though the tools still run.
     assert_eq!(
         reasons(family(&admin, "runtime")),
@@ -398,7 +432,7 @@ async fn the_grounding_block_is_computed_for_each_caller() {
     assert_eq!(proposals["available"], false);
     assert_eq!(proposals["toolNames"], json!([]));
     let off_reasons = reasons(proposals);
-    assert_eq!(off_reasons.len(), 3, "{off_reasons:?}");
+    assert_eq!(off_reasons.len(), 9, "{off_reasons:?}");
     assert!(
         off_reasons
             .iter()
@@ -557,10 +591,10 @@ async fn tool_decisions_in_the_configuration_are_applied_once_as_audited_system_
     again.shutdown().await.unwrap();
 
     // A name no tool answers to stops start-up.
-    config.tools.entries[0].name = "workflows.proposeDelete".into();
+    config.tools.entries[0].name = "workflows.proposeArchive".into();
     let error = Weaver::builder(config).build().await.unwrap_err();
     assert!(
-        error.to_string().contains("workflows.proposeDelete"),
+        error.to_string().contains("workflows.proposeArchive"),
         "{error}"
     );
 }

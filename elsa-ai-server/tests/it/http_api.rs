@@ -637,6 +637,7 @@ async fn the_openapi_document_lists_exactly_the_routes_that_exist() {
         ("post", "/ai/proposals/{proposalId}/approve"),
         ("post", "/ai/proposals/{proposalId}/reject"),
         ("post", "/ai/proposals/{proposalId}/apply"),
+        ("post", "/ai/proposals/{proposalId}/drop-targets"),
         ("get", "/ai/conversations"),
         ("delete", "/ai/conversations"),
         ("get", "/ai/conversations/{conversationId}"),

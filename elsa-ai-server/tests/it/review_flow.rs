@@ -277,7 +277,14 @@ async fn the_demo_provider_summarises_and_proposes_a_description_change() {
         .iter()
         .map(|a| a["name"].as_str().unwrap())
         .collect();
-    assert_eq!(agents, ["instance-diagnostics", "workflow-author"]);
+    assert_eq!(
+        agents,
+        [
+            "instance-diagnostics",
+            "workflow-author",
+            "workflow-operator"
+        ]
+    );
 
     let (proposal, events) = server
         .demo_proposal(ALICE_KEY, "sample-order-approval")
