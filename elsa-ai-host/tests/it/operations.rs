@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use chrono::TimeDelta;
 use elsa_ai_abstractions::{
-    AiProposalStore, AuditAction, AuditOutcome, Clock, OperationDraft, Permission, ProposalKind,
-    ProposalStatus, TargetOutcome, TargetResult,
+    AuditAction, AuditOutcome, Clock, OperationDraft, Permission, ProposalKind, ProposalStatus,
+    TargetOutcome, TargetResult,
 };
 use elsa_ai_host::ProposalSettings;
 use elsa_ai_host::testing::governance::TEST_TENANT;
