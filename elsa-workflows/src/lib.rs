@@ -111,9 +111,9 @@ pub use instance::{
     ActivityExecutionRecord, ActivityStatus, Bookmark, ExceptionInfo, ExecutionLogEntry,
     ExecutionRecordSource, Incident, WorkflowInstance, WorkflowStatus, WorkflowSubStatus,
 };
-pub use memory::{
-    FolderDefinitionWriter, InMemoryWorkflowBackend, SeedReport, SkippedFile, SupersededSnapshot,
-};
+#[cfg(feature = "folder")]
+pub use memory::FolderDefinitionWriter;
+pub use memory::{InMemoryWorkflowBackend, SeedReport, SkippedFile, SupersededSnapshot};
 pub use page::{Page, PageRequest, TimeRange};
 pub use router::{TenantRouter, WorkflowServices};
 pub use store::{

@@ -7,6 +7,7 @@
 //! friends), from a folder of Elsa JSON files ([`InMemoryWorkflowBackend::seed_from_dir`])
 //! or from the samples shipped with the crate ([`crate::samples`]).
 
+#[cfg(feature = "folder")]
 mod folder;
 mod operations;
 mod seed;
@@ -17,6 +18,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use parking_lot::RwLock;
 
+#[cfg(feature = "folder")]
 pub use folder::FolderDefinitionWriter;
 pub use seed::{SeedReport, SkippedFile, SupersededSnapshot};
 

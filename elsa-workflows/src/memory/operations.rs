@@ -3,9 +3,10 @@
 //! There is no workflow engine in memory: an operation changes the records an engine would
 //! change (a cancelled instance is `Finished`/`Cancelled`, a retried one `Running`/`Executing`
 //! with its incidents kept as history, a restart adds a new `Running`/`Pending` instance, a
-//! deleted definition takes its instances with it as in Elsa) and nothing runs. Like every other change to this backend, the effect lasts as long as the
-//! process; only definition versions are also written to a tenant's folder (see
-//! [`super::FolderDefinitionWriter`]).
+//! deleted definition takes its instances with it as in Elsa) and nothing runs. Like every
+//! other change to this backend, the effect lasts as long as the process; only definition
+//! versions are also written to a tenant's folder (`FolderDefinitionWriter`, feature
+//! `folder`).
 
 use async_trait::async_trait;
 use chrono::Utc;
