@@ -85,6 +85,7 @@ fn openai(server: &ScriptedModelServer, api: OpenAiApi) -> OpenAiProvider {
     let api = match api {
         OpenAiApi::Chat => "chat",
         OpenAiApi::Responses => "responses",
+        other => panic!("no benchmark for {other:?}"),
     };
     let config: OpenAiProviderConfig = toml::from_str(&format!(
         "base_url = \"{}\"\nmodel = \"bench\"\napi = \"{api}\"\n",

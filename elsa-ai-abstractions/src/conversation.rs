@@ -9,6 +9,7 @@ use crate::{AiError, AiSessionHandle, AiStreamEvent, ConversationId};
 
 /// Who wrote a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum MessageRole {
     /// The person.
     User,
@@ -18,6 +19,17 @@ pub enum MessageRole {
     /// [`AiToolMessage`] as JSON), so that a later turn, on any replica, hands the model the
     /// whole conversation.
     Tool,
+}
+
+impl MessageRole {
+    /// The role's name as it appears in JSON (`User`, `Assistant`, `Tool`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "User",
+            Self::Assistant => "Assistant",
+            Self::Tool => "Tool",
+        }
+    }
 }
 
 /// What a [`MessageRole::Tool`] message holds: one tool call and its result, redacted.

@@ -7,6 +7,7 @@ use thiserror::Error;
 /// `code` is a stable machine-readable identifier (`snake_case`); `message` is for people
 /// and never contains secrets or another tenant's data.
 #[derive(Clone, Debug, PartialEq, Error)]
+#[non_exhaustive]
 pub enum AiError {
     /// 400: malformed request, unsupported attachment, invalid transition request.
     #[error("{message}")]
@@ -224,6 +225,23 @@ impl AiError {
             | Self::Internal { message, .. }
             | Self::Unavailable { message, .. } => message,
         }
+    }
+
+    /// The same error (status, code, state and diagnostics) with another message, for
+    /// example the message redacted.
+    pub fn with_message(mut self, new_message: impl Into<String>) -> Self {
+        match &mut self {
+            Self::BadRequest { message, .. }
+            | Self::Unauthenticated { message, .. }
+            | Self::Forbidden { message, .. }
+            | Self::NotFound { message, .. }
+            | Self::Conflict { message, .. }
+            | Self::PayloadTooLarge { message, .. }
+            | Self::Unprocessable { message, .. }
+            | Self::Internal { message, .. }
+            | Self::Unavailable { message, .. } => *message = new_message.into(),
+        }
+        self
     }
 
     /// The wire shape of this error: what HTTP bodies, stream events and tool errors carry.

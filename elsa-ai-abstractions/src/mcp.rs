@@ -8,6 +8,7 @@ use crate::{DangerLevel, Permission, SecretValue, ToolMutability};
 
 /// How Weaver reaches an MCP server.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum McpTransport {
     /// A child process speaking MCP over stdio. It starts from an empty environment: `PATH`
     /// plus `env` and `secret_env`.

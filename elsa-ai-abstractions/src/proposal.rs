@@ -14,6 +14,7 @@ use crate::{AiCaller, AiError, ConversationId, Permission, ProposalId};
 /// What a proposal does once applied: write a definition (create, update) or act on
 /// existing instances or definitions (the operations).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ProposalKind {
     /// A new workflow definition.
     Create,
@@ -105,6 +106,7 @@ impl ProposalKind {
 /// `Blocked → Validated | Rejected | Expired`; `Approved → Applied | Blocked | Rejected | Expired`.
 /// `Applied`, `Rejected` and `Expired` are final.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ProposalStatus {
     /// Created, not validated yet.
     Draft,
@@ -306,6 +308,7 @@ pub struct TargetOutcome {
 
 /// The result for one target of an applied operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum TargetResult {
     /// The operation was carried out.
     Done,

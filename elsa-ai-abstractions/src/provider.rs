@@ -74,6 +74,7 @@ pub struct AiTurnRequest {
 /// What a provider reports while it runs a turn. The provider owns the model/tool loop;
 /// the host only maps these to stream events.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum AiProviderEvent {
     /// A piece of assistant text.
     AssistantDelta {

@@ -17,6 +17,7 @@ use crate::{AiCaller, AiContextAttachment, AiError, AiProposalIntake, Conversati
 
 /// Whether a tool only reads, drafts a proposal, or changes the system.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum ToolMutability {
     /// Reads data; never writes.
     ReadOnly,
@@ -30,6 +31,7 @@ pub enum ToolMutability {
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
 )]
+#[non_exhaustive]
 pub enum DangerLevel {
     /// Harmless reads.
     Low,
@@ -43,6 +45,7 @@ pub enum DangerLevel {
 
 /// How a tool relates to tenants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum TenantBehavior {
     /// Reads or writes the caller's tenant's data only; needs a tenant.
     TenantScoped,
@@ -54,6 +57,7 @@ pub enum TenantBehavior {
 
 /// What the audit log records of an invocation. Denials are recorded whatever this says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum AuditBehavior {
     /// Nothing beyond denials and failures.
     None,
@@ -80,6 +84,7 @@ pub enum ToolSource {
 /// that a model never sees one tool twice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ToolNaming {
     /// The names of Weaver's runtime contract (`workflow.getDefinition`, `instance.get`, …).
     #[default]
@@ -292,6 +297,7 @@ impl AiToolExecutionContext {
 
 /// How an invocation ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum AiToolOutcome {
     /// The tool ran and returned content.
     Success,

@@ -51,6 +51,7 @@ pub struct CopilotProviderConfig {
 /// The bring-your-own-key endpoint types the Copilot CLI supports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ByokType {
     /// An OpenAI-compatible API (OpenAI, Ollama, vLLM, LM Studio, llama.cpp, ...).
     Openai,
@@ -74,6 +75,7 @@ impl ByokType {
 /// The OpenAI/Azure API the CLI calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum WireApi {
     /// `POST {base_url}/chat/completions`.
     Completions,
@@ -94,6 +96,7 @@ impl WireApi {
 /// Why a configuration cannot be used. Every variant is a 503 (`provider_misconfigured`)
 /// when it reaches a client.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CopilotConfigError {
     /// `kind` names another provider.
     #[error("provider kind '{0}' is not '{PROVIDER_KIND}'")]

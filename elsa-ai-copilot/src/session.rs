@@ -152,6 +152,8 @@ pub(crate) fn turn_prompt(
                 MessageRole::User => "user",
                 MessageRole::Assistant => "assistant",
                 MessageRole::Tool => "tool",
+                // A role newer than this provider is left out of the history.
+                _ => continue,
             };
             let _ = writeln!(prompt, "{role}: {}", earlier.content);
         }

@@ -83,10 +83,22 @@
 //!     arguments: json!({"id": "wf-1"}),
 //! };
 //! let result = invoker.invoke(call("workflow.getDefinition")).await;
-//! assert_eq!(result.content["connectionString"], REDACTED);
+//! assert!(result.is_success());
+//! assert_eq!(result.content["id"], "wf-1");
+//! assert_eq!(result.content["connectionString"], REDACTED, "the model never sees the secret");
 //! let denied = invoker.invoke(call("instance.get")).await;
 //! assert_eq!(denied.error.unwrap().code, "tool_not_in_agent_scope");
-//! assert_eq!(audit.events(&"acme".into()).len(), 2, "the call and the denial are audited");
+//!
+//! // The call and the denial are audited, with the caller, the tool and the arguments.
+//! let trail = audit.events(&"acme".into());
+//! assert_eq!(trail.len(), 2);
+//! assert_eq!(trail[0].action, AuditAction::TOOL_INVOKED);
+//! assert_eq!(trail[0].outcome, AuditOutcome::Success);
+//! assert_eq!(trail[0].actor_id, "alice");
+//! assert_eq!(trail[0].tool_name.as_deref(), Some("workflow.getDefinition"));
+//! assert_eq!(trail[0].details["arguments"], json!({"id": "wf-1"}));
+//! assert_eq!(trail[1].action, AuditAction::TOOL_DENIED);
+//! assert_eq!(trail[1].outcome, AuditOutcome::Denied);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! # }).unwrap();
 //! ```

@@ -306,6 +306,8 @@ impl ToolCounters {
             AiToolOutcome::Success => (&self.succeeded, 0),
             AiToolOutcome::Error => (&self.failed, 1),
             AiToolOutcome::Denied => (&self.denied, 2),
+            // An outcome newer than this host counts as a failure.
+            _ => (&self.failed, 1),
         };
         counter.fetch_add(1, Ordering::Relaxed);
         // The name is copied only the first time it is counted.
@@ -389,15 +391,17 @@ pub struct ProposalCountersSnapshot {
     pub event_failures: u64,
 }
 
-fn status_index(status: ProposalStatus) -> usize {
+fn status_index(status: ProposalStatus) -> Option<usize> {
     match status {
-        ProposalStatus::Draft => 0,
-        ProposalStatus::Validated => 1,
-        ProposalStatus::Blocked => 2,
-        ProposalStatus::Approved => 3,
-        ProposalStatus::Rejected => 4,
-        ProposalStatus::Applied => 5,
-        ProposalStatus::Expired => 6,
+        ProposalStatus::Draft => Some(0),
+        ProposalStatus::Validated => Some(1),
+        ProposalStatus::Blocked => Some(2),
+        ProposalStatus::Approved => Some(3),
+        ProposalStatus::Rejected => Some(4),
+        ProposalStatus::Applied => Some(5),
+        ProposalStatus::Expired => Some(6),
+        // A state newer than this host has no counter.
+        _ => None,
     }
 }
 
@@ -405,7 +409,7 @@ impl ProposalCounters {
     /// The current values.
     pub fn snapshot(&self) -> ProposalCountersSnapshot {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let entered = |status| load(&self.entered[status_index(status)]);
+        let entered = |status| status_index(status).map_or(0, |i| load(&self.entered[i]));
         ProposalCountersSnapshot {
             created: load(&self.created),
             validated: entered(ProposalStatus::Validated),
@@ -428,7 +432,9 @@ impl ProposalCounters {
     }
 
     pub(crate) fn entered(&self, status: ProposalStatus) {
-        self.entered[status_index(status)].fetch_add(1, Ordering::Relaxed);
+        if let Some(index) = status_index(status) {
+            self.entered[index].fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn denied(&self) {
@@ -479,6 +485,7 @@ pub(crate) fn record_outcome(span: &Span, outcome: AiToolOutcome, error_code: Op
         AiToolOutcome::Success => "success",
         AiToolOutcome::Error => "error",
         AiToolOutcome::Denied => "denied",
+        _ => "unknown",
     };
     span.record("weaver.tool.outcome", outcome);
     if let Some(code) = error_code {

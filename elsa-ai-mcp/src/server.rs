@@ -67,7 +67,7 @@ impl McpEndpoint {
             .with_cancellation_token(shutdown)
             .disable_allowed_hosts();
         let service = StreamableHttpService::new(
-            move || Ok(self.clone()),
+            move || Ok(Handler(self.clone())),
             Arc::new(NeverSessionManager::default()),
             config,
         );
@@ -151,7 +151,11 @@ fn call_result(result: AiToolResult) -> CallToolResult {
     answer
 }
 
-impl ServerHandler for McpEndpoint {
+/// The MCP server behind an [`McpEndpoint`]: a type of its own, so that no `rmcp` trait is
+/// part of the endpoint's public API.
+struct Handler(McpEndpoint);
+
+impl ServerHandler for Handler {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("weaver", env!("CARGO_PKG_VERSION")))
@@ -172,6 +176,7 @@ impl ServerHandler for McpEndpoint {
             ..AiToolQuery::for_caller(caller)
         };
         let tools = self
+            .0
             .registry
             .list(&query)
             .await
@@ -193,7 +198,7 @@ impl ServerHandler for McpEndpoint {
             tool_name: request.name.into_owned(),
             arguments: Value::Object(request.arguments.unwrap_or_default()),
         };
-        let result = self.governor.bind(scope).invoke(invocation).await;
+        let result = self.0.governor.bind(scope).invoke(invocation).await;
         Ok(call_result(result).into())
     }
 }

@@ -86,6 +86,7 @@ impl fmt::Debug for OpenAiProviderConfig {
 /// The OpenAI API the provider calls.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OpenAiApi {
     /// `POST {base_url}/chat/completions`, streamed (the API every compatible server has).
     #[default]

@@ -104,6 +104,8 @@ fn opening_items(request: &AiTurnRequest) -> Vec<Item> {
                     });
                 }
             }
+            // A role newer than this provider is left out of the history.
+            _ => {}
         }
     }
     let mut message = String::new();

@@ -11,6 +11,80 @@
 //! (`ToolStarted`, `invoker.invoke`, `ToolCompleted` with the returned result), so the
 //! whole governance pipeline runs. It honours the turn's cancellation token between steps
 //! and during delays.
+//!
+//! A script turned into a turn: text, a tool call run through the invoker the turn is given
+//! (here a stand-in that echoes the arguments; a host passes its `ToolGovernor`), and a reply
+//! computed from the tool's result.
+//!
+//! ```
+//! use std::sync::Arc;
+//!
+//! use async_trait::async_trait;
+//! use elsa_ai_abstractions::*;
+//! use elsa_ai_scripted::{Script, ScriptStep, ScriptedProvider};
+//! use futures::StreamExt;
+//! use serde_json::json;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! /// Stands in for the host's governed invoker: names the definition the call asks for.
+//! struct Echo;
+//!
+//! #[async_trait]
+//! impl AiProviderToolInvoker for Echo {
+//!     async fn invoke(&self, call: AiProviderToolInvocation) -> AiToolResult {
+//!         AiToolResult::success(json!({"name": call.arguments["definitionId"]}))
+//!     }
+//! }
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let provider = ScriptedProvider::new(
+//!     Script::new()
+//!         .delta("Let me look. ")
+//!         .tool_call_with_id(
+//!             "call-1",
+//!             "workflow.getDefinition",
+//!             json!({"definitionId": "orders"}),
+//!         )
+//!         .computed(|turn| {
+//!             let result = turn.last_result().map(|r| r.content["name"].clone());
+//!             ScriptStep::reply(format!("It is called {}.", result.unwrap_or_default()))
+//!         }),
+//! );
+//!
+//! let caller = AiCaller::new("alice", "acme", [Permission::READ_WORKFLOWS]);
+//! let agent = AiAgentDefinition::new("workflow-author", "Helps write workflows.");
+//! let session = provider
+//!     .create_session(CreateAiSessionRequest {
+//!         conversation_id: ConversationId::new("c1"),
+//!         agent: agent.clone(),
+//!         caller: caller.clone(),
+//!     })
+//!     .await?;
+//! let turn = AiTurnRequest {
+//!     session,
+//!     agent,
+//!     caller,
+//!     message: "What is the orders workflow called?".into(),
+//!     history: Vec::new(),
+//!     context: Vec::new(),
+//!     tools: Vec::new(),
+//!     cancellation: CancellationToken::new(),
+//! };
+//! let events: Vec<AiProviderEvent> = provider.execute_turn(turn, Arc::new(Echo)).collect().await;
+//!
+//! assert_eq!(events[0], AiProviderEvent::AssistantDelta { text: "Let me look. ".into() });
+//! let AiProviderEvent::ToolStarted { call_id, .. } = &events[1] else { panic!("{events:?}") };
+//! assert_eq!(call_id, "call-1");
+//! let AiProviderEvent::ToolCompleted { result, .. } = &events[2] else { panic!("{events:?}") };
+//! assert_eq!(result.content["name"], "orders");
+//! assert_eq!(
+//!     events[events.len() - 2],
+//!     AiProviderEvent::AssistantMessage { text: "It is called \"orders\".".into() }
+//! );
+//! assert_eq!(events.last(), Some(&AiProviderEvent::Completed));
+//! # Ok::<(), AiError>(())
+//! # }).unwrap();
+//! ```
 
 pub mod demo;
 mod player;

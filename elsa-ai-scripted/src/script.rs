@@ -107,6 +107,7 @@ impl Script {
 
 /// One step of a [`Script`].
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub enum ScriptStep {
     /// Report a piece of assistant text.
     Delta(String),

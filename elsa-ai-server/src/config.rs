@@ -536,6 +536,7 @@ impl std::fmt::Debug for ApiKeyConfig {
 
 /// The JWT algorithms accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
 pub enum JwtAlgorithmConfig {
     /// HMAC with SHA-256 and a shared secret.
     #[serde(rename = "HS256")]

@@ -28,7 +28,8 @@
 //! proposals are saved. The tenants' services sit behind one
 //! [`TenantRouter`](elsa_workflows::TenantRouter); [`config::REFERENCE`] documents every key.
 //!
-//! Mounting the API under a prefix of a host's own router:
+//! A host's `main` that mounts the API under a prefix of its own router (here one request
+//! goes through the router in process, where a host would serve it):
 //!
 //! ```
 //! use axum::Router;
@@ -38,29 +39,34 @@
 //! use elsa_ai_server::config::{StoreConfig, WeaverConfig};
 //! use tower::ServiceExt;
 //!
-//! # tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap().block_on(async {
-//! let config = WeaverConfig {
-//!     store: StoreConfig { memory: true, ..StoreConfig::default() },
-//!     ..WeaverConfig::default()
-//! };
-//! // No [auth] configured: the server makes a development key for the built-in samples.
-//! let weaver = Weaver::builder(config).env(|_| None).build().await?;
-//! let key = weaver.development_keys()[0].key.clone();
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     // Usually read from weaver.toml with `WeaverConfig::load`; here in memory.
+//!     let config = WeaverConfig {
+//!         store: StoreConfig { memory: true, ..StoreConfig::default() },
+//!         ..WeaverConfig::default()
+//!     };
+//!     // No [auth] configured: the server makes a development key for the built-in samples.
+//!     let weaver = Weaver::builder(config).env(|_| None).build().await?;
+//!     let key = weaver.development_keys()[0].key.clone();
 //!
-//! let app = Router::new()
-//!     .route("/health", axum::routing::get(|| async { "ok" }))
-//!     .nest("/copilot", weaver.router());
+//!     // The host's own routes, and weaver's under /copilot.
+//!     let app = Router::new()
+//!         .route("/health", axum::routing::get(|| async { "ok" }))
+//!         .nest("/copilot", weaver.router());
+//!     // A host serves `app` as any axum app:
+//!     // axum::serve(tokio::net::TcpListener::bind("127.0.0.1:8080").await?, app).await?;
 //!
-//! let request = Request::get("/copilot/ai/capabilities")
-//!     .header("authorization", format!("ApiKey {key}"))
-//!     .body(Body::empty())?;
-//! let response = app.clone().oneshot(request).await?;
-//! assert_eq!(response.status(), StatusCode::OK);
+//!     let request = Request::get("/copilot/ai/capabilities")
+//!         .header("authorization", format!("ApiKey {key}"))
+//!         .body(Body::empty())?;
+//!     let response = app.clone().oneshot(request).await?;
+//!     assert_eq!(response.status(), StatusCode::OK);
 //!
-//! let anonymous = Request::get("/copilot/ai/tools").body(Body::empty())?;
-//! assert_eq!(app.oneshot(anonymous).await?.status(), StatusCode::UNAUTHORIZED);
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # }).unwrap();
+//!     let anonymous = Request::get("/copilot/ai/tools").body(Body::empty())?;
+//!     assert_eq!(app.oneshot(anonymous).await?.status(), StatusCode::UNAUTHORIZED);
+//!     Ok(())
+//! }
 //! ```
 //!
 //! To serve it as the `weaver` binary does, hand [`Weaver::serve`] a listener and a shutdown

@@ -908,6 +908,8 @@ fn describe(kind: ProposalKind, plan: &OperationPlan) -> String {
             )
         }
         ProposalKind::Create | ProposalKind::Update => String::new(),
+        // A kind newer than this server: named, with its targets counted.
+        other => format!("{} {count} target(s). {skipped}", other.as_str()),
     }
 }
 

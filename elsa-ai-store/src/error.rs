@@ -7,16 +7,29 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The database could not be reached, created or configured.
+    /// The database could not be reached, created or configured (the source is the database
+    /// driver's error).
     #[error("cannot open the store: {0}")]
-    Connect(#[source] sqlx::Error),
-    /// The schema migrations could not be applied.
+    Connect(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The schema migrations could not be applied (the source is the migrator's error).
     #[error("cannot migrate the store's schema: {0}")]
-    Migrate(#[source] sqlx::migrate::MigrateError),
+    Migrate(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The SQLite writer (its connection or its thread) could not be started.
     #[cfg(feature = "sqlite")]
     #[error("cannot start the SQLite writer: {0}")]
     Writer(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl StoreError {
+    /// The database could not be reached, created or configured.
+    pub(crate) fn connect(error: sqlx::Error) -> Self {
+        Self::Connect(Box::new(error))
+    }
+
+    /// The schema migrations could not be applied.
+    pub(crate) fn migrate(error: sqlx::migrate::MigrateError) -> Self {
+        Self::Migrate(Box::new(error))
+    }
 }
 
 /// A database failure as the store's callers see it: either the database cannot be reached

@@ -140,8 +140,8 @@ impl PostgresStore {
             .acquire_timeout(options.acquire_timeout)
             .connect(&options.url)
             .await
-            .map_err(StoreError::Connect)?;
-        MIGRATOR.run(&pool).await.map_err(StoreError::Migrate)?;
+            .map_err(StoreError::connect)?;
+        MIGRATOR.run(&pool).await.map_err(StoreError::migrate)?;
         let connections =
             || WriterConnections::new(&pool, options.audit_concurrency, options.acquire_timeout);
         let batches = AuditInserts {
@@ -225,6 +225,7 @@ impl JournalNotice {
 
 /// What a replica hears about the shared journal (see [`PostgresStore::journal_feed`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum JournalFeed {
     /// A commit appended to a conversation's journal.
     Appended(JournalNotice),
@@ -272,11 +273,11 @@ impl PostgresStore {
     pub async fn journal_feed(&self) -> Result<mpsc::Receiver<JournalFeed>, StoreError> {
         let mut listener = PgListener::connect_with(&self.pool)
             .await
-            .map_err(StoreError::Connect)?;
+            .map_err(StoreError::connect)?;
         listener
             .listen_all([JOURNAL_CHANNEL, CANCEL_CHANNEL])
             .await
-            .map_err(StoreError::Connect)?;
+            .map_err(StoreError::connect)?;
         let (feed, heard) = mpsc::channel(4096);
         tokio::spawn(async move {
             loop {

@@ -61,20 +61,12 @@ pub(crate) fn to_sql_counter(n: u64, what: &str) -> Result<i64, AiError> {
 
 /// The serialised name of an outcome, as the `outcome` column holds it.
 pub(crate) fn outcome_name(outcome: AuditOutcome) -> &'static str {
-    match outcome {
-        AuditOutcome::Success => "Success",
-        AuditOutcome::Failure => "Failure",
-        AuditOutcome::Denied => "Denied",
-    }
+    outcome.as_str()
 }
 
 /// The serialised name of a message role.
 pub(crate) fn role_name(role: MessageRole) -> &'static str {
-    match role {
-        MessageRole::User => "User",
-        MessageRole::Assistant => "Assistant",
-        MessageRole::Tool => "Tool",
-    }
+    role.as_str()
 }
 
 /// The message role stored as `name`.

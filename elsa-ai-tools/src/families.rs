@@ -9,6 +9,7 @@ use crate::names;
 
 /// One grounding family.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum GroundingFamily {
     /// Activity discovery: the catalog and its descriptors.
     Activities,

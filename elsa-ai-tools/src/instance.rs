@@ -385,6 +385,7 @@ inventory::submit! { AiToolRegistration::new(|| Arc::new(GetInstance::default())
 
 /// An instance status filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum StatusFilter {
     /// Not finished yet.
     Running,
@@ -403,6 +404,7 @@ impl From<StatusFilter> for WorkflowStatus {
 
 /// An instance sub-status filter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[non_exhaustive]
 pub enum SubStatusFilter {
     /// Waiting to run.
     Pending,

@@ -32,6 +32,7 @@ pub enum VersionSelector {
 /// The named version selectors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum NamedVersion {
     /// The newest version, published or not.
     Latest,
@@ -351,6 +352,7 @@ inventory::submit! { AiToolRegistration::new(|| Arc::new(GetDefinitionGraph::def
 /// Which versions `workflow.listDefinitions` lists.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum ListFilter {
     /// Each definition's newest version.
     #[default]

@@ -19,6 +19,7 @@ use crate::json::{self, Seg};
 /// How an activity runs, as Elsa classifies it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(from = "String", into = "String")]
+#[non_exhaustive]
 pub enum ActivityKind {
     /// Runs synchronously.
     #[default]

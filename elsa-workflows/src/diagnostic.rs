@@ -14,6 +14,7 @@ pub enum Severity {
 /// The stable, machine-readable identity of a validation rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum DiagnosticCode {
     /// An activity's type is not in the catalog.
     UnknownActivityType,

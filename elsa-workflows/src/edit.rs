@@ -19,6 +19,7 @@ const LIST_CONTAINERS: &[&str] = &["Elsa.Flowchart", "Elsa.Sequence", "Elsa.Para
 
 /// Why an edit could not be made. The definition is unchanged when an edit fails.
 #[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
 pub enum EditError {
     /// No activity has this id.
     #[error("activity '{id}' not found")]

@@ -15,6 +15,7 @@ use crate::{
 /// Which version of a definition a lookup wants.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum VersionOptions {
     /// The newest version, published or not.
     #[default]

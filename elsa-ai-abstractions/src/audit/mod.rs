@@ -82,6 +82,7 @@ impl AuditAction {
 
 /// How the audited operation ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AuditOutcome {
     /// It succeeded.
     Success,
@@ -89,6 +90,17 @@ pub enum AuditOutcome {
     Failure,
     /// Governance refused it.
     Denied,
+}
+
+impl AuditOutcome {
+    /// The outcome's name as it appears in JSON (`Success`, `Failure`, `Denied`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "Success",
+            Self::Failure => "Failure",
+            Self::Denied => "Denied",
+        }
+    }
 }
 
 /// One audit record. Every field has passed redaction before it reaches a sink.

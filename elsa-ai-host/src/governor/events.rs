@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 /// What the governor reports about one tool call, already redacted (and, for results,
 /// clamped). Exactly one `Started` and one terminal event per call id.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ToolEvent {
     /// The call passed governance and is about to run, or was refused (then `Failed` follows).
     Started {

@@ -2,6 +2,7 @@ use elsa_ai_abstractions::AiError;
 
 /// The eleven steps of governed tool execution (SPEC §3), in their contractual order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum GovernanceStep {
     /// 1. The caller is an authenticated actor; their tenant is known.
     ResolveActor,

@@ -220,6 +220,8 @@ impl TurnEvents {
             }
             // The turn loop handles the end of a turn itself.
             AiProviderEvent::Completed | AiProviderEvent::Failed { .. } => {}
+            // An event newer than this host: nothing of it reaches the stream.
+            other => tracing::debug!(event = ?other, "provider event of an unknown kind dropped"),
         }
     }
 

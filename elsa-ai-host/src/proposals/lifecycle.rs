@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 /// (Draft → Validated or Blocked in one step) is not an action on a stored proposal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum ProposalAction {
     /// Runs validation again against the tenant's current activity catalog.
     Validate,

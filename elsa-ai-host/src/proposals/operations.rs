@@ -632,6 +632,10 @@ impl Inner {
             ProposalKind::Unpublish => services.publisher.unpublish(tenant, id).await,
             ProposalKind::Delete => services.publisher.delete(tenant, id).await,
             ProposalKind::Create | ProposalKind::Update => Ok(()),
+            // A kind newer than this host: nothing is done, and the target says so.
+            other => Err(WorkflowError::Backend {
+                message: format!("this host cannot apply '{}' operations", other.as_str()),
+            }),
         };
         Ok(match done {
             Ok(()) => TargetOutcome {
@@ -683,7 +687,8 @@ impl Inner {
         });
         let result = match outcome.result {
             TargetResult::Done => AuditOutcome::Success,
-            TargetResult::Stale | TargetResult::Failed => AuditOutcome::Failure,
+            // Stale, failed, or a result newer than this host: the target was not acted on.
+            _ => AuditOutcome::Failure,
         };
         if let Err(error) = self
             .audit(

@@ -54,6 +54,7 @@ pub const REDACTED: &str = "[REDACTED]";
 
 /// Why a [`Redactor`] could not be built.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RedactorError {
     /// A registered secret is too short to redact without destroying ordinary text.
     #[error("a registered secret must be at least {min} bytes long (got {len})")]
@@ -520,31 +521,7 @@ impl Redactor {
             Cow::Borrowed(_) => return error,
             Cow::Owned(message) => message,
         };
-        match error {
-            AiError::BadRequest { code, .. } => AiError::BadRequest { code, message },
-            AiError::Unauthenticated { code, .. } => AiError::Unauthenticated { code, message },
-            AiError::Forbidden { code, .. } => AiError::Forbidden { code, message },
-            AiError::NotFound { code, .. } => AiError::NotFound { code, message },
-            AiError::Conflict {
-                code,
-                current_state,
-                ..
-            } => AiError::Conflict {
-                code,
-                message,
-                current_state,
-            },
-            AiError::PayloadTooLarge { code, .. } => AiError::PayloadTooLarge { code, message },
-            AiError::Unprocessable {
-                code, diagnostics, ..
-            } => AiError::Unprocessable {
-                code,
-                message,
-                diagnostics,
-            },
-            AiError::Internal { code, .. } => AiError::Internal { code, message },
-            AiError::Unavailable { code, .. } => AiError::Unavailable { code, message },
-        }
+        error.with_message(message)
     }
 
     /// The redacted text, or `None` when nothing in it needed redaction. `folded` is scratch

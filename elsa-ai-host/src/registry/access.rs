@@ -54,7 +54,17 @@ impl ToolPolicy {
                     ),
                 ));
             }
-            _ => {}
+            ToolMutability::ReadOnly | ToolMutability::Proposal => {}
+            // A mutability newer than this host: refused, as administrative tools are.
+            other => {
+                return Err(AiError::forbidden(
+                    "permission_denied",
+                    format!(
+                        "tool '{}' has mutability {other:?}, which this host does not run",
+                        definition.name
+                    ),
+                ));
+            }
         }
         if definition.danger_level > self.max_danger_level {
             return Err(AiError::forbidden(
@@ -72,7 +82,8 @@ impl ToolPolicy {
         let mutability = match definition.mutability {
             ToolMutability::ReadOnly => true,
             ToolMutability::Proposal => may_propose,
-            ToolMutability::Administrative => false,
+            // Administrative tools, and mutabilities newer than this host, are never listed.
+            _ => false,
         };
         mutability && definition.danger_level <= self.max_danger_level
     }

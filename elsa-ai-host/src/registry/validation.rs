@@ -170,6 +170,7 @@ pub(super) fn check_definition(definition: &AiToolDefinition) -> Result<(), Tool
             }
             (_, ToolSource::Mcp) => Some("MCP-backed tools need explicit administrator enablement"),
             (ToolMutability::ReadOnly, _) => None,
+            _ => Some("tools of a mutability this host does not know need explicit enablement"),
         };
         if let Some(reason) = reason {
             return Err(ToolRegistrationError::UnsafeDefault {

@@ -229,6 +229,7 @@ async fn every_action_from_every_state() {
                         .drop_targets(&alice, &proposal.id, &["i-1".into()])
                         .await
                 }
+                other => panic!("no call for {other:?} yet"),
             };
             let case = format!("{action:?} from {status:?}");
             if action.is_allowed_from(status) && action == ProposalAction::DropTargets {
@@ -244,6 +245,7 @@ async fn every_action_from_every_state() {
                     ProposalAction::Apply => ProposalStatus::Applied,
                     ProposalAction::Expire => ProposalStatus::Expired,
                     ProposalAction::DropTargets => ProposalStatus::Validated,
+                    other => panic!("no expected state for {other:?} yet"),
                 };
                 let done = result.unwrap_or_else(|e| panic!("{case}: refused {e:?}"));
                 assert_eq!(done.status, expected, "{case}");

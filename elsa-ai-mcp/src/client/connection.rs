@@ -358,6 +358,10 @@ impl McpConnection {
                     .map_err(|e| format!("{url} did not complete the MCP handshake: {e}"))?;
                 Ok((service, None))
             }
+            other => Err(format!(
+                "this build cannot reach '{}' MCP servers",
+                other.kind()
+            )),
         }
     }
 }

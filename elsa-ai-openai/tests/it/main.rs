@@ -137,6 +137,7 @@ async fn text_streams_as_deltas_and_usage_reaches_the_completed_event_on_both_ap
                 assert_eq!(request.body["store"], false);
                 assert_eq!(request.tool_names(), ["test_echo", "test_other"]);
             }
+            other => panic!("no expectations for {other:?} yet"),
         }
     }
 }

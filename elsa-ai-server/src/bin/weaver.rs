@@ -21,7 +21,7 @@ use tracing_subscriber::util::SubscriberInitExt as _;
 ///
 /// Settings come from flags, then environment variables, then the configuration file, then
 /// the embedded defaults: listening on 127.0.0.1:8080, a SQLite file weaver.db in the working
-/// directory, the built-in sample workflows, the scripted demo provider and, without [auth],
+/// directory, the built-in sample workflows, the scripted demo provider and, without `[auth]`,
 /// a development API key (WEAVER_DEV_KEY, or generated and printed once on standard error;
 /// only on a loopback address).
 #[derive(Debug, Parser)]

@@ -204,6 +204,8 @@ impl GroundingConfig {
             GroundingFamily::Workflows => self.workflows,
             GroundingFamily::Proposals => self.proposals,
             GroundingFamily::Runtime => self.runtime,
+            // A family newer than this configuration is on, as every family is by default.
+            _ => true,
         }
     }
 

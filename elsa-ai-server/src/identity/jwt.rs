@@ -15,6 +15,7 @@ use super::{IdentityConfigError, IdentityExtractor, authorization};
 
 /// The key tokens are verified with; it also fixes the one algorithm accepted.
 #[derive(Clone)]
+#[non_exhaustive]
 pub enum JwtKey {
     /// HS256 with a shared secret of at least 32 bytes.
     Hs256 {

@@ -41,6 +41,7 @@ impl Weaver {
                             turn_id,
                         }) => orchestrator.cancel_requested(&tenant_id, &conversation_id, &turn_id),
                         Some(JournalFeed::Missed) => orchestrator.journal_missed(),
+                        Some(other) => tracing::debug!(?other, "journal notice of an unknown kind"),
                         None => return,
                     }
                 }

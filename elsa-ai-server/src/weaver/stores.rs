@@ -18,8 +18,9 @@ use super::{StartupError, invalid};
 use crate::config::{DEFAULT_SQLITE_FILE, StoreConfig};
 use crate::views::PersistenceView;
 
-/// The stores a host hands [`WeaverBuilder::stores`]: one implementation of each storage
-/// contract (one type may implement them all, see [`WeaverStores::of`]).
+/// The stores a host hands [`WeaverBuilder::stores`](crate::WeaverBuilder::stores): one
+/// implementation of each storage contract (one type may implement them all, see
+/// [`WeaverStores::of`]).
 #[derive(Clone)]
 pub struct WeaverStores {
     /// Proposals.

@@ -94,7 +94,7 @@ async fn migrate(
     let deadline = tokio::time::Instant::now() + busy_timeout;
     loop {
         match migrate_once(&connect).await {
-            Err(StoreError::Connect(sqlx::Error::Database(error)))
+            Err(StoreError::Connect(error))
                 if is_busy(error.as_ref()) && tokio::time::Instant::now() < deadline =>
             {
                 tokio::time::sleep(Duration::from_millis(10)).await;
@@ -104,9 +104,12 @@ async fn migrate(
     }
 }
 
-/// `SQLITE_BUSY`, plain or extended ("database is locked").
-fn is_busy(error: &dyn sqlx::error::DatabaseError) -> bool {
+/// Whether the driver's error is `SQLITE_BUSY`, plain or extended ("database is locked").
+fn is_busy(error: &(dyn std::error::Error + Send + Sync + 'static)) -> bool {
     const SQLITE_BUSY: i32 = 5;
+    let Some(sqlx::Error::Database(error)) = error.downcast_ref::<sqlx::Error>() else {
+        return false;
+    };
     error
         .code()
         .and_then(|code| code.parse::<i32>().ok())
@@ -116,16 +119,16 @@ fn is_busy(error: &dyn sqlx::error::DatabaseError) -> bool {
 async fn migrate_once(connect: &SqliteConnectOptions) -> Result<SqliteConnection, StoreError> {
     let mut migrator = SqliteConnection::connect_with(connect)
         .await
-        .map_err(StoreError::Connect)?;
+        .map_err(StoreError::connect)?;
     let mut migrating = migrator
         .begin_with("BEGIN IMMEDIATE")
         .await
-        .map_err(StoreError::Connect)?;
+        .map_err(StoreError::connect)?;
     MIGRATOR
         .run(&mut *migrating)
         .await
-        .map_err(StoreError::Migrate)?;
-    migrating.commit().await.map_err(StoreError::Connect)?;
+        .map_err(StoreError::migrate)?;
+    migrating.commit().await.map_err(StoreError::connect)?;
     Ok(migrator)
 }
 
@@ -172,7 +175,7 @@ impl SqliteStore {
             .max_connections(options.max_connections)
             .connect_with(connect)
             .await
-            .map_err(StoreError::Connect)?;
+            .map_err(StoreError::connect)?;
         let writer = {
             let (path, busy_timeout) = (options.path.clone(), options.busy_timeout);
             tokio::task::spawn_blocking(move || WriterConnection::open(&path, busy_timeout))
@@ -183,7 +186,7 @@ impl SqliteStore {
         // Closed only once the store's own connections are open: closing the file's last
         // connection checkpoints and removes the WAL under an exclusive lock, which another
         // process opening the file at that moment could not wait for.
-        migrator.close().await.map_err(StoreError::Connect)?;
+        migrator.close().await.map_err(StoreError::connect)?;
         let writer = Arc::new(writer);
         let writes = GroupCommitWriter::spawn_on_thread(
             Writes {

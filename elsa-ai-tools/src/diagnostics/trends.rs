@@ -29,6 +29,7 @@ const MAX_BUCKETS: i64 = 96;
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum BucketSize {
     /// One hour.
     Hour,

@@ -30,6 +30,7 @@ pub const MAX_OPERATIONS: usize = 200;
 /// One change to a workflow definition.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(tag = "op", rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub enum PatchOperation {
     /// Adds an activity (to `activity.container`, default the root flowchart).
     AddActivity {
@@ -155,6 +156,7 @@ impl PatchOperation {
 
 /// Why a patch could not be applied. Nothing of the patch is kept when one operation fails.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PatchError {
     /// The patch holds no operation.
     #[error("the patch holds no operation")]

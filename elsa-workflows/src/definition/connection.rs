@@ -35,6 +35,7 @@ impl Endpoint {
 /// How a connection was written in the JSON.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum ConnectionShape {
     /// `{"source": {"activity", "port"}, "target": {"activity", "port"}}` (Elsa 3.1 and later).
     #[default]

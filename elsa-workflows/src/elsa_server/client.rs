@@ -72,7 +72,7 @@ impl ElsaHttp {
             })?;
         Ok(Self {
             client,
-            base: config.api_base(),
+            base: config.api_base_url(),
             secret: config.credentials.secret().map(str::to_owned),
             max_body_bytes: config.max_body_bytes,
             timeout_secs: config.timeout.as_secs(),

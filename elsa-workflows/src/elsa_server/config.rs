@@ -9,6 +9,7 @@ use super::DEFAULT_API_PATH;
 
 /// How Weaver authenticates to Elsa Server. `Debug` never shows the secret.
 #[derive(Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ElsaCredentials {
     /// No `Authorization` header (an Elsa Server with authentication off).
     #[default]
@@ -160,7 +161,8 @@ impl ElsaServerConfig {
         self
     }
 
-    /// The largest answer read, in bytes; a larger one is a [`WorkflowError::Backend`].
+    /// The largest answer read, in bytes; a larger one is a
+    /// [`WorkflowError::Backend`](crate::WorkflowError::Backend).
     pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
         self
@@ -168,7 +170,12 @@ impl ElsaServerConfig {
 
     /// The API base every endpoint is below: the URL followed by the API path, unless the
     /// URL already ends with that path (`https://elsa.example/elsa/api` is taken as is).
-    pub fn api_base(&self) -> Url {
+    pub fn api_base(&self) -> String {
+        self.api_base_url().into()
+    }
+
+    /// [`api_base`](Self::api_base) as the HTTP client's URL type.
+    pub(super) fn api_base_url(&self) -> Url {
         let mut base = self.url.clone();
         let wanted: Vec<&str> = self.api_path.split('/').filter(|s| !s.is_empty()).collect();
         let present: Vec<&str> = base
@@ -202,7 +209,7 @@ mod tests {
             if let Some(path) = path {
                 config = config.api_path(path);
             }
-            config.api_base().to_string()
+            config.api_base()
         };
         assert_eq!(
             base("https://elsa.example/", None),

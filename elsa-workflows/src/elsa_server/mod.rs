@@ -52,6 +52,8 @@
 //! Elsa's built-in activities added where the server's descriptors cannot express them
 //! (a flow switch's case labels, for example).
 //!
+//! [`Page`]: crate::Page
+//!
 //! # Operations
 //!
 //! Only an applied proposal reaches these ([`crate::WorkflowInstanceOperator`],

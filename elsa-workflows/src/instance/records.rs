@@ -83,6 +83,7 @@ pub struct Bookmark {
 /// Where an [`ActivityExecutionRecord`] was read from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum ExecutionRecordSource {
     /// An `activityExecutionRecords` list (Elsa's `ActivityExecutionRecord`, as its API
     /// returns them): the complete history, one entry per activity execution.

@@ -26,6 +26,7 @@ macro_rules! elsa_enum {
     ) => {
         $(#[$meta])*
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[non_exhaustive]
         pub enum $name {
             $( $(#[$vmeta])* $variant ),+
         }
