@@ -136,18 +136,8 @@ impl Inner {
         }
 
         let mut claimed = current.clone();
-        claimed.applied_by = Some(caller.actor_id.clone());
-        claimed.applied_at = Some(self.clock.now());
-        claimed.applied_version = None;
         claimed.diagnostics = diagnostics;
-        claimed.revision += 1;
-        if let Err(error) = self.proposals.update(&claimed, current.revision).await {
-            let error = match error {
-                AiError::Conflict { .. } => self.lost_race(&current).await,
-                other => return Err(other),
-            };
-            return Err(self.refuse(actor, action, (&current).into(), error).await);
-        }
+        let claimed = self.claim(actor, &current, claimed).await?;
 
         let summary = match &claimed.baseline {
             Some(baseline) => format!(
@@ -224,6 +214,31 @@ impl Inner {
         )
         .await;
         Ok(applied)
+    }
+
+    /// Takes the apply claim: `claimed` (the current proposal, possibly with fresh
+    /// diagnostics) held by `actor` from now, stored by a compare-and-set from `current`'s
+    /// revision. Of concurrent claims one wins; the others get the audited refusal of a lost
+    /// race.
+    pub(super) async fn claim(
+        &self,
+        actor: Actor<'_>,
+        current: &AiProposal,
+        mut claimed: AiProposal,
+    ) -> Result<AiProposal, AiError> {
+        claimed.applied_by = Some(actor.id.to_owned());
+        claimed.applied_at = Some(self.clock.now());
+        claimed.applied_version = None;
+        claimed.revision = current.revision + 1;
+        if let Err(error) = self.proposals.update(&claimed, current.revision).await {
+            let error = match error {
+                AiError::Conflict { .. } => self.lost_race(current).await,
+                other => return Err(other),
+            };
+            let action = ProposalAction::Apply;
+            return Err(self.refuse(actor, action, current.into(), error).await);
+        }
+        Ok(claimed)
     }
 
     /// The 409 for a proposal whose workflow moved on since it was made, if it did.

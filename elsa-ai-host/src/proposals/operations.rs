@@ -486,17 +486,7 @@ impl Inner {
             Ok(services) => services,
             Err(error) => return Err(self.refuse(actor, action, (&current).into(), error).await),
         };
-        let mut claimed = current.clone();
-        claimed.applied_by = Some(caller.actor_id.clone());
-        claimed.applied_at = Some(self.clock.now());
-        claimed.revision += 1;
-        if let Err(error) = self.proposals.update(&claimed, current.revision).await {
-            let error = match error {
-                AiError::Conflict { .. } => self.lost_race(&current).await,
-                other => return Err(other),
-            };
-            return Err(self.refuse(actor, action, (&current).into(), error).await);
-        }
+        let mut claimed = self.claim(actor, &current, current.clone()).await?;
         let plan = claimed.operation.clone().unwrap_or_default();
         let summary = format!(
             "{} applied proposal '{}': {} {}",

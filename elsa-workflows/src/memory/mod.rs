@@ -194,6 +194,7 @@ impl InMemoryWorkflowBackend {
     }
 
     /// Every version of one definition as stored now, for [`Self::restore_versions`].
+    #[cfg(feature = "folder")]
     fn versions_of(
         &self,
         tenant: &TenantId,
@@ -207,6 +208,7 @@ impl InMemoryWorkflowBackend {
     }
 
     /// Puts back what [`Self::versions_of`] returned (`None`: the definition did not exist).
+    #[cfg(feature = "folder")]
     fn restore_versions(
         &self,
         tenant: &TenantId,
