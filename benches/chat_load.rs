@@ -147,7 +147,7 @@ fn config(store: &str, place: &str) -> WeaverConfig {
                     .map(String::from)
                     .to_vec(),
             }],
-            jwt: None,
+            ..AuthConfig::default()
         },
         // The demo provider serves unless the paced one is handed to the builder.
         provider: Some(ProviderConfig::Demo),

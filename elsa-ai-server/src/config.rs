@@ -11,6 +11,7 @@ mod mcp;
 mod telemetry;
 mod tools;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -100,6 +101,52 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
                                     space-separated string (default permissions). Dotted names
                                     reach into nested objects (realm_access.roles).
   leeway_secs = 60                  Clock skew tolerated on exp and nbf.
+  tenant = "acme"                   The tenant of a token without tenant_claim (or, without
+                                    tenant_claim, of every token).
+  required_claims = { token_use = "access" }
+                                    Claims that must hold exactly these strings.
+  Elsa's own tokens (Identity:Tokens:SigningKey): algorithm = "HS256", issuer and audience
+  "http://elsa.api", tenant_claim =
+  "http://schemas.microsoft.com/identity/claims/tenantid", required_claims = { token_use =
+  "access" }; Elsa 3.8's header spelling of HS256 (the XML-DSig URI) is accepted.
+
+  [[auth.oidc]]                     An OpenID Provider (Entra ID, Keycloak, Auth0, Okta, …);
+                                    one entry per provider. Bearer tokens naming its issuer
+                                    are verified with the keys it publishes.
+  issuer = "https://id.example.com/realms/acme"
+                                    Its issuer (iss); discovery at
+                                    {issuer}/.well-known/openid-configuration. https only
+                                    (http on loopback addresses).
+  jwks_uri = "https://…/certs"      Its key set, instead of discovery.
+  audience = "weaver"               Required: the aud a token must include.
+  algorithms = ["RS256", "PS256", "ES256"]
+                                    Accepted signatures (the default); never none, never HMAC.
+  actor_claim = "sub"               Claim holding the actor (default sub).
+  tenant_claim = "tenant"           Claim naming the tenant; it must be a served tenant.
+  tenant = "acme"                   One tenant for this provider (or the tenant of tokens
+                                    without tenant_claim, when both are set).
+  permissions_claim = "permissions" Claim holding permissions: a JSON array or a
+                                    space-separated string (scope works too). Default
+                                    permissions, unless roles_claim is set.
+  roles_claim = "roles"             Claim holding roles, mapped by [auth.oidc.roles]:
+  [auth.oidc.roles]                 admin = ["admin:ai", "apply:workflows"]; unmapped roles
+                                    grant nothing.
+  required_claims = { typ = "at+jwt" }
+                                    Claims that must hold exactly these strings.
+  leeway_secs = 30                  Clock skew tolerated on exp and nbf (default 30).
+  console_client_id = "weaver-console"
+                                    The console's public client at the provider: the sign-in
+                                    page offers "Sign in with <name>" (authorization code with
+                                    PKCE; redirect URI: the console's own URL, such as
+                                    https://weaver.example.com/console/).
+  name = "Acme ID"                  What the sign-in button says (default: the issuer's host).
+  console_scopes = "openid"         Scopes the console asks for (default "openid").
+  jwks_refetch_secs = 30            Least time between two key fetches; a token naming an
+                                    unknown kid fetches the keys again no sooner (default 30).
+  Keys are fetched at start-up, kept as the provider's Cache-Control says (1 minute to
+  1 day; 15 minutes without it), and fetched again on an unknown kid. A provider that
+  cannot be reached does not stop weaver: its tokens get 503 identity_provider_unavailable
+  until it answers; other identities keep working.
 
   Without [auth], the server creates one development key for actor "demo" in every served
   tenant with all permissions (set it with env WEAVER_DEV_KEY; a generated one is printed
@@ -496,13 +543,56 @@ pub struct AuthConfig {
     pub api_keys: Vec<ApiKeyConfig>,
     /// Bearer JWTs.
     pub jwt: Option<JwtConfig>,
+    /// OpenID Providers.
+    #[serde(default)]
+    pub oidc: Vec<OidcConfig>,
 }
 
 impl AuthConfig {
-    /// Whether any identity is configured (API keys or JWTs).
+    /// Whether any identity is configured (API keys, JWTs or OpenID Providers).
     pub fn is_configured(&self) -> bool {
-        !self.api_keys.is_empty() || self.jwt.is_some()
+        !self.api_keys.is_empty() || self.jwt.is_some() || !self.oidc.is_empty()
     }
+}
+
+/// One `[[auth.oidc]]` entry: an OpenID Provider whose access tokens weaver accepts.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OidcConfig {
+    /// The issuer; discovery at `{issuer}/.well-known/openid-configuration`.
+    pub issuer: String,
+    /// The key set's address, instead of discovery.
+    pub jwks_uri: Option<String>,
+    /// The audience a token must include.
+    pub audience: String,
+    /// The accepted algorithms (default RS256, PS256, ES256).
+    pub algorithms: Option<Vec<String>>,
+    /// The actor claim (default `sub`).
+    pub actor_claim: Option<String>,
+    /// The tenant claim.
+    pub tenant_claim: Option<String>,
+    /// One tenant for the provider (or the default for tokens without the tenant claim).
+    pub tenant: Option<String>,
+    /// The permissions claim (default `permissions` unless `roles_claim` is set).
+    pub permissions_claim: Option<String>,
+    /// The roles claim, mapped to permissions by `roles`.
+    pub roles_claim: Option<String>,
+    /// What each role grants.
+    #[serde(default)]
+    pub roles: BTreeMap<String, Vec<String>>,
+    /// Claims that must hold exactly these strings.
+    #[serde(default)]
+    pub required_claims: BTreeMap<String, String>,
+    /// Tolerated clock skew in seconds (default 30).
+    pub leeway_secs: Option<u64>,
+    /// The console's public client id; set, the console offers sign-in with this provider.
+    pub console_client_id: Option<String>,
+    /// What the console's sign-in button calls the provider (default: the issuer's host).
+    pub name: Option<String>,
+    /// The scopes the console asks for (default `openid`).
+    pub console_scopes: Option<String>,
+    /// The least time between two key fetches, in seconds (default 30).
+    pub jwks_refetch_secs: Option<u64>,
 }
 
 /// One `[[auth.api_keys]]` entry. `Debug` never shows the key.
@@ -570,6 +660,11 @@ pub struct JwtConfig {
     pub permissions_claim: Option<String>,
     /// Tolerated clock skew in seconds.
     pub leeway_secs: Option<u64>,
+    /// The tenant of a token without the tenant claim.
+    pub tenant: Option<String>,
+    /// Claims that must hold exactly these strings.
+    #[serde(default)]
+    pub required_claims: BTreeMap<String, String>,
 }
 
 /// `[provider]`: which provider, with that provider's own settings. `Debug` shows the
@@ -1048,6 +1143,15 @@ mod tests {
             "tenant_claim",
             "permissions_claim",
             "leeway_secs",
+            "required_claims",
+            "[[auth.oidc]]",
+            "jwks_uri",
+            "algorithms",
+            "roles_claim",
+            "[auth.oidc.roles]",
+            "console_client_id",
+            "console_scopes",
+            "jwks_refetch_secs",
             "[provider]",
             "kind",
             "cli_path",

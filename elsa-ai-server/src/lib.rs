@@ -8,9 +8,9 @@
 //! inbox and its actions, the caller's conversations, tool enablement and the audit trail for
 //! administrators, and the OpenAPI document at `/ai/openapi.json` (generated from the
 //! handlers, see [`openapi`]). Handlers authenticate through an
-//! [`IdentityExtractor`](identity::IdentityExtractor) (static API keys, HS256/RS256 JWTs) and
-//! then only call host services, which enforce tenant and permission. Every error is an
-//! [`ErrorBody`] with a stable `code`.
+//! [`IdentityExtractor`](identity::IdentityExtractor) (static API keys, HS256/RS256 JWTs,
+//! OpenID Providers' tokens) and then only call host services, which enforce tenant and
+//! permission. Every error is an [`ErrorBody`] with a stable `code`.
 //!
 //! [`Weaver`] assembles everything from a [`WeaverConfig`](config::WeaverConfig) (workflow
 //! data, stores, tools, governance, orchestrator, proposals, identity) and serves it with a

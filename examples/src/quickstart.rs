@@ -111,7 +111,7 @@ fn config() -> WeaverConfig {
                 .map(String::from)
                 .to_vec(),
             }],
-            jwt: None,
+            ..AuthConfig::default()
         },
         ..WeaverConfig::default()
     }

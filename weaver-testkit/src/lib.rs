@@ -9,6 +9,7 @@ pub mod elsa_api;
 pub mod mcp;
 pub mod model_server;
 pub mod obedient;
+pub mod oidc;
 pub mod otlp;
 pub mod process;
 pub mod property;

@@ -31,11 +31,24 @@ pub async fn weaver_client(
     url: &str,
     key: &str,
 ) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
+    weaver_client_authorized(url, &format!("ApiKey {key}")).await
+}
+
+/// An MCP client connected to weaver's `/mcp` at `url`, sending `Authorization:
+/// <authorization>` (such as `Bearer <token>`).
+///
+/// # Panics
+///
+/// When the handshake fails.
+pub async fn weaver_client_authorized(
+    url: &str,
+    authorization: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, rmcp::model::ClientConfig> {
     use rmcp::ServiceExt;
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-    let value = http::HeaderValue::from_str(&format!("ApiKey {key}")).expect("a header value");
+    let value = http::HeaderValue::from_str(authorization).expect("a header value");
     let headers = [(http::header::AUTHORIZATION, value)].into_iter().collect();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()).custom_headers(headers),

@@ -2,16 +2,22 @@
 //! configurable claim names for the actor, the tenant and the permissions.
 //!
 //! The permissions claim may hold Weaver's names or Elsa's, which Elsa Studio's identity
-//! provider issues; Elsa's are read as Weaver's (see [`elsa_permission`]).
+//! provider issues; Elsa's are read as Weaver's (see [`elsa_permission`](super::elsa_permission)).
 
 use async_trait::async_trait;
 use axum::http::request::Parts;
-use elsa_ai_abstractions::{AiCaller, AiError, Permission};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use elsa_ai_abstractions::{AiCaller, AiError};
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Validation};
 use serde_json::{Map, Value};
 
-use super::{IdentityConfigError, IdentityExtractor, authorization};
+use super::claims::{
+    ClaimMapping, TenantSource, bearer_token, invalid_token, verification_refusal,
+};
+use super::oidc::JoseHeader;
+use super::{IdentityConfigError, IdentityExtractor};
 
 /// The key tokens are verified with; it also fixes the one algorithm accepted.
 #[derive(Clone)]
@@ -100,6 +106,18 @@ impl Default for JwtClaimNames {
     }
 }
 
+impl From<JwtClaimNames> for ClaimMapping {
+    fn from(names: JwtClaimNames) -> Self {
+        Self {
+            actor: names.actor,
+            tenant: TenantSource::claim(names.tenant),
+            permissions: Some(names.permissions),
+            roles: None,
+            required: Default::default(),
+        }
+    }
+}
+
 /// How bearer tokens are verified and read.
 #[derive(Clone, Debug)]
 pub struct JwtSettings {
@@ -109,8 +127,8 @@ pub struct JwtSettings {
     pub issuer: Option<String>,
     /// When set, the `aud` claim must contain it.
     pub audience: Option<String>,
-    /// Where actor, tenant and permissions are read from.
-    pub claims: JwtClaimNames,
+    /// How the claims become a caller (see [`JwtClaimNames`] for the common case).
+    pub claims: ClaimMapping,
     /// Clock skew tolerated on `exp` and `nbf`, in seconds.
     pub leeway_secs: u64,
 }
@@ -123,7 +141,7 @@ impl JwtSettings {
             key,
             issuer: None,
             audience: None,
-            claims: JwtClaimNames::default(),
+            claims: JwtClaimNames::default().into(),
             leeway_secs: 60,
         }
     }
@@ -135,7 +153,8 @@ impl JwtSettings {
 pub struct JwtIdentity {
     key: DecodingKey,
     validation: Validation,
-    claims: JwtClaimNames,
+    claims: ClaimMapping,
+    hs256_resigner: Option<Hs256Resigner>,
 }
 
 impl std::fmt::Debug for JwtIdentity {
@@ -165,135 +184,80 @@ impl JwtIdentity {
             Some(audience) => validation.set_audience(&[audience]),
             None => validation.validate_aud = false,
         }
+        let hs256_resigner = match &settings.key {
+            JwtKey::Hs256 { secret } => Some(Hs256Resigner {
+                key: EncodingKey::from_secret(secret).map_err(|e| IdentityConfigError::JwtKey {
+                    algorithm: "HS256",
+                    reason: e.to_string(),
+                })?,
+            }),
+            JwtKey::Rs256 { .. } => None,
+        };
         Ok(Self {
             key,
             validation,
             claims: settings.claims,
+            hs256_resigner,
         })
-    }
-
-    fn caller(&self, claims: &Map<String, Value>) -> Result<AiCaller, AiError> {
-        let text = |name: &str| {
-            claim(claims, name)
-                .and_then(Value::as_str)
-                .filter(|s| !s.trim().is_empty())
-                .ok_or_else(|| invalid_token(format!("the token has no '{name}' claim")))
-        };
-        let actor = text(&self.claims.actor)?;
-        let tenant = text(&self.claims.tenant)?;
-        let permissions: Vec<Permission> = match claim(claims, &self.claims.permissions) {
-            None | Some(Value::Null) => Vec::new(),
-            Some(Value::String(scope)) => {
-                scope.split_whitespace().flat_map(permissions_of).collect()
-            }
-            Some(Value::Array(items)) => {
-                let names = items
-                    .iter()
-                    .map(|item| {
-                        item.as_str().ok_or_else(|| {
-                            invalid_token(format!(
-                                "the '{}' claim must hold strings",
-                                self.claims.permissions
-                            ))
-                        })
-                    })
-                    .collect::<Result<Vec<_>, _>>()?;
-                names.into_iter().flat_map(permissions_of).collect()
-            }
-            Some(_) => {
-                return Err(invalid_token(format!(
-                    "the '{}' claim must be an array of strings or a space-separated string",
-                    self.claims.permissions
-                )));
-            }
-        };
-        Ok(AiCaller::new(actor, tenant, permissions))
-    }
-}
-
-/// Weaver's permissions for one name of a token: Elsa's names mapped, any other name as it
-/// is.
-fn permissions_of(name: &str) -> Vec<Permission> {
-    elsa_permission(name).map_or_else(|| vec![Permission::new(name)], <[Permission]>::to_vec)
-}
-
-/// What one of Elsa's AI permission names grants in Weaver, or `None` for a name that is not
-/// Elsa's. Weaver's permissions are coarser than Elsa's, so two names widen: viewing
-/// proposals needs one of the proposal permissions (`propose:workflows` is the narrower),
-/// and Weaver has one review permission (`apply:workflows`) for approving, rejecting and
-/// applying. Viewing tools and capabilities needs only a valid token.
-pub fn elsa_permission(name: &str) -> Option<&'static [Permission]> {
-    const ALL: &[Permission] = &Permission::ALL;
-    const CHAT: &[Permission] = &[
-        Permission::READ_WORKFLOWS,
-        Permission::READ_WORKFLOW_INSTANCES,
-        Permission::READ_ACTIVITIES,
-        Permission::PROPOSE_WORKFLOWS,
-    ];
-    const NONE: &[Permission] = &[];
-    const VIEW_PROPOSALS: &[Permission] = &[Permission::PROPOSE_WORKFLOWS];
-    const REVIEW: &[Permission] = &[Permission::APPLY_WORKFLOWS];
-    Some(match name {
-        "*" => ALL,
-        "ai:chat" => CHAT,
-        "ai:tools:view" | "ai:capabilities:view" => NONE,
-        "ai:proposals:view" => VIEW_PROPOSALS,
-        "ai:proposals:approve" | "ai:proposals:apply" => REVIEW,
-        _ => return None,
-    })
-}
-
-fn claim<'a>(claims: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
-    claims.get(name).or_else(|| {
-        let mut parts = name.split('.');
-        let first = claims.get(parts.next()?)?;
-        parts.try_fold(first, |value, part| value.get(part))
-    })
-}
-
-fn invalid_token(message: impl Into<String>) -> AiError {
-    AiError::Unauthenticated {
-        code: "invalid_token".into(),
-        message: message.into(),
     }
 }
 
 #[async_trait]
 impl IdentityExtractor for JwtIdentity {
     async fn identify(&self, request: &Parts) -> Result<Option<AiCaller>, AiError> {
-        let Some(token) = authorization(request, Self::SCHEME)? else {
+        let Some(token) = bearer_token(request)? else {
             return Ok(None);
         };
+        let elsa_spelling;
+        let token = match &self.hs256_resigner {
+            Some(resigner) if JoseHeader::of(token)?.alg == XMLDSIG_HMAC_SHA256 => {
+                elsa_spelling = resigner.standard_spelling(token, &self.key)?;
+                elsa_spelling.as_str()
+            }
+            _ => token,
+        };
         let data = jsonwebtoken::decode::<Map<String, Value>>(token, &self.key, &self.validation)
-            .map_err(|error| match error.kind() {
-            ErrorKind::ExpiredSignature => AiError::Unauthenticated {
-                code: "token_expired".into(),
-                message: "the bearer token has expired".into(),
-            },
-            ErrorKind::ImmatureSignature => invalid_token("the bearer token is not valid yet"),
-            ErrorKind::InvalidSignature => {
-                invalid_token("the bearer token's signature is not valid")
-            }
-            ErrorKind::InvalidAlgorithm => invalid_token(format!(
-                "the bearer token must be signed with {:?}",
-                self.validation.algorithms[0]
-            )),
-            ErrorKind::InvalidIssuer => invalid_token("the bearer token's issuer is not accepted"),
-            ErrorKind::InvalidAudience => {
-                invalid_token("the bearer token is not meant for this audience")
-            }
-            ErrorKind::MissingRequiredClaim(claim) => {
-                invalid_token(format!("the bearer token has no '{claim}' claim"))
-            }
-            _ => invalid_token("the bearer token is not a valid JWT"),
-        })?;
-        self.caller(&data.claims).map(Some)
+            .map_err(|error| verification_refusal(&error))?;
+        self.claims.caller(&data.claims).map(Some)
+    }
+}
+
+/// How Elsa 3.8's identity module names HS256 in the header: .NET's `JsonWebTokenHandler`
+/// writes the signing credentials' algorithm as given, and Elsa gives the XML-DSig URI.
+pub(crate) const XMLDSIG_HMAC_SHA256: &str = "http://www.w3.org/2001/04/xmldsig-more#hmac-sha256";
+
+/// Accepts HS256 tokens whose header spells the algorithm as Elsa does. The signature is
+/// checked over the token as sent; the token is then signed again, with the same secret,
+/// under the standard header, so that `jsonwebtoken` validates its claims as it does every
+/// other token's.
+struct Hs256Resigner {
+    key: EncodingKey,
+}
+
+impl Hs256Resigner {
+    fn standard_spelling(&self, token: &str, key: &DecodingKey) -> Result<String, AiError> {
+        let malformed =
+            || invalid_token("the bearer token is not a JWT (header.payload.signature)");
+        let (message, signature) = token.rsplit_once('.').ok_or_else(malformed)?;
+        let (_, payload) = message.split_once('.').ok_or_else(malformed)?;
+        let verified =
+            jsonwebtoken::crypto::verify(signature, message.as_bytes(), key, Algorithm::HS256)
+                .map_err(|_| malformed())?;
+        if !verified {
+            return Err(verification_refusal(&ErrorKind::InvalidSignature.into()));
+        }
+        let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"HS256","typ":"JWT"}"#);
+        let message = format!("{header}.{payload}");
+        let signature = jsonwebtoken::crypto::sign(message.as_bytes(), &self.key, Algorithm::HS256)
+            .map_err(|_| malformed())?;
+        Ok(format!("{message}.{signature}"))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use jsonwebtoken::{EncodingKey, Header, encode, get_current_timestamp};
+    use elsa_ai_abstractions::Permission;
+    use jsonwebtoken::{Header, encode, get_current_timestamp};
     use serde_json::json;
 
     use super::super::tests::parts;
@@ -316,7 +280,7 @@ mod tests {
 
     fn identity(claims: JwtClaimNames) -> JwtIdentity {
         JwtIdentity::new(JwtSettings {
-            claims,
+            claims: claims.into(),
             issuer: Some("https://id.example".into()),
             ..JwtSettings::new(JwtKey::Hs256 {
                 secret: SECRET.to_vec(),
@@ -427,7 +391,7 @@ mod tests {
                 token(
                     json!({"sub": "a", "tenant": "t", "iss": "https://evil.example", "exp": exp()}),
                 ),
-                "invalid_token",
+                "token_issuer_not_accepted",
             ),
             (
                 token(json!({"sub": "a", "tenant": "t", "iss": "https://id.example"})),
@@ -447,6 +411,106 @@ mod tests {
         .unwrap();
         let error = identity.identify(&bearer(&forged)).await.unwrap_err();
         assert!(error.message().contains("signature"));
+    }
+
+    /// A token built the way Elsa 3.8's identity module builds one (`DefaultElsaTokenService`
+    /// with .NET's `JsonWebTokenHandler`): HMAC-SHA256 over the ASCII bytes of
+    /// `Identity:Tokens:SigningKey`, the algorithm spelled as the XML-DSig URI, issuer and
+    /// audience `http://elsa.api`, the tenant under Microsoft's claim type, `permissions` a
+    /// string for one value and an array for several, and `token_use`.
+    fn elsa_token(signing_key: &str, claims: Value) -> String {
+        let header =
+            URL_SAFE_NO_PAD.encode(json!({"alg": XMLDSIG_HMAC_SHA256, "typ": "JWT"}).to_string());
+        let payload = URL_SAFE_NO_PAD.encode(claims.to_string());
+        let message = format!("{header}.{payload}");
+        let key = EncodingKey::from_secret(signing_key.as_bytes()).unwrap();
+        let signature =
+            jsonwebtoken::crypto::sign(message.as_bytes(), &key, Algorithm::HS256).unwrap();
+        format!("{message}.{signature}")
+    }
+
+    #[tokio::test]
+    async fn tokens_issued_by_elsas_identity_module_are_accepted_as_elsa_sends_them() {
+        const TENANT_CLAIM: &str = "http://schemas.microsoft.com/identity/claims/tenantid";
+        let signing_key = "an-elsa-signing-key-of-32-characters-or-more";
+        let identity = JwtIdentity::new(JwtSettings {
+            key: JwtKey::Hs256 {
+                secret: signing_key.as_bytes().to_vec(),
+            },
+            issuer: Some("http://elsa.api".into()),
+            audience: Some("http://elsa.api".into()),
+            claims: ClaimMapping {
+                actor: "sub".into(),
+                tenant: TenantSource {
+                    claim: Some(TENANT_CLAIM.into()),
+                    default: Some("default".into()),
+                    allowed: None,
+                },
+                permissions: Some("permissions".into()),
+                roles: None,
+                required: [("token_use".to_owned(), "access".to_owned())].into(),
+            },
+            leeway_secs: 0,
+        })
+        .unwrap();
+        let now = get_current_timestamp();
+        let claims = |token_use: &str, permissions: Value| {
+            json!({
+                "aud": "http://elsa.api", "iss": "http://elsa.api",
+                "exp": now + 3600, "iat": now, "nbf": now,
+                "sub": "789d5056cb3bb8e9", "name": "bob",
+                TENANT_CLAIM: "tenant-1",
+                "http://schemas.microsoft.com/ws/2008/06/identity/claims/role": "Administrator",
+                "permissions": permissions, "token_use": token_use,
+            })
+        };
+
+        let admin = elsa_token(signing_key, claims("access", json!("*")));
+        let caller = identity.identify(&bearer(&admin)).await.unwrap().unwrap();
+        assert_eq!(caller.actor_id, "789d5056cb3bb8e9");
+        assert_eq!(caller.tenant_id.as_str(), "tenant-1");
+        assert!(caller.has(&Permission::ADMIN_AI));
+
+        let chat = elsa_token(
+            signing_key,
+            claims("access", json!(["ai:chat", "ai:tools:view"])),
+        );
+        let caller = identity.identify(&bearer(&chat)).await.unwrap().unwrap();
+        assert!(caller.has(&Permission::PROPOSE_WORKFLOWS));
+        assert!(!caller.has(&Permission::APPLY_WORKFLOWS));
+
+        let mut default_tenant = claims("access", json!("*"));
+        default_tenant.as_object_mut().unwrap().remove(TENANT_CLAIM);
+        let token = elsa_token(signing_key, default_tenant);
+        let caller = identity.identify(&bearer(&token)).await.unwrap().unwrap();
+        assert_eq!(
+            caller.tenant_id.as_str(),
+            "default",
+            "Elsa's default tenant has no claim"
+        );
+
+        let refresh = elsa_token(signing_key, claims("refresh", json!("*")));
+        let error = identity.identify(&bearer(&refresh)).await.unwrap_err();
+        assert_eq!(
+            error.code(),
+            "token_claim_mismatch",
+            "a refresh token is no access token"
+        );
+
+        let forged = elsa_token(
+            "another-signing-key-of-32-characters-or-more",
+            claims("access", json!("*")),
+        );
+        let error = identity.identify(&bearer(&forged)).await.unwrap_err();
+        assert_eq!(error.code(), "token_signature_invalid");
+
+        let mut expired = claims("access", json!("*"));
+        expired["exp"] = json!(now - 1);
+        let error = identity
+            .identify(&bearer(&elsa_token(signing_key, expired)))
+            .await
+            .unwrap_err();
+        assert_eq!(error.code(), "token_expired");
     }
 
     #[test]

@@ -1,14 +1,20 @@
 //! Identity: turning a request into an [`AiCaller`] (actor, tenant, permissions).
 //!
-//! An [`IdentityExtractor`] looks at a request's head. Two are built in: [`ApiKeyIdentity`]
-//! for static keys configured server-side (`Authorization: ApiKey <key>`) and
-//! [`JwtIdentity`] for HS256/RS256 bearer tokens with configurable claim names
-//! (`Authorization: Bearer <jwt>`). [`IdentityChain`] tries several in order. A request
-//! nobody recognises is 401; credentials that are recognised but wrong are 401 too, with a
-//! code saying why.
+//! An [`IdentityExtractor`] looks at a request's head. Three are built in: [`ApiKeyIdentity`]
+//! for static keys configured server-side (`Authorization: ApiKey <key>`), [`JwtIdentity`]
+//! for HS256/RS256 bearer tokens verified with one configured key, and [`OidcIdentity`] for
+//! bearer tokens of OpenID Providers verified with the keys they publish (discovered,
+//! cached, refetched on rotation). All bearer tokens become a caller through a
+//! [`ClaimMapping`]. [`IdentityChain`] tries several in order. A request nobody recognises
+//! is 401; credentials that are recognised but wrong are 401 too, with a code naming the
+//! rule they broke (never echoing them); a provider whose keys cannot be fetched makes its
+//! tokens 503.
 
 mod api_key;
+mod claims;
+mod jwks;
 mod jwt;
+mod oidc;
 
 use std::sync::Arc;
 
@@ -18,7 +24,9 @@ use axum::http::request::Parts;
 use elsa_ai_abstractions::{AiCaller, AiError};
 
 pub use api_key::{ApiKey, ApiKeyIdentity};
+pub use claims::{ClaimMapping, MAX_TOKEN_BYTES, TenantSource, elsa_permission};
 pub use jwt::{JwtClaimNames, JwtIdentity, JwtKey, JwtSettings};
+pub use oidc::{DEFAULT_ALGORITHMS, OidcIdentity, OidcSettings};
 
 /// Why an identity extractor cannot be built from its configuration.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -54,6 +62,37 @@ pub enum IdentityConfigError {
         /// Why (never the key itself).
         reason: String,
     },
+    /// An OpenID Provider's settings cannot be used.
+    #[error("the OpenID provider '{issuer}' {reason}")]
+    Oidc {
+        /// The provider's issuer.
+        issuer: String,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// A way for the console to sign a person in: an OpenID Provider's authorization-code flow
+/// with PKCE for the console's public client.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignInOption {
+    /// Stable id of the option (the provider's issuer).
+    pub id: String,
+    /// What the sign-in button calls the provider.
+    pub name: String,
+    /// The provider's issuer.
+    pub issuer: String,
+    /// The console's public client id at the provider.
+    pub client_id: String,
+    /// The scopes to ask for, space-separated.
+    pub scopes: String,
+    /// Where the browser is sent to sign in.
+    pub authorization_endpoint: String,
+    /// Where the code is exchanged for tokens.
+    pub token_endpoint: String,
+    /// Where the browser is sent to sign out, if the provider has such an endpoint.
+    pub end_session_endpoint: Option<String>,
 }
 
 /// Turns a request into a caller.
@@ -63,6 +102,11 @@ pub trait IdentityExtractor: Send + Sync {
     /// no credentials of this extractor's kind; an [`AiError::Unauthenticated`] when it
     /// carries such credentials and they are not valid.
     async fn identify(&self, request: &Parts) -> Result<Option<AiCaller>, AiError>;
+
+    /// The interactive sign-in this extractor offers the console (none by default).
+    fn sign_in_options(&self) -> Vec<SignInOption> {
+        Vec::new()
+    }
 }
 
 /// Several extractors, asked in order; the first that recognises the credentials decides.
@@ -106,6 +150,13 @@ impl IdentityExtractor for IdentityChain {
             }
         }
         Ok(None)
+    }
+
+    fn sign_in_options(&self) -> Vec<SignInOption> {
+        self.extractors
+            .iter()
+            .flat_map(|extractor| extractor.sign_in_options())
+            .collect()
     }
 }
 

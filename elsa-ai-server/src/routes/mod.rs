@@ -3,6 +3,7 @@
 
 mod admin;
 mod attachments;
+mod auth;
 mod chat;
 mod conversations;
 mod document;
@@ -71,7 +72,8 @@ impl Modify for Security {
                     .scheme(HttpAuthScheme::Bearer)
                     .bearer_format("JWT")
                     .description(Some(
-                        "An HS256 or RS256 JWT naming actor, tenant and permissions.",
+                        "A JWT naming actor, tenant and permissions: HS256 or RS256 with the \
+                         configured key, or an OpenID Provider's access token.",
                     ))
                     .build(),
             ),
@@ -112,6 +114,7 @@ fn api_routes() -> OpenApiRouter<WeaverApi> {
         .routes(routes!(admin::change_enablement))
         .routes(routes!(admin::audit))
         .routes(routes!(me::me))
+        .routes(routes!(auth::sign_in_providers))
         .routes(routes!(metrics::metrics))
         .routes(routes!(features::installed_features))
         .routes(routes!(features::installed_feature))

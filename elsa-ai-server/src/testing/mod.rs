@@ -71,7 +71,7 @@ pub fn two_tenants() -> WeaverConfig {
                 key(BOB_KEY, "bob", "acme", &["read:workflows"]),
                 key(GINA_KEY, "gina", "globex", &ALL),
             ],
-            jwt: None,
+            ..AuthConfig::default()
         },
         provider: Some(ProviderConfig::Demo),
         ..WeaverConfig::default()

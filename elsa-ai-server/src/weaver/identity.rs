@@ -1,17 +1,19 @@
-//! Who may call: the host's extractor, the API keys and JWTs of `[auth]`, or development
+//! Who may call: the host's extractor, the API keys, JWTs and OpenID Providers of `[auth]`, or development
 //! keys when nothing is configured (loopback only), and the secrets they bring.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use elsa_ai_abstractions::{AiCaller, Permission};
 use elsa_workflows::TenantId;
 
 use super::tenants::WorkflowSource;
 use super::{StartupError, invalid};
-use crate::config::{ApiKeyConfig, JwtAlgorithmConfig, JwtConfig, WeaverConfig};
+use crate::config::{ApiKeyConfig, JwtAlgorithmConfig, JwtConfig, OidcConfig, WeaverConfig};
 use crate::identity::{
-    ApiKey, ApiKeyIdentity, IdentityChain, IdentityExtractor, JwtClaimNames, JwtIdentity, JwtKey,
-    JwtSettings,
+    ApiKey, ApiKeyIdentity, ClaimMapping, DEFAULT_ALGORITHMS, IdentityChain, IdentityExtractor,
+    JwtClaimNames, JwtIdentity, JwtKey, JwtSettings, OidcIdentity, OidcSettings, TenantSource,
 };
 
 /// A key with every permission in one tenant, created because no `[auth]` is configured.
@@ -65,7 +67,7 @@ pub(super) fn identity(
             return Err(invalid(format!(
                 "listening on {address} needs [auth]: without it weaver makes a development key \
                  with every permission, which is for local use only; configure \
-                 [[auth.api_keys]] or [auth.jwt], or listen on a loopback address such as \
+                 [[auth.api_keys]], [auth.jwt] or [[auth.oidc]], or listen on a loopback address such as \
                  127.0.0.1"
             )));
         }
@@ -99,12 +101,134 @@ pub(super) fn identity(
         secrets.extend(keys.iter().map(|k| k.secret().to_owned()));
         chain = chain.with(Arc::new(ApiKeyIdentity::new(keys)?));
     }
+    let served: BTreeSet<String> = tenants
+        .iter()
+        .map(|(tenant, _)| tenant.as_str().to_owned())
+        .collect();
+    if !auth.oidc.is_empty() {
+        let providers = auth
+            .oidc
+            .iter()
+            .map(|entry| oidc_settings(entry, &served))
+            .collect::<Result<Vec<_>, _>>()?;
+        for provider in &providers {
+            report.push(format!(
+                "identity: OpenID provider {} (audience '{}'{})",
+                provider.issuer,
+                provider.audience,
+                if provider.console_client_id.is_some() {
+                    ", console sign-in"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let mut oidc = OidcIdentity::new(providers)?;
+        if auth.jwt.is_some() {
+            oidc = oidc.deferring_unknown_issuers();
+        }
+        oidc.fetch_keys();
+        chain = chain.with(Arc::new(oidc));
+    }
     if let Some(jwt) = &auth.jwt {
-        let (identity, secret) = jwt_identity(jwt, env)?;
+        let (identity, secret) = jwt_identity(jwt, &served, env)?;
         secrets.extend(secret);
         chain = chain.with(Arc::new(identity));
     }
     Ok((chain, secrets, development))
+}
+
+fn oidc_settings(
+    entry: &OidcConfig,
+    served: &BTreeSet<String>,
+) -> Result<OidcSettings, StartupError> {
+    let issuer = &entry.issuer;
+    let algorithms = match &entry.algorithms {
+        None => DEFAULT_ALGORITHMS.to_vec(),
+        Some(names) => names
+            .iter()
+            .map(|name| {
+                name.parse().map_err(|_| {
+                    invalid(format!(
+                        "[[auth.oidc]] {issuer}: algorithm '{name}' is not one of RS256, RS384, \
+                         RS512, PS256, PS384, PS512, ES256, ES384, EdDSA"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    if entry.tenant_claim.is_none() && entry.tenant.is_none() {
+        return Err(invalid(format!(
+            "[[auth.oidc]] {issuer}: set tenant_claim (the claim naming the tenant) or tenant \
+             (one tenant for this provider)"
+        )));
+    }
+    if let Some(tenant) = &entry.tenant
+        && !served.contains(tenant)
+    {
+        return Err(invalid(format!(
+            "[[auth.oidc]] {issuer}: tenant '{tenant}' is not under [[tenants]] nor served by \
+             the host"
+        )));
+    }
+    if !entry.roles.is_empty() && entry.roles_claim.is_none() {
+        return Err(invalid(format!(
+            "[[auth.oidc]] {issuer}: [auth.oidc.roles] needs roles_claim (the claim holding \
+             the roles)"
+        )));
+    }
+    let permissions = match (&entry.permissions_claim, &entry.roles_claim) {
+        (Some(claim), _) => Some(claim.clone()),
+        (None, Some(_)) => None,
+        (None, None) => Some("permissions".to_owned()),
+    };
+    let roles = entry.roles_claim.clone().map(|claim| {
+        let grants = entry
+            .roles
+            .iter()
+            .map(|(role, permissions)| {
+                (
+                    role.clone(),
+                    permissions
+                        .iter()
+                        .map(|p| Permission::new(p.clone()))
+                        .collect(),
+                )
+            })
+            .collect();
+        (claim, grants)
+    });
+    let name = entry.name.clone().unwrap_or_else(|| {
+        reqwest::Url::parse(issuer)
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned))
+            .unwrap_or_else(|| issuer.clone())
+    });
+    Ok(OidcSettings {
+        name,
+        issuer: issuer.clone(),
+        jwks_uri: entry.jwks_uri.clone(),
+        audience: entry.audience.clone(),
+        algorithms,
+        claims: ClaimMapping {
+            actor: entry.actor_claim.clone().unwrap_or_else(|| "sub".into()),
+            tenant: TenantSource {
+                claim: entry.tenant_claim.clone(),
+                default: entry.tenant.clone(),
+                allowed: Some(served.clone()),
+            },
+            permissions,
+            roles,
+            required: entry.required_claims.clone(),
+        },
+        leeway_secs: entry.leeway_secs.unwrap_or(30),
+        console_client_id: entry.console_client_id.clone(),
+        console_scopes: entry
+            .console_scopes
+            .clone()
+            .unwrap_or_else(|| "openid".into()),
+        refetch_interval: Duration::from_secs(entry.jwks_refetch_secs.unwrap_or(30)),
+    })
 }
 
 fn all_permissions() -> Vec<Permission> {
@@ -151,6 +275,7 @@ fn api_key(
 
 fn jwt_identity(
     jwt: &JwtConfig,
+    served: &BTreeSet<String>,
     env: &(dyn Fn(&str) -> Option<String> + Send + Sync),
 ) -> Result<(JwtIdentity, Option<String>), StartupError> {
     let read_env = |setting: &str, variable: &str| {
@@ -203,13 +328,24 @@ fn jwt_identity(
         key,
         issuer: jwt.issuer.clone(),
         audience: jwt.audience.clone(),
-        claims: JwtClaimNames {
+        claims: ClaimMapping {
             actor: jwt.actor_claim.clone().unwrap_or(defaults.actor),
-            tenant: jwt.tenant_claim.clone().unwrap_or(defaults.tenant),
-            permissions: jwt
-                .permissions_claim
-                .clone()
-                .unwrap_or(defaults.permissions),
+            tenant: TenantSource {
+                claim: match (&jwt.tenant_claim, &jwt.tenant) {
+                    (Some(claim), _) => Some(claim.clone()),
+                    (None, Some(_)) => None,
+                    (None, None) => Some(defaults.tenant),
+                },
+                default: jwt.tenant.clone(),
+                allowed: Some(served.clone()),
+            },
+            permissions: Some(
+                jwt.permissions_claim
+                    .clone()
+                    .unwrap_or(defaults.permissions),
+            ),
+            roles: None,
+            required: jwt.required_claims.clone(),
         },
         leeway_secs: jwt.leeway_secs.unwrap_or(60),
     };

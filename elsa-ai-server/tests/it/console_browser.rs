@@ -1125,6 +1125,8 @@ async fn a_bearer_token_signs_in_for_the_tab_and_a_wrong_key_is_refused() {
         tenant_claim: Some("org".into()),
         permissions_claim: Some("scope".into()),
         leeway_secs: None,
+        tenant: None,
+        required_claims: Default::default(),
     });
     let server = TestServer::start_with(
         Weaver::builder(config)

@@ -19,6 +19,8 @@ const CONSTRUCTORS: &[&str] = &[
     "unavailable(",
     // The built-in tools' shorthand for a 400 (`invalid("time_range_required", …)`).
     "invalid(",
+    // The identity module's 401 for a token that broke a rule (`refused("token_expired", …)`).
+    "refused(",
 ];
 
 /// Crates whose sources return errors (not the test kit, the examples or the benchmarks).

@@ -13,6 +13,7 @@ mod grounding;
 mod http_api;
 mod injection;
 mod mcp;
+mod oidc;
 mod operations;
 mod postgres_restart;
 mod provider_turns;
