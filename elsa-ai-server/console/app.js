@@ -2,7 +2,14 @@
 // origin. Every value from the server is put into the page as text, never as markup.
 
 const root = location.pathname.replace(/console\/.*$/, "");
+/** The console's own address: the redirect URI its OIDC clients register, matched exactly. */
+const consoleUrl = `${location.origin}${root}console/`;
+/** The credential the API calls carry: an API key, a pasted token or an OIDC access token. */
 const KEY = "weaver.console.credential";
+/** With an OIDC sign-in: the provider, the refresh and ID tokens and when the access token expires. */
+const OIDC = "weaver.console.oidc";
+/** While an authorization request is out at the provider: its PKCE verifier, state and nonce. */
+const REQUEST = "weaver.console.oidc.request";
 const TERMINAL = new Set(["conversation.completed", "conversation.failed"]);
 
 const state = {
@@ -50,8 +57,9 @@ function authorization() {
   return credential.split(".").length === 3 ? `Bearer ${credential}` : `ApiKey ${credential}`;
 }
 
-/** A request to the API; JSON in and out, errors thrown with the server's message. */
-async function call(method, path, body, extra = {}) {
+/** A request to the API; JSON in and out, errors thrown with the server's message. An
+ * OIDC token refused as expired is renewed and the request sent once more. */
+async function call(method, path, body, extra = {}, renewed = false) {
   const headers = { Authorization: authorization(), ...extra };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(root + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
@@ -60,6 +68,9 @@ async function call(method, path, body, extra = {}) {
   let json = null;
   try { json = text ? JSON.parse(text) : null; } catch { json = null; }
   if (!response.ok) {
+    if (response.status === 401 && json?.code === "token_expired" && !renewed && oidcSession() && await renew()) {
+      return call(method, path, body, extra, true);
+    }
     const error = new Error(json?.message || `${response.status} ${response.statusText}`);
     error.status = response.status;
     error.code = json?.code;
@@ -77,18 +88,257 @@ async function signIn(credential) {
   try {
     state.me = await call("GET", "ai/me");
   } catch (error) {
-    state.credential = null;
-    sessionStorage.removeItem(KEY);
+    forget();
     throw error;
   }
-  sessionStorage.setItem(KEY, credential);
+  // Not `credential`: an expired OIDC token may have been renewed on the way.
+  sessionStorage.setItem(KEY, state.credential);
   state.capabilities = await call("GET", "ai/capabilities");
   $("who").textContent = `${state.me.actor} · ${state.me.tenant}`;
   $("nav").hidden = false;
+  $("sign-out").hidden = false;
+  scheduleRenewal();
   $("nav-audit").hidden = !can("admin:ai");
   fillAgents();
   show("chat");
   loadConversations();
+}
+
+/** Forgets every credential and token of this tab and shows the sign-in view. */
+function forget() {
+  for (const key of [KEY, OIDC, REQUEST]) sessionStorage.removeItem(key);
+  clearTimeout(renewTimer);
+  Object.assign(state, { credential: null, me: null, capabilities: null });
+  $("who").textContent = "";
+  $("nav").hidden = true;
+  $("sign-out").hidden = true;
+  show("signin");
+}
+
+async function signOut() {
+  const session = oidcSession();
+  forget();
+  const provider = session && (await providers).find((p) => p.id === session.providerId);
+  // An OIDC sign-out also ends the provider's session where it offers an end-session
+  // endpoint: otherwise "Sign in with …" would sign the same person straight back in without
+  // a form, so on a shared machine signing out would not sign out and no other account could
+  // be chosen. The provider sends the browser back to the console, signed out.
+  if (provider?.endSessionEndpoint) {
+    try {
+      const url = providerUrl(provider.endSessionEndpoint, {
+        client_id: provider.clientId,
+        post_logout_redirect_uri: consoleUrl,
+        id_token_hint: session.idToken,
+      });
+      location.assign(url);
+      return;
+    } catch {
+      // An unusable endpoint: signed out of this tab only.
+    }
+  }
+  // A fresh page, so nothing of the session (a transcript, an open proposal, a stream still
+  // being read) outlives it in memory or in the page.
+  location.replace(consoleUrl);
+}
+
+// ---------------------------------------------------------------- OpenID Connect sign-in
+
+/** The providers offering the console a sign-in (none when the server lists none or the
+ * list cannot be had: then the page signs in with a key or token only). */
+const providers = fetch(`${root}ai/auth/providers`)
+  .then((response) => (response.ok ? response.json() : null))
+  .then((body) => (Array.isArray(body?.providers) ? body.providers : []))
+  .catch(() => []);
+
+let renewTimer = null;
+let renewing = null;
+
+const oidcSession = () => readJson(OIDC);
+
+function readJson(key) {
+  try {
+    return JSON.parse(sessionStorage.getItem(key) || "null");
+  } catch {
+    return null;
+  }
+}
+
+/** `endpoint` with `params` (those with a value) added; only http(s) addresses, so a
+ * provider's metadata can never make the console navigate to a script URL. */
+function providerUrl(endpoint, params) {
+  const url = new URL(endpoint);
+  if (url.protocol !== "https:" && url.protocol !== "http:") throw new Error(`Not a web address: ${endpoint}`);
+  for (const [name, value] of Object.entries(params)) if (value) url.searchParams.set(name, value);
+  return url.href;
+}
+
+const base64url = (bytes) => btoa(String.fromCharCode(...bytes)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+const random = () => base64url(crypto.getRandomValues(new Uint8Array(32)));
+
+/** The claims of a JWT, unverified (for the nonce of an ID token this tab just received
+ * over TLS from the token endpoint, and the expiry of an access token); null if unreadable. */
+function claims(jwt) {
+  try {
+    const part = jwt.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return JSON.parse(new TextDecoder().decode(Uint8Array.from(atob(part), (c) => c.charCodeAt(0))));
+  } catch {
+    return null;
+  }
+}
+
+function renderProviders(list) {
+  if (!list.length) return;
+  $("oidc-sign-in").replaceChildren(
+    ...list.map((provider) => h("button", {
+      type: "button",
+      "data-testid": "oidc-sign-in",
+      dataset: { provider: provider.id },
+      onclick: () => {
+        $("signin-error").textContent = "";
+        authorize(provider).catch((error) => { $("signin-error").textContent = error.message; });
+      },
+    }, `Sign in with ${provider.name}`)),
+    h("p", { class: "hint", text: "Or with an API key or bearer token:" }));
+  $("oidc-sign-in").hidden = false;
+}
+
+/** Sends the browser to the provider for an authorization code (with PKCE, S256); it comes
+ * back to the console with `?code=…&state=…` (or `?error=…`). */
+async function authorize(provider) {
+  // crypto.subtle exists in secure contexts only: HTTPS, or localhost.
+  if (!crypto.subtle) throw new Error("Signing in with a provider needs the console on HTTPS (or on localhost).");
+  const verifier = random();
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(verifier));
+  const request = {
+    verifier, state: random(), nonce: random(), providerId: provider.id, tokenEndpoint: provider.tokenEndpoint,
+    clientId: provider.clientId, redirectUri: consoleUrl,
+  };
+  const url = providerUrl(provider.authorizationEndpoint, {
+    response_type: "code", client_id: request.clientId, redirect_uri: request.redirectUri, scope: provider.scopes,
+    state: request.state, nonce: request.nonce, code_challenge: base64url(new Uint8Array(digest)), code_challenge_method: "S256",
+  });
+  sessionStorage.setItem(REQUEST, JSON.stringify(request));
+  location.assign(url);
+}
+
+/** A POST to a provider's token endpoint; its JSON answer, or its error as an Error. */
+async function tokenRequest(endpoint, params) {
+  const response = await fetch(providerUrl(endpoint, {}), {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded", Accept: "application/json" },
+    body: new URLSearchParams(params),
+  });
+  let json = null;
+  try { json = await response.json(); } catch { json = null; }
+  if (!response.ok || !json?.access_token) {
+    throw new Error(providerError(json?.error, json?.error_description) || `The provider answered ${response.status} ${response.statusText}`);
+  }
+  return json;
+}
+
+const providerError = (error, description) => (error ? `The provider refused the sign-in: ${description || error}` : "");
+
+/** The provider's answer to an authorization request (`?code=…` or `?error=…`): the code
+ * exchanged for tokens and the console signed in with them, or the reason shown. */
+async function completeAuthorization(params) {
+  const request = readJson(REQUEST);
+  // The code is single-use and the request's secrets are spent either way: neither survives
+  // a reload of the page.
+  sessionStorage.removeItem(REQUEST);
+  history.replaceState(null, "", consoleUrl);
+  try {
+    // An answer to no request of this tab (a forged or replayed link) is never used.
+    if (!request || !params.get("state") || params.get("state") !== request.state) {
+      throw new Error("The sign-in answer does not belong to a sign-in started in this tab; please sign in again.");
+    }
+    if (params.has("error")) throw new Error(providerError(params.get("error"), params.get("error_description")));
+    const tokens = await tokenRequest(request.tokenEndpoint, {
+      grant_type: "authorization_code", code: params.get("code") || "", redirect_uri: request.redirectUri,
+      client_id: request.clientId, code_verifier: request.verifier,
+    });
+    if (tokens.id_token && claims(tokens.id_token)?.nonce !== request.nonce) {
+      throw new Error("The provider's ID token does not belong to this sign-in; please sign in again.");
+    }
+    keepTokens(request, tokens, {});
+    await signIn(tokens.access_token);
+  } catch (error) {
+    forget();
+    $("signin-error").textContent = error.status === 401 ? `Weaver did not accept the provider's token: ${error.message}` : error.message;
+  }
+}
+
+/** Stores the tokens of `tokens` (a token endpoint's answer) for `provider`'s client, keeping
+ * the refresh and ID tokens of `previous` where the answer brings no new ones. */
+function keepTokens({ providerId, tokenEndpoint, clientId }, tokens, previous) {
+  const now = Date.now();
+  const expiresIn = Number(tokens.expires_in);
+  const exp = claims(tokens.access_token)?.exp;
+  sessionStorage.setItem(OIDC, JSON.stringify({
+    providerId, tokenEndpoint, clientId,
+    refreshToken: tokens.refresh_token || previous.refreshToken || null,
+    idToken: tokens.id_token || previous.idToken || null,
+    expiresAt: expiresIn > 0 ? now + expiresIn * 1000 : typeof exp === "number" ? exp * 1000 : null,
+    obtainedAt: now,
+  }));
+  sessionStorage.setItem(KEY, tokens.access_token);
+  state.credential = tokens.access_token;
+}
+
+/** Renews the token of the OIDC session, one renewal at a time (several calls may find the
+ * token expired at once, and a rotated refresh token works only once). True when a fresh
+ * token is in place; a new authorization request leaves the page instead. */
+function renew() {
+  renewing ??= renewNow().finally(() => { renewing = null; });
+  return renewing;
+}
+
+async function renewNow() {
+  const session = oidcSession();
+  if (!session) return false;
+  if (session.refreshToken) {
+    try {
+      keepTokens(session, await tokenRequest(session.tokenEndpoint, {
+        grant_type: "refresh_token", client_id: session.clientId, refresh_token: session.refreshToken,
+      }), session);
+      scheduleRenewal();
+      return true;
+    } catch {
+      // Refused or unreachable: the provider is asked for a new code below.
+    }
+  }
+  const provider = (await providers).find((p) => p.id === session.providerId);
+  // A token that expires (or is refused as expired) moments after it was issued would send
+  // the tab round the provider for ever: then the person signs in again, with the reason.
+  if (!provider || Date.now() - session.obtainedAt < 10_000) {
+    forget();
+    $("signin-error").textContent = `The sign-in with ${provider?.name || session.providerId} expired; please sign in again.`;
+    return false;
+  }
+  try {
+    await authorize(provider);
+  } catch (error) {
+    forget();
+    $("signin-error").textContent = error.message;
+    return false;
+  }
+  // The page is leaving for the provider: nothing waiting on this should go on meanwhile.
+  return new Promise(() => {});
+}
+
+/** Renews the OIDC token before it expires when a refresh token can (a quarter of its life
+ * early, at most a minute), else when it has expired: a new authorization request leaves
+ * the page, so it waits while a turn is being streamed. */
+function scheduleRenewal() {
+  clearTimeout(renewTimer);
+  const session = oidcSession();
+  if (!session?.expiresAt) return;
+  const early = session.refreshToken ? Math.min(60_000, (session.expiresAt - session.obtainedAt) / 4) : 0;
+  const wait = session.expiresAt - early - Date.now();
+  // setTimeout holds at most 2^31 - 1 ms; a longer wait is taken up again when that one ends.
+  renewTimer = setTimeout(() => {
+    if (wait > 2 ** 31 - 1 || (state.turnOpen && !session.refreshToken)) scheduleRenewal();
+    else renew();
+  }, Math.min(Math.max(wait, 1000), 2 ** 31 - 1));
 }
 
 function show(view) {
@@ -778,6 +1028,7 @@ function wire() {
   $("signin-form").addEventListener("submit", async (event) => {
     event.preventDefault();
     $("signin-error").textContent = "";
+    forget(); // a key or token signs in afresh: no OIDC session of before may renew it
     try {
       await signIn($("api-key").value.trim());
       $("api-key").value = "";
@@ -785,6 +1036,7 @@ function wire() {
       $("signin-error").textContent = error.status === 401 ? "The key or token was not accepted." : error.message;
     }
   });
+  $("sign-out").addEventListener("click", signOut);
   for (const button of document.querySelectorAll("#nav button")) button.addEventListener("click", () => show(button.dataset.view));
   $("attach").addEventListener("click", () => {
     const panel = $("attach-panel");
@@ -803,7 +1055,10 @@ function wire() {
   $("inbox-status").addEventListener("change", loadInbox);
   $("inbox-refresh").addEventListener("click", loadInbox);
   $("audit-form").addEventListener("submit", loadAudit);
-  if (state.credential) signIn(state.credential).catch(() => show("signin"));
+  providers.then(renderProviders);
+  const answer = new URLSearchParams(location.search);
+  if (answer.has("code") || answer.has("error")) completeAuthorization(answer);
+  else if (state.credential) signIn(state.credential).catch(() => show("signin"));
 }
 
 wire();

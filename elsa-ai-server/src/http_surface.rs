@@ -57,7 +57,18 @@ impl HttpSurface {
     /// origins are set.
     pub(crate) fn router(&self, api: WeaverApi) -> Router {
         // The console sits beside the API, under the same prefix, and calls it from there.
-        let served = crate::router(api.clone()).merge(crate::console::router());
+        // The console exchanges sign-in codes at the providers' token endpoints itself.
+        let identity = api.parts().identity.clone();
+        let token_origins = move || {
+            identity
+                .sign_in_options()
+                .iter()
+                .filter_map(|option| reqwest::Url::parse(&option.token_endpoint).ok())
+                .map(|url| url.origin().ascii_serialization())
+                .collect()
+        };
+        let served = crate::router(api.clone())
+            .merge(crate::console::router_with_connect_sources(token_origins));
         let router = match &self.base_path {
             None => served,
             Some(base) => {
