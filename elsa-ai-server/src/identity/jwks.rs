@@ -27,6 +27,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const MIN_CACHE: Duration = Duration::from_secs(60);
 const MAX_CACHE: Duration = Duration::from_secs(24 * 60 * 60);
 const DEFAULT_CACHE: Duration = Duration::from_secs(15 * 60);
+/// The longest wait between two start-up attempts at a provider that cannot be reached.
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(5 * 60);
 
 /// Where a provider's keys are found.
 #[derive(Clone, Debug)]
@@ -192,6 +194,21 @@ impl ProviderKeys {
                 );
                 state.last_error = Some(error);
             }
+        }
+    }
+
+    /// Fetches until a key set is held: at once, then again after the refetch interval,
+    /// doubling up to five minutes. A provider that was down at start-up is picked up when it
+    /// comes back, before any token names it (the console's sign-in needs its endpoints).
+    pub async fn fetch_until_held(self: Arc<Self>) {
+        let mut delay = self.source.refetch_interval;
+        loop {
+            self.refresh().await;
+            if self.lock().fetched {
+                return;
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(MAX_RETRY_DELAY);
         }
     }
 

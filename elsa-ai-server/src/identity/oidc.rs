@@ -140,12 +140,12 @@ impl OidcIdentity {
         self
     }
 
-    /// Fetches every provider's keys now, in the background (the server does not wait:
-    /// a provider that cannot be reached only makes its own tokens wait).
+    /// Fetches every provider's keys in the background, retrying a provider that cannot be
+    /// reached until it answers (the server does not wait: such a provider only makes its
+    /// own tokens wait).
     pub fn fetch_keys(&self) {
         for provider in &self.providers {
-            let keys = provider.keys.clone();
-            tokio::spawn(async move { keys.refresh().await });
+            tokio::spawn(provider.keys.clone().fetch_until_held());
         }
     }
 
