@@ -131,7 +131,7 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   roles_claim = "roles"             Claim holding roles, mapped by [auth.oidc.roles]:
   [auth.oidc.roles]                 admin = ["admin:ai", "apply:workflows"]; unmapped roles
                                     grant nothing.
-  required_claims = { typ = "at+jwt" }
+  required_claims = { tid = "<directory id>" }
                                     Claims that must hold exactly these strings.
   leeway_secs = 30                  Clock skew tolerated on exp and nbf (default 30).
   console_client_id = "weaver-console"

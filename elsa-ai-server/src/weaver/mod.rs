@@ -677,6 +677,60 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn unsafe_or_incomplete_openid_providers_stop_start_up_with_a_reason() {
+        let provider = |settings: &str| {
+            format!(
+                "[[tenants]]\nid = \"acme\"\n[provider]\nkind = \"demo\"\n[[auth.oidc]]\n\
+                 audience = \"weaver\"\n{settings}\n"
+            )
+        };
+        let cases = [
+            ("issuer = \"https://id.example\"", "tenant_claim"),
+            (
+                "issuer = \"https://id.example\"\ntenant = \"initech\"",
+                "'initech' is not under [[tenants]]",
+            ),
+            (
+                "issuer = \"https://id.example\"\ntenant = \"acme\"\nalgorithms = [\"none\"]",
+                "algorithm 'none'",
+            ),
+            (
+                "issuer = \"https://id.example\"\ntenant = \"acme\"\nalgorithms = [\"RS256\", \"HS256\"]",
+                "HS256 is not accepted",
+            ),
+            (
+                "issuer = \"http://id.example\"\ntenant = \"acme\"",
+                "must use https",
+            ),
+            (
+                "issuer = \"https://id.example\"\ntenant = \"acme\"\n[auth.oidc.roles]\nadmin = [\"admin:ai\"]",
+                "needs roles_claim",
+            ),
+        ];
+        for (settings, reason) in cases {
+            let config = WeaverConfig::from_toml(&provider(settings)).unwrap();
+            let error = Weaver::builder(config)
+                .env(|_| None)
+                .build()
+                .await
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(reason), "{settings}: {error}");
+        }
+        let config = WeaverConfig::from_toml(&provider(
+            "issuer = \"http://127.0.0.1:9\"\ntenant_claim = \"org\"\nroles_claim = \"roles\"\n\
+             [auth.oidc.roles]\nadmin = [\"admin:ai\"]",
+        ))
+        .unwrap();
+        let weaver = Weaver::builder(config).env(|_| None).build().await;
+        assert!(
+            weaver.is_ok(),
+            "a provider that cannot be reached does not stop start-up"
+        );
+    }
+
     /// More clients than the standard library's backlog of 128 connect at once while the
     /// server accepts nothing: every handshake still completes (none is dropped for a retry a
     /// second later).
