@@ -162,7 +162,9 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
     base_url = "http://127.0.0.1:11434/v1"   the API's base URL, up to /v1
     model = "llama3.1"                        the model (Azure: the deployment)
     api_key_env = "OPENAI_API_KEY"   the key is read from this variable, never logged;
-                                    optional for local servers
+                                    optional for local servers (a placeholder shorter than
+                                    6 characters is sent but cannot be redacted: weaver
+                                    warns, naming the variable)
     api = "chat"                    chat (Chat Completions, default) | responses
     max_tool_rounds = 8             model requests ending in tool calls per turn
     request_timeout_s = 60          per model request, and per streamed chunk

@@ -203,6 +203,22 @@ impl Weaver {
             identity: host_identity,
             telemetry,
         } = builder;
+        // Which variable each value came from, so a secret too short to redact can be named
+        // by its variable (never by its value).
+        let env_reads = Arc::new(std::sync::Mutex::new(Vec::<(String, String)>::new()));
+        let env: EnvLookup = {
+            let reads = env_reads.clone();
+            Arc::new(move |name: &str| {
+                let value = env(name);
+                if let Some(value) = &value {
+                    reads
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((name.to_owned(), value.clone()));
+                }
+                value
+            })
+        };
         let limits = config.limits;
         let http = HttpSurface::new(&config.http)?;
         let metrics_listen = config.telemetry.metrics_listen(config.listen_addr()?)?;
@@ -319,6 +335,13 @@ impl Weaver {
         };
         let provider = providers.provider.clone();
         secrets.extend(providers.secrets.iter().cloned());
+        let secrets = redactable(
+            secrets,
+            &env_reads
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            &mut report,
+        );
         let redactor = Arc::new(
             Redactor::builder()
                 .secrets(secrets)
@@ -617,6 +640,43 @@ impl Weaver {
 const MCP_STARTUP: Duration = Duration::from_secs(20);
 
 /// One start-up line per MCP server: its tools, or why it is not there.
+/// The secrets the redactor can take. One shorter than its minimum (a placeholder key for a
+/// local model server, say) would make it erase ordinary text, so it is left out, and the
+/// report and the log say which variable holds it, without its value: weaver still sends
+/// it where it was configured.
+fn redactable(
+    secrets: Vec<String>,
+    env_reads: &[(String, String)],
+    report: &mut Vec<String>,
+) -> Vec<String> {
+    let min = elsa_ai_host::RedactorBuilder::MIN_SECRET_LEN;
+    let (short, long): (Vec<_>, Vec<_>) = secrets.into_iter().partition(|s| s.len() < min);
+    for secret in short.iter().filter(|s| !s.is_empty()) {
+        let mut variables: Vec<&str> = env_reads
+            .iter()
+            .filter(|(_, value)| value == secret)
+            .map(|(name, _)| name.as_str())
+            .collect();
+        variables.sort_unstable();
+        variables.dedup();
+        let source = if variables.is_empty() {
+            "a configured secret".to_owned()
+        } else {
+            variables.join(", ")
+        };
+        tracing::warn!(
+            source = %source,
+            min,
+            "a secret is too short to be redacted; it is used, but not redacted"
+        );
+        report.push(format!(
+            "warning: {source} holds a value shorter than {min} characters, too short to be \
+             redacted: it is used as configured, but not hidden from logs, events or the audit"
+        ));
+    }
+    long
+}
+
 fn mcp_report(mcp: &McpClients) -> Vec<String> {
     mcp.statuses()
         .into_iter()

@@ -4,7 +4,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use elsa_ai_host::RedactorBuilder;
 use elsa_workflows::{
     ActivityDescriptor, ElsaServerBackend, ElsaServerConfig, TenantId, TenantRouter,
 };
@@ -115,12 +114,6 @@ pub(super) fn elsa_server(
                 "elsa_api_key_env names {variable}, which is not set"
             ))
         })?;
-        if key.len() < RedactorBuilder::MIN_SECRET_LEN {
-            return Err(problem(format!(
-                "the Elsa API key in {variable} is shorter than {} characters",
-                RedactorBuilder::MIN_SECRET_LEN
-            )));
-        }
         config = config.api_key(key.clone());
         secret = Some(key);
     }

@@ -165,10 +165,20 @@ async fn the_configured_provider_keys_are_registered_with_the_redactor() {
 
 /// A server over `config` (TOML) whose environment holds the model key and the dev key.
 async fn openai_server(config: &str) -> TestServer {
+    openai_server_with_key(config, "OPENAI_API_KEY", MODEL_KEY).await
+}
+
+/// A server over `config` (TOML) whose environment holds `key` in `variable` and the dev
+/// key.
+async fn openai_server_with_key(
+    config: &str,
+    variable: &'static str,
+    key: &'static str,
+) -> TestServer {
     let config = WeaverConfig::from_toml(&format!("{config}\n[store]\nmemory = true\n")).unwrap();
-    TestServer::start_with(Weaver::builder(config).env(|name| match name {
-        "OPENAI_API_KEY" => Some(MODEL_KEY.to_owned()),
+    TestServer::start_with(Weaver::builder(config).env(move |name| match name {
         "WEAVER_DEV_KEY" => Some(DEV_KEY.to_owned()),
+        name if name == variable => Some(key.to_owned()),
         _ => None,
     }))
     .await
@@ -340,6 +350,68 @@ async fn several_providers_serve_the_agents_they_are_configured_for() {
     assert_eq!(
         (local.model_requests().len(), hosted.model_requests().len()),
         (1, 1)
+    );
+    server.shutdown().await.unwrap();
+}
+
+/// A placeholder key for a local model server ("sk-1"), shorter than the redactor's minimum:
+/// weaver starts, sends it, and warns naming the variable that holds it, never the value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_placeholder_key_too_short_to_redact_is_used_with_a_warning_naming_its_variable() {
+    const PLACEHOLDER: &str = "sk-1";
+    let model = ScriptedModelServer::start_with(
+        [ModelReply::Text("Hello from the local model.".into())],
+        Quirks {
+            required_key: Some(PLACEHOLDER.into()),
+            ..Quirks::default()
+        },
+    )
+    .await
+    .unwrap();
+    let config = WeaverConfig::from_toml(&format!(
+        "[provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\n\
+         api_key_env = \"LOCAL_MODEL_KEY\"\n[store]\nmemory = true\n",
+        model.base_url()
+    ))
+    .unwrap();
+    let builder = Weaver::builder(config).env(|name| match name {
+        "LOCAL_MODEL_KEY" => Some(PLACEHOLDER.to_owned()),
+        "WEAVER_DEV_KEY" => Some(DEV_KEY.to_owned()),
+        _ => None,
+    });
+    let weaver = builder
+        .build()
+        .await
+        .expect("a short key does not stop start-up");
+    let warning = weaver
+        .startup_report()
+        .iter()
+        .find(|line| line.contains("too short to be redacted"))
+        .expect("the report warns about the key")
+        .clone();
+    assert!(warning.contains("LOCAL_MODEL_KEY"), "{warning}");
+    assert!(!warning.contains(PLACEHOLDER), "{warning}");
+    drop(weaver);
+
+    let server = openai_server_with_key(&format!(
+        "[provider]\nkind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi_key_env = \"LOCAL_MODEL_KEY\"\n",
+        model.base_url()
+    ), "LOCAL_MODEL_KEY", PLACEHOLDER)
+    .await;
+    let events = server
+        .chat(DEV_KEY, &json!({"message": "Hello?"}))
+        .await
+        .collect()
+        .await;
+    assert_eq!(
+        events.last().map(|e| e.event.as_str()),
+        Some("conversation.completed"),
+        "the model accepted the key weaver sent"
+    );
+    let sent = model.model_requests();
+    assert_eq!(
+        sent[0].authorization.as_deref(),
+        Some(format!("Bearer {PLACEHOLDER}").as_str())
     );
     server.shutdown().await.unwrap();
 }
