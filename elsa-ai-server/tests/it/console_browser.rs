@@ -3,7 +3,9 @@
 //! attach, chat, open the proposal, see its diff, approve, apply); a read-only key that is
 //! offered no review buttons; tool cards with redacted arguments; a diff with removed and
 //! changed activities and inputs side by side; sign-in with a bearer token kept for the tab
-//! only, and a wrong key refused; under `base_path`, a rejection with a reason found again in
+//! only, and a wrong key refused; sign-in through a real OpenID Provider's pages (the token
+//! kept for the tab only, a chat, no review action or audit beyond the token's permissions,
+//! sign-out ending the provider's session too); under `base_path`, a rejection with a reason found again in
 //! the inbox, the conversation history and the filtered audit; a stream cut mid-turn that
 //! resumes without duplicates; Stop on a turn whose model is still answering; the console at
 //! 390 px; activities drawn at one size in a one- and a twelve-activity workflow; a status
@@ -37,6 +39,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use weaver_testkit::mcp::{call_tool, weaver_client};
 use weaver_testkit::model_server::{ModelReply, ScriptedModelServer};
+use weaver_testkit::oidc::{OidcProvider, OidcProviderConfig, free_port};
 
 const ADMIN: &str = "console-admin-key-0123456789";
 const READER: &str = "console-reader-key-0123456789";
@@ -1194,6 +1197,288 @@ async fn a_bearer_token_signs_in_for_the_tab_and_a_wrong_key_is_refused() {
         .await
         .unwrap();
     assert_eq!(kept, json!([[token], 0]));
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// [`until`] while the tab goes from page to page (to the OpenID Provider and back): a probe
+/// that fails because its page is being replaced is tried again on the next one.
+async fn until_across_pages(browser: &Client, what: &str, probe: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(value) = browser
+            .execute(&format!("return ({probe});"), Vec::new())
+            .await
+            && !(value.is_null() || value == false || value == 0 || value == "")
+        {
+            return value;
+        }
+        if Instant::now() > deadline {
+            let url = browser.current_url().await.map(String::from);
+            let page = browser.source().await.unwrap_or_default();
+            panic!(
+                "timed out waiting for {what} at {url:?}; page:\n{}",
+                &page[..page.len().min(4000)]
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_signs_in_through_an_openid_provider_and_is_offered_what_their_permissions_allow()
+{
+    const RESOURCE: &str = "urn:weaver:api";
+    let started = Instant::now();
+    // Weaver needs the provider's issuer and the provider weaver's console address: the
+    // provider's port is chosen first, and the provider started once weaver listens (weaver
+    // retries a provider that was down at its start every second here).
+    let port = free_port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let mut config = config();
+    let oidc = WeaverConfig::from_toml(&format!(
+        "[[auth.oidc]]\nissuer = \"{issuer}\"\naudience = \"{RESOURCE}\"\n\
+         tenant_claim = \"tenant\"\nconsole_client_id = \"weaver-console\"\n\
+         name = \"Test ID\"\njwks_refetch_secs = 1\n"
+    ))
+    .expect("the [[auth.oidc]] settings parse");
+    config.auth.oidc = oidc.auth.oidc;
+    let server = TestServer::start(config).await;
+    server.enable_tool(ADMIN, "workflow.proposeUpdate").await;
+    let base = server.url("");
+    let console = format!("{base}/console/");
+    let mut client = OidcProviderConfig::public_client("weaver-console", &[&console]);
+    client["post_logout_redirect_uris"] = json!([console]);
+    let _provider = OidcProvider::start_on(
+        port,
+        &OidcProviderConfig {
+            resource: RESOURCE.into(),
+            access_token_ttl_secs: 300,
+            clients: vec![client],
+            accounts: json!({"alice": {"claims": {"tenant": "acme", "permissions": "read:workflows propose:workflows"}}}),
+        },
+        &["k1"],
+        None,
+    )
+    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let listed: Value = server
+            .client
+            .get(server.url("/ai/auth/providers"))
+            .send()
+            .await
+            .expect("weaver answers")
+            .json()
+            .await
+            .expect("a JSON list");
+        if listed["providers"][0]["clientId"] == "weaver-console" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the provider was never listed: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+
+    // The sign-in page offers the provider; its button leads to the provider's sign-in form.
+    browser.goto(&console).await.unwrap();
+    let label = until(
+        &browser,
+        "the provider's button",
+        &format!(
+            "document.querySelector('{}')?.textContent",
+            testid("oidc-sign-in")
+        ),
+    )
+    .await;
+    assert_eq!(label, "Sign in with Test ID");
+    screenshot(&browser, "oidc-sign-in-button").await;
+    let signing_in = Instant::now();
+    click(&browser, &testid("oidc-sign-in")).await;
+    until_across_pages(
+        &browser,
+        "the provider's sign-in form",
+        "document.querySelector('input[name=login]')",
+    )
+    .await;
+    assert!(
+        browser
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .starts_with(&format!("{issuer}/interaction/"))
+    );
+    type_into(&browser, "input[name=login]", "alice").await;
+    type_into(&browser, "input[name=password]", "anything").await;
+    screenshot(&browser, "oidc-provider-sign-in").await;
+    click(&browser, "button[type=submit].login-submit").await;
+    until_across_pages(
+        &browser,
+        "the consent form",
+        "document.querySelector('input[name=prompt][value=consent]')",
+    )
+    .await;
+    click(&browser, "button[type=submit].login-submit").await;
+
+    // Back on the console, signed in as the provider's user; the code is gone from the
+    // address, the token kept in this tab's sessionStorage only.
+    until_across_pages(
+        &browser,
+        "the console signed in",
+        "document.getElementById('who')?.textContent === 'alice · acme'",
+    )
+    .await;
+    let signed_in_after = signing_in.elapsed();
+    assert_eq!(browser.current_url().await.unwrap().as_str(), console);
+    let kept = browser
+        .execute(
+            "const oidc = JSON.parse(sessionStorage.getItem('weaver.console.oidc')); \
+             return [Object.keys(sessionStorage).sort(), localStorage.length, document.cookie, \
+                     location.search, oidc.clientId, !!oidc.refreshToken, !!oidc.idToken];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        kept,
+        json!([
+            ["weaver.console.credential", "weaver.console.oidc"],
+            0,
+            "",
+            "",
+            "weaver-console",
+            true,
+            true
+        ])
+    );
+    let token = browser
+        .execute(
+            "return sessionStorage.getItem('weaver.console.credential');",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    let token = token.as_str().expect("the access token");
+    assert_eq!(token.split('.').count(), 3, "a JWT access token");
+    let me: Value = server
+        .client
+        .get(server.url("/ai/me"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .expect("weaver answers")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(
+        (&me["actor"], &me["tenant"], &me["permissions"]),
+        (
+            &json!("alice"),
+            &json!("acme"),
+            &json!(["propose:workflows", "read:workflows"])
+        ),
+        "{me}"
+    );
+
+    // Chat: a whole turn, with a proposal, as this user.
+    attach_definition(&browser).await;
+    chat(&browser, "Please propose a clearer description.").await;
+    until(
+        &browser,
+        "the proposal card",
+        &format!("document.querySelector('{}')", testid("proposal-card")),
+    )
+    .await;
+    assert!(
+        !text_of(&browser, &testid("assistant-text"))
+            .await
+            .is_empty()
+    );
+    screenshot(&browser, "oidc-sign-in").await;
+
+    // What the token's permissions allow: no Audit without admin:ai, and the proposal opens
+    // without a review action without apply:workflows.
+    assert!(
+        !browser
+            .find(Locator::Id("nav-audit"))
+            .await
+            .unwrap()
+            .is_displayed()
+            .await
+            .unwrap(),
+        "no Audit without admin:ai"
+    );
+    click(&browser, &format!("{} button", testid("proposal-card"))).await;
+    until(
+        &browser,
+        "the proposal",
+        "document.querySelector('#proposal [data-testid=diff-graph]')",
+    )
+    .await;
+    for action in ["approve", "reject", "reject-reason", "apply"] {
+        assert_eq!(
+            count(&browser, &testid(action)).await,
+            0,
+            "{action} offered without apply:workflows"
+        );
+    }
+
+    // Signing out forgets the tokens and ends the provider's session: confirmed there, the
+    // provider sends the tab back to the console's sign-in, and its button asks for the
+    // sign-in form again.
+    click(&browser, &testid("sign-out")).await;
+    until_across_pages(
+        &browser,
+        "the provider's sign-out confirmation",
+        "document.querySelector('button[name=logout][value=yes]')",
+    )
+    .await;
+    assert!(
+        browser
+            .current_url()
+            .await
+            .unwrap()
+            .as_str()
+            .starts_with(&format!("{issuer}/session/end")),
+        "the provider's end-session endpoint"
+    );
+    click(&browser, "button[name=logout][value=yes]").await;
+    until_across_pages(
+        &browser,
+        "the console's sign-in view",
+        &format!(
+            "location.href === '{console}' && !document.getElementById('view-signin').hidden && document.querySelector('{}')",
+            testid("oidc-sign-in")
+        ),
+    )
+    .await;
+    let kept = browser
+        .execute(
+            "return [sessionStorage.getItem('weaver.console.credential'), sessionStorage.length, \
+                     localStorage.length, document.getElementById('who').textContent, \
+                     document.getElementById('nav').hidden];",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept, json!([null, 0, 0, "", true]));
+    click(&browser, &testid("oidc-sign-in")).await;
+    until_across_pages(
+        &browser,
+        "the provider's sign-in form again",
+        "document.querySelector('input[name=login]')",
+    )
+    .await;
+    eprintln!(
+        "OIDC console flow: signed in {signed_in_after:?} after the click, {:?} in all",
+        started.elapsed()
+    );
 
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
