@@ -24,12 +24,16 @@ pub const PROVIDER_KIND: &str = "openai";
 /// api = "chat"                             # chat (default) | responses
 /// max_tool_rounds = 8
 /// request_timeout_s = 60
+/// # temperature = 0.0                      # sampling, sent only when set
+/// # top_p = 0.9
+/// # seed = 42
+/// # max_output_tokens = 1024
 /// # api_version = "2024-10-21"             # Azure: sent as ?api-version=, key as api-key
 /// # headers = { "X-Team" = "a" }           # sent with every request
 /// ```
 ///
 /// `Debug` shows header names but never their values.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 pub struct OpenAiProviderConfig {
     /// The provider selector a host's configuration carries; accepted when it is `openai`.
@@ -58,6 +62,18 @@ pub struct OpenAiProviderConfig {
     /// Extra headers sent with every request (for gateways).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Sampling temperature, 0 to 2 (the server's default when unset).
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling, above 0 and at most 1.
+    #[serde(default)]
+    pub top_p: Option<f64>,
+    /// A fixed seed, for repeatable answers where the server supports it.
+    #[serde(default)]
+    pub seed: Option<i64>,
+    /// The most tokens one model request may generate.
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
 }
 
 fn default_max_tool_rounds() -> u32 {
@@ -79,6 +95,10 @@ impl fmt::Debug for OpenAiProviderConfig {
             .field("request_timeout_s", &self.request_timeout_s)
             .field("api_version", &self.api_version)
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("temperature", &self.temperature)
+            .field("top_p", &self.top_p)
+            .field("seed", &self.seed)
+            .field("max_output_tokens", &self.max_output_tokens)
             .finish()
     }
 }
@@ -119,6 +139,42 @@ pub(crate) struct Settings {
     pub headers: HeaderMap,
     /// Values the host must redact: the key and the values of secret-looking headers.
     pub secrets: Vec<String>,
+    /// Sampling and output limits, sent with every request.
+    pub sampling: Sampling,
+}
+
+/// Sampling settings and the output limit, each sent only when configured (a server's own
+/// defaults otherwise).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Sampling {
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub seed: Option<i64>,
+    pub max_output_tokens: Option<u32>,
+}
+
+impl Sampling {
+    /// Adds the settings to a request body of `api`. The output limit is `max_tokens` on
+    /// Chat Completions (the name every compatible server reads) and `max_output_tokens`
+    /// on Responses.
+    pub(crate) fn apply(&self, body: &mut serde_json::Value, api: OpenAiApi) {
+        if let Some(temperature) = self.temperature {
+            body["temperature"] = serde_json::json!(temperature);
+        }
+        if let Some(top_p) = self.top_p {
+            body["top_p"] = serde_json::json!(top_p);
+        }
+        if let Some(seed) = self.seed {
+            body["seed"] = serde_json::json!(seed);
+        }
+        if let Some(limit) = self.max_output_tokens {
+            let name = match api {
+                OpenAiApi::Chat => "max_tokens",
+                OpenAiApi::Responses => "max_output_tokens",
+            };
+            body[name] = serde_json::json!(limit);
+        }
+    }
 }
 
 fn misconfigured(message: impl Into<String>) -> AiError {
@@ -163,6 +219,21 @@ impl OpenAiProviderConfig {
         if !(1..=3600).contains(&self.request_timeout_s) {
             return Err(misconfigured(
                 "provider.request_timeout_s must be between 1 and 3600 seconds",
+            ));
+        }
+        if self.temperature.is_some_and(|t| !(0.0..=2.0).contains(&t)) {
+            return Err(misconfigured(
+                "provider.temperature must be between 0 and 2",
+            ));
+        }
+        if self.top_p.is_some_and(|p| !(p > 0.0 && p <= 1.0)) {
+            return Err(misconfigured(
+                "provider.top_p must be above 0 and at most 1",
+            ));
+        }
+        if self.max_output_tokens == Some(0) {
+            return Err(misconfigured(
+                "provider.max_output_tokens must be at least 1",
             ));
         }
         let mut headers = HeaderMap::new();
@@ -212,6 +283,12 @@ impl OpenAiProviderConfig {
             api_version: self.api_version.clone(),
             headers,
             secrets,
+            sampling: Sampling {
+                temperature: self.temperature,
+                top_p: self.top_p,
+                seed: self.seed,
+                max_output_tokens: self.max_output_tokens,
+            },
         })
     }
 }
@@ -239,6 +316,27 @@ mod tests {
             "kind = \"openai\"\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"llama3.1\"\n{extra}"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn sampling_out_of_range_is_refused_naming_the_setting() {
+        for (extra, setting) in [
+            ("temperature = 2.5", "temperature"),
+            ("temperature = -0.1", "temperature"),
+            ("top_p = 0.0", "top_p"),
+            ("top_p = 1.5", "top_p"),
+            ("max_output_tokens = 0", "max_output_tokens"),
+        ] {
+            let Err(error) = config(extra).resolve(|_| None) else {
+                panic!("{extra} is accepted");
+            };
+            assert!(error.message().contains(setting), "{extra}: {error}");
+        }
+        assert!(
+            config("temperature = 0.0\ntop_p = 1.0\nseed = -7\nmax_output_tokens = 1")
+                .resolve(|_| None)
+                .is_ok()
+        );
     }
 
     #[test]

@@ -128,10 +128,11 @@ async fn round(
     made_up_ids: &mut u32,
 ) -> Result<RoundOutput, ModelError> {
     let settings = &client.settings;
-    let body = match settings.api {
+    let mut body = match settings.api {
         OpenAiApi::Chat => chat::request(&settings.model, items, tools),
         OpenAiApi::Responses => responses::request(&settings.model, items, tools),
     };
+    settings.sampling.apply(&mut body, settings.api);
     let cancel = &request.cancellation;
     let events = client.stream(&body, cancel).await?;
     let next_id = || {

@@ -168,6 +168,11 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
     api = "chat"                    chat (Chat Completions, default) | responses
     max_tool_rounds = 8             model requests ending in tool calls per turn
     request_timeout_s = 60          per model request, and per streamed chunk
+    temperature = 0.0               sampling, sent only when set (0 to 2)
+    top_p = 0.9                     nucleus sampling (above 0, at most 1)
+    seed = 42                       a fixed seed, where the server supports one
+    max_output_tokens = 1024        the most tokens one model request may generate
+                                    (max_tokens on chat, max_output_tokens on responses)
     api_version = "2024-10-21"      Azure: sent as ?api-version=, the key as api-key
     headers = { "X-Team" = "a" }    sent with every request (values of names with key,
                                     token, secret, authorization are secrets)
@@ -1162,6 +1167,11 @@ mod tests {
             "base_url",
             "api_key_env",
             "wire_api",
+            "max_tool_rounds",
+            "temperature",
+            "top_p",
+            "seed",
+            "max_output_tokens",
             "github_token_env",
             "[limits]",
             "max_body_bytes",

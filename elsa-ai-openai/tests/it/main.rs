@@ -43,6 +43,10 @@ fn provider(
         request_timeout_s: timeout_s,
         api_version: None,
         headers: Default::default(),
+        temperature: None,
+        top_p: None,
+        seed: None,
+        max_output_tokens: None,
     };
     OpenAiProvider::with_secrets(&config, |name| {
         (name == KEY_VARIABLE).then(|| KEY.to_owned())
@@ -138,6 +142,63 @@ async fn text_streams_as_deltas_and_usage_reaches_the_completed_event_on_both_ap
                 assert_eq!(request.tool_names(), ["test_echo", "test_other"]);
             }
             other => panic!("no expectations for {other:?} yet"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn sampling_and_the_output_limit_are_sent_on_both_apis_only_when_configured() {
+    for api in [OpenAiApi::Chat, OpenAiApi::Responses] {
+        let server = ScriptedModelServer::start([
+            ModelReply::Text("Deterministic.".into()),
+            ModelReply::Text("Server defaults.".into()),
+        ])
+        .await
+        .unwrap();
+        let mut config: OpenAiProviderConfig = toml::from_str(&format!(
+            "kind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi = \"{}\"\n\
+             temperature = 0.0\ntop_p = 0.5\nseed = 42\nmax_output_tokens = 256\n",
+            server.base_url(),
+            if api == OpenAiApi::Chat {
+                "chat"
+            } else {
+                "responses"
+            },
+        ))
+        .unwrap();
+        let sampled = harness(OpenAiProvider::with_secrets(&config, |_| None).unwrap());
+        sampled.run(sampled.request("Hello?")).await;
+        config.temperature = None;
+        config.top_p = None;
+        config.seed = None;
+        config.max_output_tokens = None;
+        let plain = harness(OpenAiProvider::with_secrets(&config, |_| None).unwrap());
+        plain.run(plain.request("Hello?")).await;
+
+        let requests = server.model_requests();
+        let limit = match api {
+            OpenAiApi::Chat => "max_tokens",
+            _ => "max_output_tokens",
+        };
+        let body = &requests[0].body;
+        assert_eq!(
+            (
+                &body["temperature"],
+                &body["top_p"],
+                &body["seed"],
+                &body[limit]
+            ),
+            (&json!(0.0), &json!(0.5), &json!(42), &json!(256)),
+            "{api:?}"
+        );
+        for name in [
+            "temperature",
+            "top_p",
+            "seed",
+            "max_tokens",
+            "max_output_tokens",
+        ] {
+            assert!(requests[1].body.get(name).is_none(), "{api:?}: {name}");
         }
     }
 }
