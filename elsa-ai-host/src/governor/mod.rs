@@ -22,7 +22,7 @@ use std::time::Duration;
 use elsa_ai_abstractions::{
     AiAuditSink, AiCaller, AiContextAttachment, AiConversationStore, AiError,
     AiProviderToolInvocation, AiProviderToolInvoker, AiToolExecutionContext, AiToolResult,
-    AiToolServices, Clock, ConversationId, GroundingLimits,
+    AiToolServices, Clock, ConversationId, GroundingLimits, ToolMutability,
 };
 use tokio::sync::OnceCell;
 use tokio::time::Instant;
@@ -65,6 +65,9 @@ pub struct ToolCallScope {
     /// Whether the host already checked that the caller owns the conversation for this turn
     /// (the orchestrator does at admission), so step 6 need not read it again.
     owner_verified: bool,
+    /// Whether the calls are one chat turn's, whose repeated read-only calls are answered
+    /// with a note instead of running again (see [`ToolCallScope::as_one_turn`]).
+    one_turn: bool,
 }
 
 impl std::fmt::Debug for ToolCallScope {
@@ -91,7 +94,19 @@ impl ToolCallScope {
             cancellation: CancellationToken::new(),
             span: None,
             owner_verified: false,
+            one_turn: false,
         }
+    }
+
+    /// Marks the calls as one chat turn's: a read-only call repeating one that already
+    /// succeeded in the turn (same tool, same arguments) is not run again; the model gets
+    /// a `repeated_call` note saying it has that result, audited as a denial at step 9.
+    /// Small models tend to call the same tool again after its result; this stops them
+    /// without spending the turn's rounds. (An MCP client's calls are each a scope of their
+    /// own and are never answered this way.)
+    pub fn as_one_turn(mut self) -> Self {
+        self.one_turn = true;
+        self
     }
 
     /// Traces the calls as children of `span` (the chat turn's).
@@ -258,6 +273,7 @@ impl ToolGovernor {
             ownership: OnceCell::new_with(scope.owner_verified.then_some(Ok(()))),
             scope,
             narrowed: OnceLock::new(),
+            answered: std::sync::Mutex::default(),
         })
     }
 
@@ -280,6 +296,9 @@ struct BoundToolInvoker {
     ownership: OnceCell<Result<(), AiError>>,
     /// Step 2's narrowed caller, made at most once per turn.
     narrowed: OnceLock<Arc<AiCaller>>,
+    /// The read-only calls of this turn that succeeded: (tool, redacted arguments, call id).
+    /// A call repeating one is not run again (see [`BoundToolInvoker::earlier_call`]).
+    answered: std::sync::Mutex<Vec<(Arc<str>, Arc<serde_json::Value>, Arc<str>)>>,
 }
 
 // Written out rather than through `async_trait`: its future would hold the invocation and
@@ -311,6 +330,31 @@ impl AiProviderToolInvoker for BoundToolInvoker {
 }
 
 impl BoundToolInvoker {
+    /// The note for a read-only call this turn already answered with the same arguments:
+    /// running it again would only spend a round (small models tend to call the same tool
+    /// again after its result), so the model is told it has the result instead.
+    fn earlier_call(&self, tool: &str, arguments: &serde_json::Value) -> Option<AiError> {
+        let answered = self.answered_lock();
+        let (_, _, first) = answered
+            .iter()
+            .find(|(name, earlier, _)| **name == *tool && **earlier == *arguments)?;
+        Some(AiError::conflict(
+            "repeated_call",
+            format!(
+                "this turn already called '{tool}' with these arguments (call {first}); its \
+                 result is in the conversation above: use it instead of calling again"
+            ),
+        ))
+    }
+
+    fn answered_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, Vec<(Arc<str>, Arc<serde_json::Value>, Arc<str>)>> {
+        self.answered
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn observe<T>(
         &self,
         call_id: &str,
@@ -461,6 +505,18 @@ impl BoundToolInvoker {
             .run(invocation.arguments),
         );
         self.passed(call_id, GovernanceStep::RedactArguments);
+        let noted = scope.one_turn && tool.definition().mutability == ToolMutability::ReadOnly;
+        if noted && let Some(error) = self.earlier_call(record.tool_name, &arguments) {
+            let repeated = emit.refused(
+                &record,
+                GovernanceStep::ExecuteTool,
+                (*arguments).clone(),
+                AiToolResult::denied(&error),
+            );
+            let result = Box::pin(repeated).await;
+            self.passed(call_id, GovernanceStep::EmitEvents);
+            return result;
+        }
         emit.started(&record, &arguments).done().await;
 
         let execution = {
@@ -491,6 +547,13 @@ impl BoundToolInvoker {
                 .map_err(|r| r.error);
             let result = ClampResult { clamp: &g.clamp }.run(redact_result.run(executed));
             self.passed(call_id, GovernanceStep::RedactResult);
+            if noted && result.is_success() {
+                self.answered_lock().push((
+                    Arc::clone(record.tool_name),
+                    Arc::clone(&arguments),
+                    Arc::clone(record.call_id),
+                ));
+            }
             emit.finished(&record, tool.definition().audit_behavior, arguments, result)
         };
         let result = Box::pin(finished).await;
@@ -505,7 +568,69 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::testing::governance::{GovernanceHarness, TEST_AGENT, invocation, read_tool};
+    use crate::testing::governance::{
+        GovernanceHarness, TEST_AGENT, TEST_TENANT, TestTool, invocation, proposal_tool, read_tool,
+    };
+
+    #[tokio::test]
+    async fn a_turns_repeated_read_only_call_is_answered_with_a_note_not_run_again() {
+        let read = Arc::new(TestTool::echo(read_tool("demo.read")));
+        let propose = Arc::new(TestTool::echo(proposal_tool("demo.propose")));
+        let harness = GovernanceHarness::builder()
+            .tool(read.clone())
+            .tool(propose.clone())
+            .build();
+        harness.decide("demo.propose", None, true).await;
+        let turn = harness
+            .governor
+            .bind(harness.scope(harness.caller()).as_one_turn());
+        let first = turn
+            .invoke(invocation("demo.read", json!({"id": "wf-1"})))
+            .await;
+        assert_eq!(first.outcome, AiToolOutcome::Success);
+        let again = turn
+            .invoke(invocation("demo.read", json!({"id": "wf-1"})))
+            .await;
+        assert_eq!(again.outcome, AiToolOutcome::Denied);
+        let note = again.error.as_ref().expect("a typed note");
+        assert_eq!(note.code, "repeated_call");
+        assert!(
+            note.message.contains("already called 'demo.read'"),
+            "{}",
+            note.message
+        );
+        assert_eq!(read.calls(), 1, "the tool ran once");
+
+        // Other arguments, a proposal tool and another scope all run.
+        let other = turn
+            .invoke(invocation("demo.read", json!({"id": "wf-2"})))
+            .await;
+        assert_eq!(other.outcome, AiToolOutcome::Success);
+        for _ in 0..2 {
+            let proposed = turn
+                .invoke(invocation("demo.propose", json!({"id": "wf-1"})))
+                .await;
+            assert_eq!(proposed.outcome, AiToolOutcome::Success);
+        }
+        assert_eq!(propose.calls(), 2, "only read-only calls are noted");
+        let mcp_like = harness.governor.bind(harness.scope(harness.caller()));
+        for _ in 0..2 {
+            let result = mcp_like
+                .invoke(invocation("demo.read", json!({"id": "wf-1"})))
+                .await;
+            assert_eq!(result.outcome, AiToolOutcome::Success);
+        }
+        assert_eq!(read.calls(), 4);
+
+        // The note is audited as what it is: a denial at step 9 with its code.
+        let audited = harness.audit.events(&TEST_TENANT.into());
+        let repeated: Vec<_> = audited
+            .iter()
+            .filter(|e| e.details["error"]["code"] == "repeated_call")
+            .collect();
+        assert_eq!(repeated.len(), 1);
+        assert_eq!(repeated[0].details["step"], "executeTool");
+    }
 
     #[tokio::test]
     async fn a_turn_whose_conversation_the_host_checked_is_not_read_again() {

@@ -91,6 +91,7 @@ pub(super) async fn run(core: Arc<Core>, turn: Turn) {
 async fn drive(core: &Core, turn: &Turn, events: Arc<TurnEvents>) -> End {
     let invoker = core.governor.bind(
         ToolCallScope::new(turn.caller.clone(), turn.agent.name.clone())
+            .as_one_turn()
             // Admission found (or made) the conversation the caller's.
             .with_owned_conversation(turn.conversation_id.clone())
             .with_attachments(turn.attachments.clone())

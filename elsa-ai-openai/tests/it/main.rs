@@ -203,6 +203,38 @@ async fn sampling_and_the_output_limit_are_sent_on_both_apis_only_when_configure
     }
 }
 
+/// A small model's habit: after a tool's result it calls the same tool again. The second call
+/// is answered with a `repeated_call` note instead of running, and the turn goes on to its
+/// answer without spending more rounds.
+#[tokio::test]
+async fn a_repeated_read_call_in_a_turn_gets_a_note_and_the_turn_goes_on() {
+    let call = || ModelReply::ToolCall {
+        name: "test_echo".into(),
+        arguments: json!({"text": "hello"}),
+    };
+    let server =
+        ScriptedModelServer::start([call(), call(), ModelReply::Text("It echoes hello.".into())])
+            .await
+            .unwrap();
+    let harness = harness(provider(&server, OpenAiApi::Chat, 8, 10));
+    let events = harness.run(harness.request("Echo hello.")).await;
+    assert_eq!(last_type(&events), AiStreamEventType::ConversationCompleted);
+    let completed = of_type(&events, AiStreamEventType::ToolCompleted);
+    let failed = of_type(&events, AiStreamEventType::ToolFailed);
+    assert_eq!(
+        (completed.len(), failed.len()),
+        (1, 1),
+        "{:?}",
+        types(&events)
+    );
+    assert_eq!(failed[0].data["error"]["code"], "repeated_call");
+    let requests = server.model_requests();
+    assert_eq!(requests.len(), 3);
+    let results = requests[2].tool_messages();
+    assert_eq!(results.len(), 2);
+    assert!(results[1].contains("repeated_call"), "{}", results[1]);
+}
+
 /// Parallel calls, arguments in three-byte pieces, no call ids, `finish_reason: stop` after
 /// tool calls, usage only in a last chunk without choices, keep-alive comments, no `[DONE]`.
 fn quirky() -> Quirks {
