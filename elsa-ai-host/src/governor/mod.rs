@@ -296,9 +296,16 @@ struct BoundToolInvoker {
     ownership: OnceCell<Result<(), AiError>>,
     /// Step 2's narrowed caller, made at most once per turn.
     narrowed: OnceLock<Arc<AiCaller>>,
-    /// The read-only calls of this turn that succeeded: (tool, redacted arguments, call id).
+    /// The read-only calls of this turn that succeeded.
     /// A call repeating one is not run again (see [`BoundToolInvoker::earlier_call`]).
-    answered: std::sync::Mutex<Vec<(Arc<str>, Arc<serde_json::Value>, Arc<str>)>>,
+    answered: std::sync::Mutex<Vec<AnsweredCall>>,
+}
+
+/// A read-only call a turn already answered.
+struct AnsweredCall {
+    tool: Arc<str>,
+    arguments: Arc<serde_json::Value>,
+    call_id: Arc<str>,
 }
 
 // Written out rather than through `async_trait`: its future would hold the invocation and
@@ -335,9 +342,10 @@ impl BoundToolInvoker {
     /// again after its result), so the model is told it has the result instead.
     fn earlier_call(&self, tool: &str, arguments: &serde_json::Value) -> Option<AiError> {
         let answered = self.answered_lock();
-        let (_, _, first) = answered
+        let first = &answered
             .iter()
-            .find(|(name, earlier, _)| **name == *tool && **earlier == *arguments)?;
+            .find(|call| *call.tool == *tool && *call.arguments == *arguments)?
+            .call_id;
         Some(AiError::conflict(
             "repeated_call",
             format!(
@@ -347,9 +355,7 @@ impl BoundToolInvoker {
         ))
     }
 
-    fn answered_lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, Vec<(Arc<str>, Arc<serde_json::Value>, Arc<str>)>> {
+    fn answered_lock(&self) -> std::sync::MutexGuard<'_, Vec<AnsweredCall>> {
         self.answered
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -548,11 +554,11 @@ impl BoundToolInvoker {
             let result = ClampResult { clamp: &g.clamp }.run(redact_result.run(executed));
             self.passed(call_id, GovernanceStep::RedactResult);
             if noted && result.is_success() {
-                self.answered_lock().push((
-                    Arc::clone(record.tool_name),
-                    Arc::clone(&arguments),
-                    Arc::clone(record.call_id),
-                ));
+                self.answered_lock().push(AnsweredCall {
+                    tool: Arc::clone(record.tool_name),
+                    arguments: Arc::clone(&arguments),
+                    call_id: Arc::clone(record.call_id),
+                });
             }
             emit.finished(&record, tool.definition().audit_behavior, arguments, result)
         };
