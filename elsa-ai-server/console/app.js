@@ -409,6 +409,414 @@ function renderAttachments() {
     }, "×"))));
 }
 
+// ---------------------------------------------------------------- Markdown
+
+// The assistant answers in Markdown. It is drawn with `h` and text nodes only, like every other
+// server value: HTML in an answer stays text, a link goes only to an http(s) or mailto address,
+// and an image is named by its alt text, never loaded.
+
+const FENCE = /^( *)(`{3,}|~{3,})(.*)$/;
+const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+const RULE = /^ {0,3}(?:(?:-[ \t]*){3,}|(?:\*[ \t]*){3,}|(?:_[ \t]*){3,})$/;
+const QUOTE = /^ {0,3}> ?(.*)$/;
+const ITEM = /^( *)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*))?$/;
+/** Deeper quotes and lists than this are drawn as text. */
+const MD_DEPTH = 12;
+/** At most this many emphasis pairs in one paragraph, heading or cell. */
+const MD_PAIRS = 500;
+
+/** Markdown `source` as a list of nodes. An unfinished code fence or table (an answer still
+ * streaming in) is drawn as far as it goes. */
+function markdown(source) {
+  return blocks(String(source ?? "").replace(/\r\n?/g, "\n").split("\n"), 0);
+}
+
+/** `line` as the opening of a code fence (its indentation, marks and info string), or null. */
+function fenceAt(line) {
+  const m = FENCE.exec(line);
+  return m && !(m[2][0] === "`" && m[3].includes("`")) ? m : null;
+}
+
+/** Whether line `i` starts a block that ends a paragraph before it. */
+function startsBlock(lines, i) {
+  const line = lines[i];
+  return !!(fenceAt(line) || HEADING.test(line) || RULE.test(line) || QUOTE.test(line)
+    || ITEM.exec(line)?.[3]?.trim() || tableAt(lines, i));
+}
+
+/** `lines` as block nodes: headings, code, quotes, lists, tables, rules and paragraphs. */
+function blocks(lines, depth) {
+  const out = [];
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    if (!line.trim()) { i++; continue; }
+    if (depth >= MD_DEPTH) {
+      out.push(h("p", {}, textNodes(lines.slice(i).join("\n"))));
+      break;
+    }
+    let found, node, next = i + 1;
+    if ((found = fenceAt(line))) {
+      [node, next] = codeBlock(lines, i, found);
+    } else if ((found = HEADING.exec(line))) {
+      // Headings sit inside a message, under the page's own: # is an h3, ## an h4, and so on.
+      node = h(`h${Math.min(found[1].length + 2, 6)}`, {}, inline(found[2] || ""));
+    } else if (RULE.test(line)) {
+      node = h("hr");
+    } else if (QUOTE.test(line)) {
+      [node, next] = quoteBlock(lines, i, depth);
+    } else if (ITEM.test(line)) {
+      [node, next] = listBlock(lines, i, depth);
+    } else if ((found = tableAt(lines, i))) {
+      [node, next] = tableBlock(lines, i, found);
+    } else {
+      while (next < lines.length && lines[next].trim() && !startsBlock(lines, next)) next++;
+      node = h("p", {}, inline(lines.slice(i, next).map((l) => l.trim()).join("\n")));
+    }
+    out.push(node);
+    i = next;
+  }
+  return out;
+}
+
+/** A fenced code block from line `i` to its closing fence, or to the end when it has none
+ * yet; its language (the first word after the marks) as a class and `data-lang`. */
+function codeBlock(lines, i, [, indent, marks, info]) {
+  const lang = info.trim().split(/\s+/)[0];
+  const name = /^[\w#+.-]{1,32}$/.test(lang) ? lang : null;
+  const body = [];
+  let j = i + 1;
+  let closed = false;
+  for (; j < lines.length && !closed; j++) {
+    const close = /^ *(`{3,}|~{3,})[ \t]*$/.exec(lines[j]);
+    closed = !!close && close[1][0] === marks[0] && close[1].length >= marks.length;
+    if (!closed) body.push(lines[j].replace(new RegExp(`^ {0,${indent.length}}`), ""));
+  }
+  // Still streaming in: the line being written has not begun yet.
+  if (!closed && body.at(-1) === "") body.pop();
+  return [h("pre", { "data-lang": name }, h("code", { class: name ? `language-${name}` : null, text: body.join("\n") })), j];
+}
+
+/** A blockquote: the lines marked `>` from line `i`, and unmarked paragraph lines between. */
+function quoteBlock(lines, i, depth) {
+  const inner = [];
+  let j = i;
+  for (; j < lines.length; j++) {
+    const m = QUOTE.exec(lines[j]);
+    if (m) inner.push(m[1]);
+    else if (lines[j].trim() && inner.at(-1).trim() && !startsBlock(lines, j)) inner.push(lines[j]);
+    else break;
+  }
+  return [h("blockquote", {}, blocks(inner, depth + 1)), j];
+}
+
+/** A list from line `i`: its items of the same kind (bulleted or numbered) and indentation.
+ * Lines indented at least two spaces more than an item's marker are the item's own (a nested
+ * list among them); so are unindented lines continuing its paragraph. */
+function listBlock(lines, i, depth) {
+  const first = ITEM.exec(lines[i]);
+  const ordered = /\d/.test(first[2]);
+  const base = first[1].length;
+  const items = [];
+  let loose = false;
+  let blank = 0;
+  let j = i;
+  while (j < lines.length) {
+    const m = ITEM.exec(lines[j]);
+    if (!m || /\d/.test(m[2]) !== ordered || Math.abs(m[1].length - base) >= 2 || RULE.test(lines[j])) break;
+    // Items apart, with blank lines between, make a loose list: paragraphs in its items.
+    if (blank) loose = true;
+    const marker = m[1].length + m[2].length;
+    const gap = /^[ \t]*/.exec(lines[j].slice(marker))[0].length;
+    const width = marker + (gap >= 1 && gap <= 4 ? gap : 1);
+    const own = m[1].length + 2;
+    const body = [m[3] || ""];
+    blank = 0;
+    for (j++; j < lines.length; j++) {
+      const line = lines[j];
+      if (!line.trim()) { blank++; continue; }
+      const lead = /^ */.exec(line)[0].length;
+      if (lead >= Math.min(own, width)) {
+        for (; blank; blank--) body.push("");
+        body.push(line.slice(Math.min(lead, width)));
+      } else if (blank || ITEM.test(line) || startsBlock(lines, j)) {
+        break;
+      } else {
+        body.push(line);
+      }
+    }
+    items.push(body);
+  }
+  const start = ordered ? parseInt(first[2], 10) : 1;
+  return [h(ordered ? "ol" : "ul", { start: start !== 1 ? start : null }, items.map((body) => {
+    const nodes = blocks(body, depth + 1);
+    // In a tight list an item's first paragraph is the item's own text.
+    if (!loose && nodes[0]?.tagName === "P") nodes.splice(0, 1, ...nodes[0].childNodes);
+    return h("li", {}, nodes);
+  })), j];
+}
+
+/** The cells of a table row: split at `|` (not at `\|`), the outer pipes dropped. */
+function tableRow(line) {
+  let s = line.trim();
+  if (s.startsWith("|")) s = s.slice(1);
+  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
+  const cells = [];
+  let cell = "";
+  for (let k = 0; k < s.length; k++) {
+    if (s[k] === "\\" && s[k + 1] === "|") { cell += "|"; k++; }
+    else if (s[k] === "|") { cells.push(cell.trim()); cell = ""; }
+    else cell += s[k];
+  }
+  cells.push(cell.trim());
+  return cells;
+}
+
+/** A table starting at line `i` (a header row, then a `|---|:-:|` row with one cell per
+ * header cell, or fewer while it is the last line: still streaming in), or null. */
+function tableAt(lines, i) {
+  if (!lines[i].includes("|") || i + 1 >= lines.length || !lines[i + 1].includes("|")) return null;
+  const marks = tableRow(lines[i + 1]);
+  if (!marks.every((c) => /^:?-+:?$/.test(c))) return null;
+  const header = tableRow(lines[i]);
+  if (marks.length !== header.length && !(i + 2 === lines.length && marks.length < header.length)) return null;
+  return { header, align: marks.map((c) => (c.endsWith(":") ? (c.startsWith(":") ? "center" : "right") : c.startsWith(":") ? "left" : null)) };
+}
+
+/** The table found at line `i` and its body rows (the lines after it holding a `|`), in a
+ * region that scrolls sideways when the table is wider than the message. */
+function tableBlock(lines, i, { header, align }) {
+  let j = i + 2;
+  const rows = [];
+  for (; j < lines.length && lines[j].trim() && lines[j].includes("|"); j++) rows.push(tableRow(lines[j]));
+  const cells = (values, tag) => header.map((_, k) =>
+    h(tag, { scope: tag === "th" ? "col" : null, "data-align": align[k] }, inline(values[k] || "")));
+  return [h("div", { class: "md-table", role: "region", tabindex: 0, "aria-label": "Table, scrollable" },
+    h("table", {},
+      h("thead", {}, h("tr", {}, cells(header, "th"))),
+      h("tbody", {}, rows.map((r) => h("tr", {}, cells(r, "td")))))), j];
+}
+
+const PUNCTUATION = /[!-/:-@[-`{-~]/;
+const ENTITIES = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: "\u00a0" };
+const WORD = /[\p{L}\p{N}]/u;
+const isSpace = (ch) => ch === undefined || /\s/.test(ch);
+
+/** `text` as text nodes, a line break at each newline and (unless `asWritten`) the common
+ * character references (`&amp;`, `&lt;`, `&#39;` …) read as the characters they stand for:
+ * text, never markup. */
+function textNodes(text, asWritten = false) {
+  const decoded = asWritten ? text : text.replace(/&(?:#(\d{1,7})|#[xX]([\da-fA-F]{1,6})|([a-z]{2,6}));/g, (all, dec, hex, name) => {
+    if (name) return ENTITIES[name] ?? all;
+    const code = dec ? parseInt(dec, 10) : parseInt(hex, 16);
+    return code > 0 && code <= 0x10ffff && (code < 0xd800 || code > 0xdfff) ? String.fromCodePoint(code) : "\ufffd";
+  });
+  return decoded.split("\n").flatMap((part, k) => (k ? [h("br"), part] : [part])).filter((n) => n !== "");
+}
+
+/** Inline Markdown `text` as nodes: `code`, *em*, **strong**, ~~struck~~, links to http(s)
+ * and mailto addresses, images as their alt text, backslash escapes; all else is text. In
+ * time about linear in `text`, whatever it holds: an answer is drawn again as it grows. */
+function inline(text, depth = 0, inLink = false) {
+  if (depth > MD_DEPTH) return textNodes(text);
+  const box = document.createElement("span");
+  const runs = [];
+  const unclosed = new Set();
+  const brackets = bracketPairs(text);
+  let plain = "";
+  const put = (...nodes) => { box.append(...textNodes(plain), ...nodes); plain = ""; };
+  let i = 0;
+  while (i < text.length) {
+    const c = text[i];
+    let found;
+    if (c === "\\" && text[i + 1] === "\n") {
+      put(h("br"));
+      i += 2;
+    } else if (c === "\\" && PUNCTUATION.test(text[i + 1] || "")) {
+      plain += text[i + 1];
+      i += 2;
+    } else if (c === "`") {
+      // A run of backticks not closed (yet) is text.
+      found = codeSpan(text, i, unclosed);
+      if (found.code === undefined) plain += text.slice(i, found.end);
+      else put(h("code", { text: found.code }));
+      i = found.end;
+    } else if (c === "!" && text[i + 1] === "[" && (found = linkAt(text, i + 1, brackets))) {
+      // Nothing is loaded for an image: it is named by its alt text.
+      put(h("span", { class: "md-image", text: found.label.trim() ? `[image: ${found.label.trim()}]` : "[image]" }));
+      i = found.end;
+    } else if (c === "[" && !inLink && (found = linkAt(text, i, brackets))) {
+      const href = safeHref(found.dest);
+      // A link to anywhere else is shown as it was written, and goes nowhere.
+      if (href) put(h("a", { href, rel: "noopener noreferrer", target: "_blank" }, inline(found.label, depth + 1, true)));
+      else put(...textNodes(text.slice(i, found.end), true));
+      i = found.end;
+    } else if (c === "<" && !inLink && (found = autolink(text, i))) {
+      put(h("a", { href: found.href, rel: "noopener noreferrer", target: "_blank", text: found.label }));
+      i = found.end;
+    } else if (c === "*" || c === "_" || c === "~") {
+      // A run of delimiters: text for now, made emphasis by `emphasis` once all are known.
+      let end = i;
+      while (text[end] === c) end++;
+      const before = text[i - 1], after = text[end];
+      const node = document.createTextNode(text.slice(i, end));
+      put(node);
+      if (c !== "~" || end - i === 2) {
+        runs.push({
+          node, c, count: end - i,
+          opens: !isSpace(after) && !(c === "_" && WORD.test(before || "")),
+          closes: !isSpace(before) && !(c === "_" && WORD.test(after || "")),
+        });
+      }
+      i = end;
+    } else {
+      plain += c;
+      i++;
+    }
+  }
+  put();
+  emphasis(runs);
+  return [...box.childNodes].filter((n) => !(n.nodeType === Node.TEXT_NODE && !n.data));
+}
+
+/** Pairs the delimiter `runs` (in order, their text nodes siblings) into `em`, `strong` and
+ * `del` elements around what lies between, as CommonMark's delimiter stack does: each
+ * closing run takes the nearest open run of its kind; runs between a pair are spent. Past
+ * `MD_PAIRS` pairs (emphasis nested thousands deep is no answer) the rest stays text. */
+function emphasis(runs) {
+  const floor = {};
+  let top = -1;
+  let pairs = 0;
+  runs.forEach((closer, k) => {
+    closer.prev = top;
+    if (closer.closes && pairs < MD_PAIRS) {
+      let o = closer.prev;
+      while (closer.count && o > (floor[closer.c] ?? -1)) {
+        const opener = runs[o];
+        if (opener.c !== closer.c || !opener.opens || !opener.count) { o = opener.prev; continue; }
+        const n = Math.min(2, opener.count, closer.count);
+        if (++pairs > MD_PAIRS) break;
+        const wrapper = document.createElement(closer.c === "~" ? "del" : n === 2 ? "strong" : "em");
+        for (let node = opener.node.nextSibling; node && node !== closer.node;) {
+          const next = node.nextSibling;
+          wrapper.append(node);
+          node = next;
+        }
+        opener.node.after(wrapper);
+        opener.node.data = opener.node.data.slice(n);
+        closer.node.data = closer.node.data.slice(n);
+        opener.count -= n;
+        closer.count -= n;
+        o = closer.prev = opener.count ? o : opener.prev;
+      }
+      // No run further down opens for this kind of closer: later ones need not look there.
+      if (closer.count) floor[closer.c] = k - 1;
+    }
+    top = closer.count && closer.opens ? k : closer.prev;
+  });
+}
+
+/** The code span at `i`: a run of backticks closed by the next run of the same length; its
+ * code, and where it ends (or only where the run ends, when it is not closed). `unclosed`
+ * keeps the lengths no later run closes, so that no run looks twice. */
+function codeSpan(text, i, unclosed) {
+  let end = i;
+  while (text[end] === "`") end++;
+  const open = end - i;
+  if (unclosed.has(open)) return { end };
+  for (let j = text.indexOf("`", end); j >= 0; j = text.indexOf("`", j)) {
+    let close = j;
+    while (text[close] === "`") close++;
+    if (close - j === open) {
+      const code = text.slice(end, j).replace(/\n/g, " ");
+      return { code: /^ .*[^ ].* $/s.test(code) ? code.slice(1, -1) : code, end: close };
+    }
+    j = close;
+  }
+  unclosed.add(open);
+  return { end };
+}
+
+/** Where each `[` of `text` is closed: a map from its position to its `]`'s (brackets in
+ * code spans and escaped ones are not brackets). */
+function bracketPairs(text) {
+  const pairs = new Map();
+  const open = [];
+  const unclosed = new Set();
+  for (let j = 0; j < text.length; j++) {
+    const ch = text[j];
+    if (ch === "\\") j++;
+    else if (ch === "`") j = codeSpan(text, j, unclosed).end - 1;
+    else if (ch === "[") open.push(j);
+    else if (ch === "]" && open.length) pairs.set(open.pop(), j);
+  }
+  return pairs;
+}
+
+/** The link whose `[` is at `i`: its label, destination and where it ends, or null when no
+ * `(destination "title")` follows the closing `]`. */
+function linkAt(text, i, brackets) {
+  const j = brackets.get(i);
+  if (j === undefined || text[j + 1] !== "(") return null;
+  const label = text.slice(i + 1, j);
+  const blank = /[ \t\n]*/y;
+  let k = j + 2;
+  const skip = () => { blank.lastIndex = k; blank.exec(text); k = blank.lastIndex; };
+  skip();
+  let dest;
+  // Addresses and titles are looked for within a bound, so that many unclosed links in one
+  // paragraph cost little.
+  const limit = Math.min(text.length, k + 2048);
+  if (text[k] === "<") {
+    const close = text.slice(k, limit).indexOf(">");
+    if (close < 0 || /[\n<]/.test(text.slice(k + 1, k + close))) return null;
+    dest = text.slice(k + 1, k + close);
+    k += close + 1;
+  } else {
+    const start = k;
+    for (let parens = 0; k < limit; k++) {
+      const ch = text[k];
+      if (ch === "\\" && k + 1 < text.length) k++;
+      else if (/[\s\x00-\x1f\x7f]/.test(ch)) break;
+      else if (ch === "(" && ++parens > 32) return null;
+      else if (ch === ")" && parens-- === 0) break;
+    }
+    if (k >= limit && limit < text.length) return null;
+    dest = text.slice(start, k);
+  }
+  skip();
+  const quote = { "\"": "\"", "'": "'", "(": ")" }[text[k]];
+  if (quote) {
+    const close = text.slice(k + 1, k + 1025).indexOf(quote);
+    if (close < 0) return null;
+    k += close + 2;
+    skip();
+  }
+  if (text[k] !== ")") return null;
+  return { label, dest: dest.replace(/\\([!-/:-@[-`{-~])/g, "$1"), end: k + 1 };
+}
+
+/** The autolink at `i` (an http(s) or mailto address in angle brackets), or null: then the
+ * `<` is text, as every other tag is. */
+function autolink(text, i) {
+  const m = /^<([a-zA-Z][a-zA-Z0-9+.-]{1,31}:[^\s<>]*)>/.exec(text.slice(i, i + 2048));
+  const href = m && safeHref(m[1]);
+  return href ? { href, label: m[1], end: i + m[0].length } : null;
+}
+
+/** `dest` as the address of a link when it is an absolute http(s) or mailto one, else null:
+ * no `javascript:`, `data:` or other scheme, however spelt, and no relative address. */
+function safeHref(dest) {
+  const raw = dest.trim();
+  if (!/^(?:https?:\/\/|mailto:)/i.test(raw)) return null;
+  try {
+    const url = new URL(raw);
+    return ["http:", "https:", "mailto:"].includes(url.protocol) ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
 // ---------------------------------------------------------------- chat
 
 function transcriptItem(node) {
@@ -506,6 +914,7 @@ async function readEvents(response) {
       handle(event);
       if (TERMINAL.has(event.type)) ended = true;
     }
+    drawAnswers();
   }
   return ended;
 }
@@ -534,10 +943,10 @@ function handle(event) {
   const data = event.data;
   switch (event.type) {
     case "assistant.delta":
-      assistantText(data.messageId).textContent += data.content ?? data.text ?? "";
+      assistantText(data.messageId).text += data.content ?? data.text ?? "";
       break;
     case "assistant.completed":
-      assistantText(data.messageId).textContent = data.content ?? data.text ?? "";
+      assistantText(data.messageId).text = data.content ?? data.text ?? "";
       break;
     case "tool.started":
     case "tool.progress":
@@ -558,13 +967,29 @@ function handle(event) {
   }
 }
 
+/** The answer `messageId` being streamed: its node and its text so far. The text is drawn
+ * (as Markdown, afresh) by `drawAnswers`, once for all the events of a read. */
 function assistantText(messageId = "message") {
-  let node = state.texts.get(messageId);
-  if (!node) {
-    node = transcriptItem(h("div", { class: "msg assistant", "data-testid": "assistant-text" }));
-    state.texts.set(messageId, node);
+  let answer = state.texts.get(messageId);
+  if (!answer) {
+    answer = { node: transcriptItem(assistantMessage("")), text: "", drawn: "" };
+    state.texts.set(messageId, answer);
   }
-  return node;
+  return answer;
+}
+
+/** Draws each answer whose text changed since it was last drawn. */
+function drawAnswers() {
+  for (const answer of state.texts.values()) {
+    if (answer.text === answer.drawn) continue;
+    fill(answer.node, markdown(answer.text));
+    answer.drawn = answer.text;
+  }
+}
+
+/** An answer of the assistant, its Markdown drawn as elements (see `markdown`). */
+function assistantMessage(text) {
+  return h("div", { class: "msg assistant md", "data-testid": "assistant-text" }, markdown(text));
 }
 
 function toolCard(type, data) {
@@ -669,7 +1094,9 @@ async function openConversation(id) {
         { callId: call.callId, toolName: call.toolName, arguments: call.arguments });
       continue;
     }
-    transcriptItem(h("div", { class: `msg ${message.role === "User" ? "user" : "assistant"}`, text: message.content }));
+    // The person's words are shown as typed; the assistant's answers as Markdown.
+    transcriptItem(message.role === "Assistant" ? assistantMessage(message.content)
+      : h("div", { class: `msg ${message.role === "User" ? "user" : "assistant"}`, text: message.content }));
   }
   try {
     // The proposals this conversation produced, with their status as it is now.

@@ -11,7 +11,10 @@
 //! 390 px; activities drawn at one size in a one- and a twelve-activity workflow; a status
 //! filter offering every status the OpenAPI document lists, Blocked among them; a retry
 //! proposed through `/mcp` reviewed as an operation (its description and target table, a
-//! target changed since marked stale and dropped, approved, applied, each target's outcome).
+//! target changed since marked stale and dropped, approved, applied, each target's outcome);
+//! a model's answer drawn as Markdown (headings, emphasis, code, nested lists, a code block, a
+//! table, a link), an unfinished code block and table drawn as they stream in, and a hostile
+//! answer's HTML, script links and remote image kept as text.
 //! `.ci/run` installs `chromium` and `chromium-driver`; without them this test fails and says
 //! so. Screenshots land in `target/tmp/console-screenshots/`, and also in
 //! `$WEAVER_SCREENSHOT_DIR` when that is set.
@@ -2092,6 +2095,364 @@ async fn a_delete_proposal_says_prominently_what_the_deletion_loses() {
         .await
         .unwrap();
     screenshot(&browser, "delete-proposal").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// A server whose model, an OpenAI-compatible one on a socket, streams `replies` word by
+/// word; the model server is kept for as long as the test holds it.
+async fn with_model(
+    replies: impl IntoIterator<Item = ModelReply>,
+) -> (ScriptedModelServer, TestServer) {
+    let model = ScriptedModelServer::start(replies).await.unwrap();
+    let provider = format!(
+        "kind = \"openai\"\nbase_url = \"{}\"\nmodel = \"scripted\"",
+        model.base_url()
+    );
+    let server =
+        TestServer::start_with(Weaver::builder(config_with(&provider)).env(|_| None)).await;
+    (model, server)
+}
+
+/// An answer as Qwen or GPT write one about a workflow.
+const MARKDOWN_ANSWER: &str = r#"## What `order-approval` does
+
+This workflow handles **incoming orders** that need a manager's sign-off. It starts at an `HttpEndpoint` and ends once the order is *approved* or *rejected*.
+
+### Steps
+
+- **Receive the order** over HTTP
+  - the payload is checked against the `Order` schema
+- **Ask for approval** with a `RunTask` activity
+- **Notify the customer** by e-mail
+
+To raise the approval threshold:
+
+1. Open the definition in the designer.
+2. Select the `Decision` activity.
+3. Set its condition, for example:
+
+```json
+{
+  "op": "setInput",
+  "activityId": "Decision",
+  "input": "condition",
+  "value": "order.total > 1000"
+}
+```
+
+| Activity | Type | Purpose |
+|---|---|:---:|
+| Start | `Elsa.HttpEndpoint` | Receives the order |
+| Approve | `Elsa.RunTask` | Waits for the manager |
+| Notify | `Elsa.SendEmail` | Tells the customer |
+
+> Nothing changes until a person approves and applies the proposal.
+
+For more, see the [Elsa documentation](https://example.com)."#;
+
+/// What the last answer of the transcript is drawn as: its headings, emphasis, code, lists,
+/// code blocks, table and links.
+const MARKDOWN_PROBE: &str = "(() => { \
+    const m = [...document.querySelectorAll('[data-testid=assistant-text]')].at(-1); \
+    if (!m) return null; \
+    const texts = (css) => [...m.querySelectorAll(css)].map(e => e.textContent); \
+    const table = m.querySelector('.md-table[role=region] > table'); \
+    return { \
+      headings: [...m.querySelectorAll('h3, h4, h5, h6')].map(e => `${e.tagName}:${e.textContent}`), \
+      strong: texts('strong'), em: texts('em'), code: texts(':not(pre) > code'), \
+      nested: texts('ul > li > ul > li'), bullets: m.querySelectorAll(':scope > ul > li').length, \
+      ordered: texts('ol > li'), \
+      blocks: [...m.querySelectorAll('pre > code')].map(c => ({ lang: c.className, pre: c.parentElement.dataset.lang, text: c.textContent })), \
+      header: table && texts('.md-table thead th'), \
+      rows: table && [...table.tBodies[0].rows].map(r => [...r.cells].map(c => c.textContent)), \
+      quote: texts('blockquote'), \
+      links: [...m.querySelectorAll('a')].map(a => ({ href: a.getAttribute('href'), rel: a.rel, target: a.target, text: a.textContent })), \
+      marks: ['**', '```', '|---', '## ', '](' ].filter(s => m.textContent.includes(s)), \
+    }; })()";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_answer_is_drawn_as_markdown_with_lists_code_tables_and_links() {
+    let (_model, server) = with_model([ModelReply::Text(MARKDOWN_ANSWER.into())]).await;
+    let driver = Driver::start();
+    let browser = driver.browser(1100, 1500).await;
+    sign_in(&browser, &server.url(""), ADMIN).await;
+    chat(&browser, "What does the order approval workflow do?").await;
+
+    let drawn = until(&browser, "the answer drawn", MARKDOWN_PROBE).await;
+    let json_block = "{\n  \"op\": \"setInput\",\n  \"activityId\": \"Decision\",\n  \"input\": \"condition\",\n  \"value\": \"order.total > 1000\"\n}";
+    assert_eq!(
+        drawn,
+        json!({
+            "headings": ["H4:What order-approval does", "H5:Steps"],
+            "strong": ["incoming orders", "Receive the order", "Ask for approval", "Notify the customer"],
+            "em": ["approved", "rejected"],
+            "code": ["order-approval", "HttpEndpoint", "Order", "RunTask", "Decision",
+                     "Elsa.HttpEndpoint", "Elsa.RunTask", "Elsa.SendEmail"],
+            "nested": ["the payload is checked against the Order schema"],
+            "bullets": 3,
+            "ordered": ["Open the definition in the designer.", "Select the Decision activity.", "Set its condition, for example:"],
+            "blocks": [{"lang": "language-json", "pre": "json", "text": json_block}],
+            "header": ["Activity", "Type", "Purpose"],
+            "rows": [
+                ["Start", "Elsa.HttpEndpoint", "Receives the order"],
+                ["Approve", "Elsa.RunTask", "Waits for the manager"],
+                ["Notify", "Elsa.SendEmail", "Tells the customer"],
+            ],
+            "quote": ["Nothing changes until a person approves and applies the proposal."],
+            "links": [{"href": "https://example.com/", "rel": "noopener noreferrer", "target": "_blank", "text": "Elsa documentation"}],
+            "marks": [],
+        }),
+        "the answer's Markdown, drawn"
+    );
+    let aligned = browser
+        .execute(
+            "return [...document.querySelectorAll('.md-table tbody tr:first-child td')].map(c => getComputedStyle(c).textAlign);",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        aligned,
+        json!(["left", "left", "center"]),
+        "`:---:` centres its column"
+    );
+    browser
+        .execute(
+            "document.querySelector('[data-testid=assistant-text] h4').scrollIntoView();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(&browser, "markdown-answer").await;
+
+    // Opened again from the history, the stored answer is drawn the same; the question stays
+    // the person's own words.
+    click(&browser, "#new-conversation").await;
+    until(
+        &browser,
+        "the conversation in the history",
+        "document.querySelectorAll('#conversations button.open').length === 1 && document.getElementById('transcript').children.length === 0",
+    )
+    .await;
+    click(&browser, "#conversations button.open").await;
+    let reopened = until(&browser, "the stored answer drawn", MARKDOWN_PROBE).await;
+    assert_eq!(reopened, drawn, "drawn from the stored answer alike");
+    assert_eq!(
+        text_of(&browser, "#transcript .msg.user").await,
+        "What does the order approval workflow do?"
+    );
+
+    // At 390 px the answer fits the width: its code and table scroll within the bubble.
+    browser.set_window_size(390, 844).await.unwrap();
+    let layout = until(
+        &browser,
+        "layout",
+        "(() => { const m = document.querySelector('[data-testid=assistant-text]').getBoundingClientRect(); \
+         const inside = (css) => { const r = document.querySelector(`[data-testid=assistant-text] ${css}`).getBoundingClientRect(); return r.left >= m.left && r.right <= m.right; }; \
+         return { page: document.documentElement.scrollWidth, table: inside('.md-table'), code: inside('pre') }; })()",
+    )
+    .await;
+    assert!(layout["page"].as_u64().unwrap() <= 400, "{layout}");
+    assert_eq!(
+        layout["table"], true,
+        "the table scrolls within the answer: {layout}"
+    );
+    assert_eq!(
+        layout["code"], true,
+        "the code block scrolls within the answer: {layout}"
+    );
+    browser
+        .execute(
+            "document.querySelector('[data-testid=assistant-text] ol').scrollIntoView();",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    screenshot(&browser, "markdown-answer-390px").await;
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+/// An answer that tries HTML, script links, a data: URL and a remote image.
+const HOSTILE_ANSWER: &str = "Here you go.\n\n\
+<script>window.pwned=1</script>\n\n\
+<img src=x onerror=\"window.pwned=2\">\n\n\
+[click](javascript:window.pwned=3) and [x](JaVaScRiPt:alert(1)) and [y]( javascript:alert(1))\n\n\
+![remote](https://example.com/tracker.png)\n\n\
+[data](data:text/html,<script>alert(1)</script>) [vb](vbscript:msgbox(1)) [ent](&#106;avascript:alert(1)) [rel](/ai/me)\n\n\
+<b>bold?</b> <iframe src=\"https://example.com/\"></iframe> <javascript:alert(1)>\n\n\
+Safe: [docs](https://example.com/docs) and [mail](mailto:ops@example.com).";
+
+/// What became of the hostile answer: elements, links and text.
+const HOSTILE_PROBE: &str = "(() => { \
+    const m = [...document.querySelectorAll('[data-testid=assistant-text]')].at(-1); \
+    if (!m || !m.textContent.includes('Safe:')) return null; \
+    return { \
+      pwned: typeof window.pwned, \
+      elements: [...m.querySelectorAll('script, img, iframe, object, embed, svg, style, link, form, b, video, audio, source')].map(e => e.tagName), \
+      handlers: [...m.querySelectorAll('*')].flatMap(e => [...e.attributes].map(a => a.name)).filter(n => n.startsWith('on') || n === 'src'), \
+      hrefs: [...m.querySelectorAll('a')].map(a => a.getAttribute('href')), \
+      images: [...m.querySelectorAll('.md-image')].map(e => e.textContent), \
+      scripts: document.scripts.length, \
+      text: m.textContent, \
+      requests: performance.getEntriesByType('resource').map(r => r.name).filter(n => n.includes('example.com')), \
+      violations: window.violations || [], \
+    }; })()";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_answer_runs_no_script_loads_nothing_and_links_only_to_the_web() {
+    let (_model, server) = with_model([ModelReply::Text(HOSTILE_ANSWER.into())]).await;
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+    sign_in(&browser, &server.url(""), ADMIN).await;
+    // Anything the page's policy had to block (an inline handler, a remote image) is noted.
+    browser
+        .execute(
+            "window.violations = []; document.addEventListener('securitypolicyviolation', e => window.violations.push(`${e.violatedDirective} ${e.blockedURI}`));",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    chat(&browser, "Show me something dangerous.").await;
+
+    for when in ["streamed", "reopened"] {
+        let found = until(&browser, "the hostile answer drawn", HOSTILE_PROBE).await;
+        assert_eq!(found["pwned"], "undefined", "{when}: {found}");
+        assert_eq!(found["elements"], json!([]), "{when}: {found}");
+        assert_eq!(found["handlers"], json!([]), "{when}: {found}");
+        assert_eq!(
+            found["hrefs"],
+            json!(["https://example.com/docs", "mailto:ops@example.com"]),
+            "{when}: only the web and mail links are links"
+        );
+        assert_eq!(found["images"], json!(["[image: remote]"]), "{when}");
+        assert_eq!(found["scripts"], 1, "{when}: app.js alone");
+        assert_eq!(
+            found["requests"],
+            json!([]),
+            "{when}: nothing fetched from example.com"
+        );
+        assert_eq!(
+            found["violations"],
+            json!([]),
+            "{when}: nothing for the policy to block"
+        );
+        let text = found["text"].as_str().unwrap();
+        for literal in [
+            "<script>window.pwned=1</script>",
+            "<img src=x onerror=\"window.pwned=2\">",
+            "[click](javascript:window.pwned=3)",
+            "[x](JaVaScRiPt:alert(1))",
+            "[y]( javascript:alert(1))",
+            "[data](data:text/html,<script>alert(1)</script>)",
+            "[vb](vbscript:msgbox(1))",
+            "[ent](&#106;avascript:alert(1))",
+            "[rel](/ai/me)",
+            "<b>bold?</b>",
+            "<iframe src=\"https://example.com/\"></iframe>",
+            "<javascript:alert(1)>",
+        ] {
+            assert!(
+                text.contains(literal),
+                "{when}: {literal} shown as text in {text}"
+            );
+        }
+        assert!(!text.contains("tracker.png"), "{when}: {text}");
+        if when == "streamed" {
+            let shown = text_of(&browser, "[data-testid=assistant-text]").await;
+            assert!(shown.contains("<script>window.pwned=1</script>"), "{shown}");
+            screenshot(&browser, "markdown-hostile-answer").await;
+            click(&browser, "#new-conversation").await;
+            until(
+                &browser,
+                "the conversation in the history",
+                "document.querySelectorAll('#conversations button.open').length === 1 && document.getElementById('transcript').children.length === 0",
+            )
+            .await;
+            click(&browser, "#conversations button.open").await;
+        }
+    }
+
+    browser.close().await.unwrap();
+    server.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unfinished_code_block_and_table_are_drawn_as_they_stream_in() {
+    let answer = "Here is the patch:\n\n```json\n{\n  \"op\": \"setDescription\",\n  \"activityId\": \"Approve\",\n  \"value\": \"Approves orders over the limit\"\n}\n```\n\n\
+        And the activities it touches:\n\n| Activity | Type |\n|---|---|\n| Start | HttpEndpoint |\n| Approve | RunTask |\n\n\
+        That is all for now, nothing else in the workflow changes with this patch.";
+    let (_model, server) = with_model([ModelReply::Paced {
+        text: answer.into(),
+        pause: Duration::from_millis(200),
+    }])
+    .await;
+    let driver = Driver::start();
+    let browser = driver.browser(1280, 900).await;
+    sign_in(&browser, &server.url(""), ADMIN).await;
+    type_into(&browser, &testid("message"), "Show me the patch.").await;
+    click(&browser, &testid("send")).await;
+
+    // The fence is open (its closing brace not yet written): already a code block, no marks.
+    let open_block = until(
+        &browser,
+        "a code block still streaming in",
+        "(() => { const m = document.querySelector('[data-testid=assistant-text]'); const c = m?.querySelector('pre > code.language-json'); \
+         return document.querySelector('[data-testid=send]').disabled && c && c.textContent.includes('\"op\"') && !c.textContent.includes('}') \
+           ? { code: c.textContent, marks: m.textContent.includes('```') } : null; })()",
+    )
+    .await;
+    assert_eq!(open_block["marks"], false, "{open_block}");
+    assert!(
+        open_block["code"]
+            .as_str()
+            .unwrap()
+            .starts_with("{\n  \"op\""),
+        "{open_block}"
+    );
+
+    // The table is a table once its separator row is in, before its last row is complete.
+    let open_table = until(
+        &browser,
+        "a table still streaming in",
+        "(() => { const m = document.querySelector('[data-testid=assistant-text]'); const t = m?.querySelector('.md-table table'); \
+         return document.querySelector('[data-testid=send]').disabled && t && !m.textContent.includes('nothing else') \
+           ? { header: [...t.tHead.rows[0].cells].map(c => c.textContent), pipes: m.textContent.includes('|'), blocks: m.querySelectorAll('pre').length } : null; })()",
+    )
+    .await;
+    assert_eq!(
+        open_table,
+        json!({"header": ["Activity", "Type"], "pipes": false, "blocks": 1}),
+        "{open_table}"
+    );
+
+    until(
+        &browser,
+        "the turn to end",
+        "!document.querySelector('[data-testid=send]').disabled",
+    )
+    .await;
+    let done = browser
+        .execute(
+            "const m = document.querySelector('[data-testid=assistant-text]'); return { \
+               blocks: [...m.querySelectorAll('pre > code')].map(c => c.textContent), \
+               rows: [...m.querySelectorAll('.md-table tbody tr')].map(r => [...r.cells].map(c => c.textContent)), \
+               last: m.lastElementChild.textContent };",
+            Vec::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        done,
+        json!({
+            "blocks": ["{\n  \"op\": \"setDescription\",\n  \"activityId\": \"Approve\",\n  \"value\": \"Approves orders over the limit\"\n}"],
+            "rows": [["Start", "HttpEndpoint"], ["Approve", "RunTask"]],
+            "last": "That is all for now, nothing else in the workflow changes with this patch.",
+        })
+    );
 
     browser.close().await.unwrap();
     server.shutdown().await.unwrap();
