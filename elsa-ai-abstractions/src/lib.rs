@@ -268,6 +268,7 @@ pub mod function_names;
 mod identity;
 mod ids;
 mod mcp;
+mod model_schema;
 mod proposal;
 mod provider;
 mod redaction;
@@ -293,6 +294,7 @@ pub use error::{AiError, AiErrorBody};
 pub use identity::{AiCaller, Permission};
 pub use ids::{AuditEventId, ConversationId, ProposalId};
 pub use mcp::{AiMcpServerRegistration, McpTransport};
+pub use model_schema::model_schema;
 pub use proposal::{
     AiProposal, AiProposalIntake, AiProposalStore, BaselineRef, DeletionImpact, OperationDraft,
     OperationPlan, OperationTarget, ProposalDraft, ProposalKind, ProposalPayload, ProposalQuery,

@@ -191,6 +191,13 @@ impl AiToolDefinition {
         }
     }
 
+    /// The argument schema as a model is shown it ([`model_schema`](crate::model_schema)):
+    /// without what only validation needs; calls are still checked against
+    /// [`AiToolDefinition::input_schema`].
+    pub fn model_schema(&self) -> Value {
+        crate::model_schema(&self.input_schema)
+    }
+
     /// The JSON Schema of `T`, as tools put it into [`AiToolDefinition::input_schema`].
     pub fn schema_for<T: JsonSchema>() -> Value {
         serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)

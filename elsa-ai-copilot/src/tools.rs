@@ -143,7 +143,7 @@ pub(crate) fn sdk_tools(
                     invoker: invoker.clone(),
                     results: results.clone(),
                 }));
-            tool.parameters = parameters(&definition.input_schema);
+            tool.parameters = parameters(&definition.model_schema());
             Some(tool)
         })
         .collect()

@@ -28,6 +28,7 @@ pub const PROVIDER_KIND: &str = "openai";
 /// # top_p = 0.9
 /// # seed = 42
 /// # max_output_tokens = 1024
+/// # parallel_tool_calls = false            # one tool call per model request
 /// # api_version = "2024-10-21"             # Azure: sent as ?api-version=, key as api-key
 /// # headers = { "X-Team" = "a" }           # sent with every request
 /// ```
@@ -74,6 +75,10 @@ pub struct OpenAiProviderConfig {
     /// The most tokens one model request may generate.
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
+    /// Whether the model may ask for several tool calls in one answer (`false` keeps a small
+    /// model to one call per request).
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 fn default_max_tool_rounds() -> u32 {
@@ -99,6 +104,7 @@ impl fmt::Debug for OpenAiProviderConfig {
             .field("top_p", &self.top_p)
             .field("seed", &self.seed)
             .field("max_output_tokens", &self.max_output_tokens)
+            .field("parallel_tool_calls", &self.parallel_tool_calls)
             .finish()
     }
 }
@@ -151,6 +157,7 @@ pub(crate) struct Sampling {
     pub top_p: Option<f64>,
     pub seed: Option<i64>,
     pub max_output_tokens: Option<u32>,
+    pub parallel_tool_calls: Option<bool>,
 }
 
 impl Sampling {
@@ -173,6 +180,12 @@ impl Sampling {
                 OpenAiApi::Responses => "max_output_tokens",
             };
             body[name] = serde_json::json!(limit);
+        }
+        // Only meaningful with tools; servers refuse it on a request without any.
+        if let Some(parallel) = self.parallel_tool_calls
+            && body.get("tools").is_some()
+        {
+            body["parallel_tool_calls"] = serde_json::json!(parallel);
         }
     }
 }
@@ -288,6 +301,7 @@ impl OpenAiProviderConfig {
                 top_p: self.top_p,
                 seed: self.seed,
                 max_output_tokens: self.max_output_tokens,
+                parallel_tool_calls: self.parallel_tool_calls,
             },
         })
     }

@@ -32,7 +32,7 @@ pub(crate) async fn run(
             Some(json!({
                 "name": names.wire(&tool.name)?,
                 "description": tool.description,
-                "parameters": tool.input_schema,
+                "parameters": tool.model_schema(),
             }))
         })
         .collect();

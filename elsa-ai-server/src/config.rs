@@ -173,6 +173,7 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
     seed = 42                       a fixed seed, where the server supports one
     max_output_tokens = 1024        the most tokens one model request may generate
                                     (max_tokens on chat, max_output_tokens on responses)
+    parallel_tool_calls = false     one tool call per model request (sent only when set)
     api_version = "2024-10-21"      Azure: sent as ?api-version=, the key as api-key
     headers = { "X-Team" = "a" }    sent with every request (values of names with key,
                                     token, secret, authorization are secrets)
@@ -1172,6 +1173,7 @@ mod tests {
             "top_p",
             "seed",
             "max_output_tokens",
+            "parallel_tool_calls",
             "github_token_env",
             "[limits]",
             "max_body_bytes",

@@ -47,6 +47,7 @@ fn provider(
         top_p: None,
         seed: None,
         max_output_tokens: None,
+        parallel_tool_calls: None,
     };
     OpenAiProvider::with_secrets(&config, |name| {
         (name == KEY_VARIABLE).then(|| KEY.to_owned())
@@ -157,7 +158,8 @@ async fn sampling_and_the_output_limit_are_sent_on_both_apis_only_when_configure
         .unwrap();
         let mut config: OpenAiProviderConfig = toml::from_str(&format!(
             "kind = \"openai\"\nbase_url = \"{}\"\nmodel = \"m\"\napi = \"{}\"\n\
-             temperature = 0.0\ntop_p = 0.5\nseed = 42\nmax_output_tokens = 256\n",
+             temperature = 0.0\ntop_p = 0.5\nseed = 42\nmax_output_tokens = 256\n\
+             parallel_tool_calls = false\n",
             server.base_url(),
             if api == OpenAiApi::Chat {
                 "chat"
@@ -172,6 +174,7 @@ async fn sampling_and_the_output_limit_are_sent_on_both_apis_only_when_configure
         config.top_p = None;
         config.seed = None;
         config.max_output_tokens = None;
+        config.parallel_tool_calls = None;
         let plain = harness(OpenAiProvider::with_secrets(&config, |_| None).unwrap());
         plain.run(plain.request("Hello?")).await;
 
@@ -191,6 +194,7 @@ async fn sampling_and_the_output_limit_are_sent_on_both_apis_only_when_configure
             (&json!(0.0), &json!(0.5), &json!(42), &json!(256)),
             "{api:?}"
         );
+        assert_eq!(body["parallel_tool_calls"], false, "{api:?}");
         for name in [
             "temperature",
             "top_p",
@@ -371,11 +375,12 @@ async fn a_call_to_a_tool_the_turn_was_not_offered_is_refused_audited_and_explai
 
 #[tokio::test]
 async fn a_model_that_keeps_calling_tools_is_stopped_at_the_round_limit() {
-    let call = || ModelReply::ToolCall {
-        name: "test_other".into(),
-        arguments: json!({}),
+    // Each call asks for something new (a repeated one would only get a note).
+    let call = |round: u32| ModelReply::ToolCall {
+        name: "test_echo".into(),
+        arguments: json!({"text": format!("round {round}")}),
     };
-    let server = ScriptedModelServer::start([call(), call(), call()])
+    let server = ScriptedModelServer::start([call(1), call(2), call(3)])
         .await
         .unwrap();
     let harness = harness(provider(&server, OpenAiApi::Chat, 2, 10));

@@ -1,0 +1,274 @@
+//! A tool's argument schema as a model is shown it: what a model needs to write a call, and
+//! nothing only a validator needs.
+//!
+//! The schemas tools declare are written for validation (the governor checks every call
+//! against the full schema): nullable types, `null` defaults, formats, length bounds, a
+//! title, `$defs` with references, and alias properties kept for other clients' spellings.
+//! Sent as they are, they are most of a turn's prompt. The model's view keeps the types,
+//! descriptions, enums, items and `required`, inlines references, and leaves out aliases (a
+//! property whose description is only "Same as `other`." for another property): a model
+//! writes the canonical name, and the full schema still accepts either.
+
+use serde_json::{Map, Value};
+
+/// Keys a model needs; every other key of a schema object is left out.
+const KEPT: &[&str] = &[
+    "type",
+    "description",
+    "properties",
+    "required",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "oneOf",
+];
+
+/// How deep references are inlined before a schema is cut to `{"type": "object"}` (a
+/// recursive schema would otherwise never end).
+const MAX_DEPTH: usize = 8;
+
+/// The model's view of `schema` (see the module documentation). The top-level description
+/// is dropped: the tool's own description says it.
+pub fn model_schema(schema: &Value) -> Value {
+    let definitions = schema
+        .get("$defs")
+        .or_else(|| schema.get("definitions"))
+        .and_then(Value::as_object);
+    let mut compact = compact(schema, definitions, 0);
+    if let Value::Object(object) = &mut compact {
+        object.remove("description");
+    }
+    compact
+}
+
+fn compact(schema: &Value, definitions: Option<&Map<String, Value>>, depth: usize) -> Value {
+    let Value::Object(object) = schema else {
+        return schema.clone();
+    };
+    if depth > MAX_DEPTH {
+        return serde_json::json!({"type": "object"});
+    }
+    if let Some(target) = object.get("$ref").and_then(Value::as_str) {
+        let name = target.rsplit('/').next().unwrap_or_default();
+        let resolved = definitions.and_then(|defs| defs.get(name));
+        let mut inlined = resolved.map_or_else(
+            || serde_json::json!({"type": "object"}),
+            |definition| compact(definition, definitions, depth + 1),
+        );
+        if let (Some(description), Value::Object(inlined)) =
+            (object.get("description"), &mut inlined)
+        {
+            inlined.insert("description".into(), compact_text(description));
+        }
+        return inlined;
+    }
+    let mut out = Map::new();
+    for (key, value) in object {
+        if !KEPT.contains(&key.as_str()) {
+            continue;
+        }
+        let value = match key.as_str() {
+            "type" => without_null_type(value),
+            "description" => compact_text(value),
+            "properties" => properties(value, definitions, depth),
+            "items" => compact(value, definitions, depth + 1),
+            "anyOf" | "oneOf" => match alternatives(value, definitions, depth) {
+                Alternatives::One(schema) => {
+                    merge(&mut out, schema);
+                    continue;
+                }
+                Alternatives::Enum(values) => {
+                    out.insert("enum".into(), Value::Array(values));
+                    if let Some(kind) = object_type_of_consts(value) {
+                        out.entry("type").or_insert(kind);
+                    }
+                    continue;
+                }
+                Alternatives::Many(schemas) => Value::Array(schemas),
+            },
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    Value::Object(out)
+}
+
+/// `["string", "null"]` is `"string"`: optional arguments are simply left out.
+fn without_null_type(value: &Value) -> Value {
+    match value {
+        Value::Array(types) => {
+            let kept: Vec<&Value> = types
+                .iter()
+                .filter(|t| t.as_str() != Some("null"))
+                .collect();
+            match kept.as_slice() {
+                [only] => (*only).clone(),
+                _ => Value::Array(kept.into_iter().cloned().collect()),
+            }
+        }
+        other => other.clone(),
+    }
+}
+
+fn compact_text(value: &Value) -> Value {
+    match value.as_str() {
+        Some(text) => Value::String(text.split_whitespace().collect::<Vec<_>>().join(" ")),
+        None => value.clone(),
+    }
+}
+
+fn properties(value: &Value, definitions: Option<&Map<String, Value>>, depth: usize) -> Value {
+    let Value::Object(properties) = value else {
+        return value.clone();
+    };
+    let kept = properties
+        .iter()
+        .filter(|(_, schema)| alias_of(schema).is_none_or(|of| !properties.contains_key(of)))
+        .map(|(name, schema)| (name.clone(), compact(schema, definitions, depth + 1)))
+        .collect();
+    Value::Object(kept)
+}
+
+/// The property an alias stands for: its whole description is "Same as `x`." (or "The same
+/// as x.").
+fn alias_of(schema: &Value) -> Option<&str> {
+    let description = schema.get("description")?.as_str()?.trim();
+    let rest = description
+        .strip_prefix("The same as ")
+        .or_else(|| description.strip_prefix("Same as "))?;
+    let name = rest.trim_end_matches('.').trim_matches('`');
+    name.chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        .then_some(name)
+}
+
+enum Alternatives {
+    /// One schema besides `null`: the property is that schema, optional.
+    One(Value),
+    /// Only constants: an enum.
+    Enum(Vec<Value>),
+    /// Several real alternatives, each compacted.
+    Many(Vec<Value>),
+}
+
+fn alternatives(
+    value: &Value,
+    definitions: Option<&Map<String, Value>>,
+    depth: usize,
+) -> Alternatives {
+    let schemas: Vec<&Value> = value
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|item| item.get("type").and_then(Value::as_str) != Some("null"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(consts) = schemas
+        .iter()
+        .map(|schema| schema.get("const").cloned())
+        .collect::<Option<Vec<_>>>()
+        .filter(|consts| !consts.is_empty())
+    {
+        return Alternatives::Enum(consts);
+    }
+    match schemas.as_slice() {
+        [only] => Alternatives::One(compact(only, definitions, depth + 1)),
+        _ => Alternatives::Many(
+            schemas
+                .into_iter()
+                .map(|schema| compact(schema, definitions, depth + 1))
+                .collect(),
+        ),
+    }
+}
+
+/// The type of an enum made of constants, when they share one (`"string"`).
+fn object_type_of_consts(value: &Value) -> Option<Value> {
+    let kinds: Vec<&str> = value
+        .as_array()?
+        .iter()
+        .filter_map(|item| item.get("const"))
+        .map(|constant| match constant {
+            Value::String(_) => "string",
+            Value::Number(_) => "number",
+            Value::Bool(_) => "boolean",
+            _ => "object",
+        })
+        .collect();
+    let first = *kinds.first()?;
+    kinds
+        .iter()
+        .all(|kind| *kind == first)
+        .then(|| Value::String(first.into()))
+}
+
+/// Puts `schema`'s keys into `out`, keeping a description `out` already has.
+fn merge(out: &mut Map<String, Value>, schema: Value) {
+    if let Value::Object(schema) = schema {
+        for (key, value) in schema {
+            out.entry(key).or_insert(value);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn validation_only_keys_nullable_types_refs_and_aliases_are_left_out() {
+        let schema = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "ListDefinitionsInput",
+            "description": "Arguments of `workflow.listDefinitions`.",
+            "type": "object",
+            "properties": {
+                "text": {"description": "Matched against\nid and name.", "type": ["string", "null"], "maxLength": 200, "default": null},
+                "query": {"description": "The same as text.", "type": ["string", "null"], "default": null},
+                "limit": {"description": "How many.", "type": ["integer", "null"], "format": "uint", "minimum": 1, "maximum": 50, "default": null},
+                "filter": {"description": "Which versions.", "anyOf": [{"$ref": "#/$defs/ListFilter"}, {"type": "null"}]},
+                "ids": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                "definitionId": {"description": "Only this definition.", "type": "string"},
+            },
+            "required": ["definitionId"],
+            "additionalProperties": false,
+            "$defs": {"ListFilter": {"description": "Which versions are listed.", "oneOf": [
+                {"description": "Newest.", "type": "string", "const": "latest"},
+                {"description": "Published only.", "type": "string", "const": "published"},
+            ]}},
+        });
+        assert_eq!(
+            model_schema(&schema),
+            json!({
+                "type": "object",
+                "properties": {
+                    "text": {"description": "Matched against id and name.", "type": "string"},
+                    "limit": {"description": "How many.", "type": "integer"},
+                    "filter": {"description": "Which versions.", "enum": ["latest", "published"], "type": "string"},
+                    "ids": {"type": "array", "items": {"type": "string"}},
+                    "definitionId": {"description": "Only this definition.", "type": "string"},
+                },
+                "required": ["definitionId"],
+            })
+        );
+    }
+
+    #[test]
+    fn an_alias_of_nothing_stays_and_recursive_references_end() {
+        let schema = json!({
+            "type": "object",
+            "properties": {"q": {"description": "Same as missing.", "type": "string"},
+                           "node": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": {"child": {"$ref": "#/$defs/Node"}}}},
+        });
+        let compact = model_schema(&schema);
+        assert_eq!(compact["properties"]["q"]["type"], "string");
+        assert_eq!(compact["properties"]["node"]["type"], "object");
+        assert!(compact.to_string().len() < 2_000, "{compact}");
+    }
+}
