@@ -15,6 +15,7 @@ use elsa_ai_server::testing::SseStream;
 use serde_json::{Value, json};
 use tokio::process::{Child, Command};
 use weaver_testkit::process::{WeaverProcess, free_loopback_address};
+use weaver_testkit::workspace_root;
 
 const KEY: &str = "real-model-test-key-0123456789";
 const MODEL_FILE: &str = "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf";
@@ -28,13 +29,6 @@ fn llm_dir() -> PathBuf {
         .nth(3)
         .expect("<target>/debug/deps/<binary>");
     target.join("llm")
-}
-
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_path_buf()
 }
 
 /// `llama-server` on a free port, killed when dropped.

@@ -243,7 +243,8 @@ impl ProviderKeys {
             (Some(uri), _) => uri.clone(),
             (None, Some(metadata)) => Url::parse(&metadata.jwks_uri)
                 .map_err(|e| format!("its discovery document's jwks_uri is not a URL: {e}"))?,
-            (None, None) => unreachable_without_discovery(),
+            // Without an explicit address discovery ran, and its failure returned above.
+            (None, None) => unreachable!("a key source has a JWKS address or discovers one"),
         };
         let (body, headers) = self.get(&jwks_uri).await?;
         let keys = parse_key_set(&body)?;
@@ -437,12 +438,6 @@ fn without_url(error: &reqwest::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-fn unreachable_without_discovery() -> ! {
-    // `fetch` discovers whenever there is no explicit JWKS address, and returns the
-    // discovery error otherwise; so there is always an address here.
-    unreachable!("a key source has a JWKS address or discovers one")
 }
 
 #[cfg(test)]

@@ -208,16 +208,21 @@ impl IdentityExtractor for JwtIdentity {
         let Some(token) = bearer_token(request)? else {
             return Ok(None);
         };
-        let elsa_spelling;
-        let token = match &self.hs256_resigner {
-            Some(resigner) if JoseHeader::of(token)?.alg == XMLDSIG_HMAC_SHA256 => {
-                elsa_spelling = resigner.standard_spelling(token, &self.key)?;
-                elsa_spelling.as_str()
-            }
-            _ => token,
-        };
-        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &self.key, &self.validation)
-            .map_err(|error| verification_refusal(&error))?;
+        let data =
+            match jsonwebtoken::decode::<Map<String, Value>>(token, &self.key, &self.validation) {
+                Ok(data) => data,
+                // Only a header jsonwebtoken cannot read is looked at again: Elsa's spelling.
+                Err(error) => match &self.hs256_resigner {
+                    Some(resigner)
+                        if JoseHeader::of(token).is_ok_and(|h| h.alg == XMLDSIG_HMAC_SHA256) =>
+                    {
+                        let standard = resigner.standard_spelling(token, &self.key)?;
+                        jsonwebtoken::decode(&standard, &self.key, &self.validation)
+                            .map_err(|error| verification_refusal(&error))?
+                    }
+                    _ => return Err(verification_refusal(&error)),
+                },
+            };
         self.claims.caller(&data.claims).map(Some)
     }
 }

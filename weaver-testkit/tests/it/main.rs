@@ -1,3 +1,5 @@
-//! weaver-testkit's own integration test: the provenance of every copied fixture.
+//! weaver-testkit's own integration tests: the provenance of every copied fixture, and the
+//! OpenID Provider helper against the real provider.
 
+mod oidc_provider;
 mod provenance;
