@@ -8,6 +8,12 @@
 //! descriptions, enums, items and `required`, inlines references, and leaves out aliases (a
 //! property whose description is only "Same as `other`." for another property): a model
 //! writes the canonical name, and the full schema still accepts either.
+//!
+//! A view still longer than [`MODEL_SCHEMA_BUDGET`] then loses its deepest structure first:
+//! below the deepest level at which it fits, an object or array keeps only its type and
+//! description (the tool's description says what goes there, and the governor still checks
+//! the whole shape). Without that, the proposal tools' drafts and patches were more than half
+//! of a turn's prompt.
 
 use serde_json::{Map, Value};
 
@@ -28,6 +34,10 @@ const KEPT: &[&str] = &[
 /// recursive schema would otherwise never end).
 const MAX_DEPTH: usize = 8;
 
+/// The most bytes of compact JSON a tool's model schema takes, when cutting its deepest
+/// structure can bring it there. Every read tool's schema fits whole.
+pub const MODEL_SCHEMA_BUDGET: usize = 1_600;
+
 /// The model's view of `schema` (see the module documentation). The top-level description
 /// is dropped: the tool's own description says it.
 pub fn model_schema(schema: &Value) -> Value {
@@ -39,7 +49,56 @@ pub fn model_schema(schema: &Value) -> Value {
     if let Value::Object(object) = &mut compact {
         object.remove("description");
     }
+    // The arguments themselves always stay, with their types and descriptions.
+    let mut levels = MAX_DEPTH;
+    while levels > 1 && compact.to_string().len() > MODEL_SCHEMA_BUDGET {
+        levels -= 1;
+        compact = pruned(compact, levels);
+    }
     compact
+}
+
+/// `schema` (already compact) with every object and array nested more than `levels` deep
+/// reduced to its type and description. Depth counts properties, items and alternatives, as
+/// [`compact`] does.
+fn pruned(schema: Value, levels: usize) -> Value {
+    let Value::Object(mut object) = schema else {
+        return schema;
+    };
+    if levels == 0 {
+        let kind = object.get("type").cloned().or_else(|| {
+            if object.contains_key("properties") || object.contains_key("oneOf") {
+                Some("object".into())
+            } else {
+                object.contains_key("items").then(|| "array".into())
+            }
+        });
+        object.retain(|key, _| matches!(key.as_str(), "description" | "enum" | "const"));
+        if let Some(kind) = kind {
+            object.insert("type".into(), kind);
+        }
+        return Value::Object(object);
+    }
+    for (key, value) in &mut object {
+        let taken = std::mem::take(value);
+        *value = match (key.as_str(), taken) {
+            ("properties", Value::Object(properties)) => Value::Object(
+                properties
+                    .into_iter()
+                    .map(|(name, property)| (name, pruned(property, levels - 1)))
+                    .collect(),
+            ),
+            ("items", items) => pruned(items, levels - 1),
+            ("anyOf" | "oneOf", Value::Array(alternatives)) => Value::Array(
+                alternatives
+                    .into_iter()
+                    .map(|alternative| pruned(alternative, levels - 1))
+                    .collect(),
+            ),
+            (_, other) => other,
+        };
+    }
+    Value::Object(object)
 }
 
 fn compact(schema: &Value, definitions: Option<&Map<String, Value>>, depth: usize) -> Value {
@@ -255,6 +314,84 @@ mod tests {
                 },
                 "required": ["definitionId"],
             })
+        );
+    }
+
+    /// A patch-like schema: a list of operations, each an object of its own.
+    fn operations_schema(count: usize) -> Value {
+        let alternatives: Vec<Value> = (0..count)
+            .map(|i| {
+                json!({
+                    "description": format!("Operation {i}, which changes one part of the workflow."),
+                    "type": "object",
+                    "properties": {
+                        "op": {"type": "string", "const": format!("op{i}")},
+                        "target": {"description": "The activity it changes.", "type": "string"},
+                        "options": {"type": "object", "properties": {"flag": {"type": "boolean"}}},
+                    },
+                    "required": ["op", "target"],
+                })
+            })
+            .collect();
+        json!({
+            "type": "object",
+            "properties": {
+                "definitionId": {"description": "The definition to change.", "type": "string"},
+                "operations": {
+                    "description": "The changes, in order.",
+                    "type": "array",
+                    "items": {"description": "One change.", "oneOf": alternatives},
+                },
+            },
+            "required": ["definitionId", "operations"],
+        })
+    }
+
+    #[test]
+    fn a_schema_within_the_budget_keeps_its_whole_structure() {
+        let schema = operations_schema(2);
+        let view = model_schema(&schema);
+        assert!(view.to_string().len() <= MODEL_SCHEMA_BUDGET);
+        assert_eq!(
+            view["properties"]["operations"]["items"]["oneOf"][1]["properties"]["options"]["properties"]
+                ["flag"]["type"],
+            "boolean"
+        );
+    }
+
+    #[test]
+    fn a_schema_over_the_budget_loses_its_deepest_structure_first() {
+        let schema = operations_schema(12);
+        assert!(compact(&schema, None, 0).to_string().len() > MODEL_SCHEMA_BUDGET);
+        let view = model_schema(&schema);
+        assert!(view.to_string().len() <= MODEL_SCHEMA_BUDGET, "{view}");
+        // The arguments, their types, descriptions and `required` stay.
+        assert_eq!(view["required"], json!(["definitionId", "operations"]));
+        assert_eq!(view["properties"]["definitionId"]["type"], "string");
+        let operations = &view["properties"]["operations"];
+        assert_eq!(operations["type"], "array");
+        assert_eq!(operations["description"], "The changes, in order.");
+        // What is cut keeps its type and description, never a dangling half.
+        let items = &operations["items"];
+        assert_eq!(items["description"], "One change.");
+        for alternative in items["oneOf"].as_array().expect("alternatives") {
+            assert_eq!(alternative["type"], "object");
+            assert!(alternative["description"].is_string());
+            assert!(alternative.get("properties").is_none(), "{alternative}");
+        }
+    }
+
+    #[test]
+    fn a_schema_that_cannot_fit_keeps_its_arguments() {
+        let properties: Map<String, Value> = (0..100)
+            .map(|i| (format!("argument{i}"), json!({"description": "One of many arguments.", "type": "object", "properties": {"x": {"type": "string"}}})))
+            .collect();
+        let view = model_schema(&json!({"type": "object", "properties": properties}));
+        let kept = view["properties"].as_object().expect("properties");
+        assert_eq!(kept.len(), 100);
+        assert_eq!(
+            kept["argument7"],
+            json!({"description": "One of many arguments.", "type": "object"})
         );
     }
 

@@ -5,7 +5,8 @@
 //! traits only, checks the permission its kind needs and summarises what it found. The
 //! [`ContextResolver`] runs the provider of each attachment's kind (only kinds the agent
 //! allows), with the caller's permissions narrowed by the agent's, redacts the result, then
-//! clamps it to the context budget, and audits every refusal (`context.denied`) before it
+//! clamps it to the context budget (one per attachment, and one for the whole turn, so that
+//! many attachments cannot fill a model's window), and audits every refusal (`context.denied`) before it
 //! returns. Each resolution's `context.resolved` record comes back with the context, for the
 //! caller to write before any of it is used: the orchestrator writes them together with the
 //! turn's other opening records, in one group commit instead of one per attachment.
@@ -67,6 +68,7 @@ pub struct ContextResolverBuilder {
     audit: Arc<dyn AiAuditSink>,
     redactor: Arc<Redactor>,
     clamp: ResultClamp,
+    turn_limit: usize,
     clock: Arc<dyn Clock>,
 }
 
@@ -101,6 +103,14 @@ impl ContextResolverBuilder {
         self
     }
 
+    /// The budget of all of a turn's attachments together, in bytes of compact JSON (default
+    /// [`ContextResolver::DEFAULT_TURN_LIMIT`]). Each attachment gets what the earlier ones
+    /// left, down to [`ResultClamp::MIN_LIMIT`], so a later one is shortened, never dropped.
+    pub fn turn_limit(mut self, bytes: usize) -> Self {
+        self.turn_limit = bytes;
+        self
+    }
+
     /// The resolver.
     pub fn build(self) -> ContextResolver {
         ContextResolver {
@@ -108,6 +118,7 @@ impl ContextResolverBuilder {
             audit: self.audit,
             redactor: self.redactor,
             clamp: self.clamp,
+            turn_limit: self.turn_limit,
             clock: self.clock,
         }
     }
@@ -119,6 +130,7 @@ pub struct ContextResolver {
     audit: Arc<dyn AiAuditSink>,
     redactor: Arc<Redactor>,
     clamp: ResultClamp,
+    turn_limit: usize,
     clock: Arc<dyn Clock>,
 }
 
@@ -127,6 +139,7 @@ impl std::fmt::Debug for ContextResolver {
         f.debug_struct("ContextResolver")
             .field("kinds", &self.providers.keys().collect::<Vec<_>>())
             .field("limit", &self.clamp.limit())
+            .field("turn_limit", &self.turn_limit)
             .finish_non_exhaustive()
     }
 }
@@ -148,6 +161,10 @@ impl ContextResolver {
     /// The default budget of one resolved attachment: 16 KiB of compact JSON.
     pub const DEFAULT_LIMIT: usize = 16 * 1024;
 
+    /// The default budget of a turn's attachments together: 24 KiB of compact JSON, about
+    /// 6,000 tokens, which leaves a small model's window room for tools and answers.
+    pub const DEFAULT_TURN_LIMIT: usize = 24 * 1024;
+
     /// A builder without providers, auditing into `audit`.
     pub(crate) fn builder(
         audit: Arc<dyn AiAuditSink>,
@@ -159,6 +176,7 @@ impl ContextResolver {
             audit,
             redactor,
             clamp: ResultClamp::new(Self::DEFAULT_LIMIT),
+            turn_limit: Self::DEFAULT_TURN_LIMIT,
             clock,
         }
     }
@@ -183,9 +201,15 @@ impl ContextResolver {
         };
         // The agent narrows what the caller may read, as it narrows what tools may do.
         let narrowed = AgentRegistry::narrowed_caller(request.caller, request.agent);
+        let mut left = self.turn_limit;
         for attachment in request.attachments {
-            match self.resolve_one(&narrowed, &request, attachment).await {
+            let clamp = ResultClamp::new(self.clamp.limit().min(left));
+            match self
+                .resolve_one(&narrowed, &request, attachment, &clamp)
+                .await
+            {
                 Ok(context) => {
+                    left = left.saturating_sub(crate::json_size(&context.content));
                     resolved
                         .audit
                         .push(self.resolved_event(&request, attachment, &context));
@@ -206,6 +230,7 @@ impl ContextResolver {
         caller: &AiCaller,
         request: &ContextRequest<'_>,
         attachment: &AiContextAttachment,
+        clamp: &ResultClamp,
     ) -> Result<AiResolvedContext, AiError> {
         let kind = &attachment.kind;
         let provider = self
@@ -234,7 +259,7 @@ impl ContextResolver {
         // no longer recognisable.
         context.title = self.redactor.redact_str(&context.title).into_owned();
         self.redactor.redact_value(&mut context.content);
-        let clamped = self.clamp.clamp(std::mem::take(&mut context.content));
+        let clamped = clamp.clamp(std::mem::take(&mut context.content));
         context.content = clamped.value;
         context.truncated |= clamped.truncated;
         // The reference is the caller's own input; it is echoed redacted like everything else.
@@ -582,6 +607,39 @@ mod tests {
         let audited = serde_json::to_string(&resolved.audit).unwrap();
         assert!(!audited.contains("ghp_"));
         assert!(audited.contains("\"truncated\":true"));
+    }
+
+    #[tokio::test]
+    async fn a_turns_attachments_share_one_budget_and_none_is_dropped() {
+        let resolver = builder(Arc::new(InMemoryAuditLog::new()))
+            .provider(Arc::new(Leaky))
+            .limit(2048)
+            .turn_limit(3000)
+            .build();
+        let caller = AiCaller::new("alice", "acme", all_permissions());
+        let attachments: Vec<_> = ["a", "b", "c"]
+            .into_iter()
+            .map(|id| AiContextAttachment::new(AttachmentKind::WorkflowDefinition, id))
+            .collect();
+        let resolved = resolve(&resolver, &caller, &every_kind_agent(), &attachments)
+            .await
+            .unwrap();
+        let sizes: Vec<usize> = resolved
+            .attachments
+            .iter()
+            .map(|context| crate::json_size(&context.content))
+            .collect();
+        assert_eq!(sizes.len(), 3, "every attachment is kept");
+        assert!(sizes[0] <= 2048, "the first gets its own limit: {sizes:?}");
+        assert!(
+            sizes[0] + sizes[1] <= 3000,
+            "the second what is left: {sizes:?}"
+        );
+        assert!(
+            sizes[2] <= ResultClamp::MIN_LIMIT,
+            "the third the minimum: {sizes:?}"
+        );
+        assert!(resolved.attachments.iter().all(|context| context.truncated));
     }
 
     #[tokio::test]
