@@ -268,17 +268,10 @@ impl Default for ActivityCatalogTool {
             definition: built_in::<ActivityCatalogInput>(
                 names::ACTIVITIES_CATALOG,
                 "Activity catalog",
-                "Lists the activity types the current tenant's workflows may use. Filter with \
-                 'text' (matches type, name, display name, description, category, namespace \
-                 and port names), 'category' (for example \"HTTP\"), 'type' (a type name or a \
-                 namespace prefix such as \"Elsa.Http\"), 'version', 'inputName', \
-                 'outputName' and 'canStartWorkflow'; activities designers hide are left out \
-                 unless 'includeNonBrowsable'. Each row gives the type name to use in drafts, \
-                 version, namespace, display name, category, kind, a clipped description, \
-                 inputs and outputs (name, type, required), the outcomes a connection may leave \
-                 through, canStartWorkflow and isBrowsable. The result also counts activity \
-                 types per category, and says 'truncated': true with 'nextOffset' when more \
-                 match.",
+                "Lists the activity types available to the current tenant (type name, version, \
+                 display name, category, description, inputs and outputs), filtered by the \
+                 arguments. Use it to find the exact type name before you draft an activity; \
+                 activities.getDescriptor reads one type whole.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_ACTIVITIES],
@@ -387,14 +380,10 @@ impl Default for GetDescriptor {
             definition: built_in::<GetDescriptorInput>(
                 names::ACTIVITIES_GET_DESCRIPTOR,
                 "Get activity descriptor",
-                "Reads the full descriptor of one activity type of the current tenant's catalog, \
-                 by its type name ('type' or 'typeName', for example \"Elsa.SendHttpRequest\") \
-                 and optionally 'version' (default: the newest): display name, category, kind, \
-                 description, every input (name, type, whether required, default value, \
-                 options, UI hint), every output, the outcomes a connection may leave through \
-                 and the ports holding child activities. Use it before drafting an activity \
-                 whose inputs you do not know. An unknown type is 404. The lookup ignores \
-                 letter case when no type matches exactly.",
+                "Reads one activity type's full descriptor: every input (name, type, whether \
+                 required, default, options, UI hint), every output, the outcomes a connection \
+                 may leave through and the ports holding child activities. Use it before \
+                 drafting an activity whose inputs you do not know.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_ACTIVITIES],

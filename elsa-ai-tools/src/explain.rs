@@ -118,14 +118,10 @@ impl Default for Explain {
             definition: built_in::<ExplainInput>(
                 names::EXPLAIN,
                 "Explain workflow",
-                "Walks one workflow definition of the current tenant the way it runs, to explain \
-                 it: for each container (the root and every nested flowchart or sequence) the \
-                 entry activities, then each activity in the order control reaches it with the \
-                 outcomes it leaves through and the activity each leads to ('branches': true \
-                 when more than one outcome is connected), the activities it holds, where the \
-                 flow ends, and which activities are never reached. Also counts the activity \
-                 types used and names the workflows it runs as activities. Use \
-                 workflow.getDefinition for input values.",
+                "Walks one workflow definition the way it runs: per container, the entry \
+                 activities, then each activity in the order control reaches it, with its \
+                 outcomes and where each leads, where the flow ends and what is never reached. \
+                 Use workflow.getDefinition for input values.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOWS],

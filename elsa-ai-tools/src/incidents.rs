@@ -137,15 +137,10 @@ impl Default for SearchIncidents {
                 names::INCIDENTS_SEARCH,
                 "Search incidents",
                 "Searches the incidents (faults Elsa recorded) of the current tenant's workflow \
-                 instances, newest first, by 'definitionId', 'instanceId', 'activityType' \
-                 (letter case ignored), 'text' (or 'query': words of the message or exception) \
-                 and time ('from'/'to', RFC 3339). It needs a workflow, instance or time range: \
-                 from the arguments, else from the conversation's attachments (the summary says \
-                 so). Each row names the instance, its definition and version, the activity \
-                 (id, type, the execution that raised it), the message, the exception type and \
-                 root cause, and when it happened; incidents.get reads one whole. \
-                 'instancesRead' and 'complete' say whether every instance with incidents was \
-                 read; 'truncated': true with 'nextOffset' when more match.",
+                 instances, newest first. It needs a workflow, an instance or a time range, \
+                 from the arguments or the conversation's attachments. Each row names the \
+                 instance, definition, activity, message and exception; incidents.get reads one \
+                 whole.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
@@ -431,13 +426,9 @@ impl Default for GetIncident {
             definition: built_in::<GetIncidentInput>(
                 names::INCIDENTS_GET,
                 "Get incident",
-                "Reads one incident of a workflow instance of the current tenant, by \
-                 'instanceId' and 'activityId' (with 'timestamp' from incidents.search to pick \
-                 one when the activity failed more than once; default the newest): the \
-                 activity (id, node, type), the message, the exception type, message and root \
-                 cause, the top of its stack trace, when it happened, the definition and \
-                 version the instance ran, and the activity execution that raised it (status, \
-                 times, duration) when Elsa recorded one.",
+                "Reads one incident of a workflow instance, by instance and activity: the \
+                 activity, the message, the exception type, message and root cause, the top of \
+                 its stack trace, when it happened and the execution that raised it.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],

@@ -305,12 +305,10 @@ impl Default for GetInstance {
             definition: built_in::<InstanceIdInput>(
                 names::INSTANCE_GET,
                 "Get workflow instance",
-                "Reads one workflow instance (a run) of the current tenant: definition id and \
-                 version, status and sub-status, timestamps, incident count with the first \
-                 incidents (activity, type, message, exception type), the bookmarks it waits on, \
-                 its last activity executions, and the workflow's 'input' and 'output' by name \
-                 (shortened, secrets redacted). Use instance.getErrors for a failure's details \
-                 and instance.executionHistory for the whole execution order.",
+                "Reads one workflow instance (a run): definition and version, status and \
+                 sub-status, timestamps, its first incidents, the bookmarks it waits on, its \
+                 last activity executions and the workflow's input and output. Use \
+                 instance.getErrors for a failure's details.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
@@ -534,16 +532,10 @@ impl Default for SearchInstances {
             definition: built_in::<SearchInstancesInput>(
                 names::INSTANCE_SEARCH,
                 "Search workflow instances",
-                "Searches the current tenant's workflow instances (runs) by 'text' (or \
-                 'query': id, name, correlation id or definition id), 'status' (Running, \
-                 Finished), 'subStatus' (Pending, Executing, Suspended, Finished, Cancelled, \
-                 Faulted), 'definitionId', 'correlationId', 'hasIncidents', creation time \
-                 ('from'/'to') and last update ('updatedFrom'/'updatedTo'), RFC 3339. It needs \
-                 a workflow, correlation id or time range: from the arguments, else from the \
-                 conversation's attachments (the summary says so). Returns one row per instance \
-                 (id, definition and version, status, sub-status, timestamps, incident count), \
-                 newest first, with 'total', and 'truncated': true plus 'nextOffset' when more \
-                 match.",
+                "Searches the current tenant's workflow instances (runs), newest first; use \
+                 subStatus \"Faulted\" for failed runs. It needs a workflow, a correlation id \
+                 or a time range, from the arguments or the conversation's attachments. Returns \
+                 one row per instance with its status and incident count.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOW_INSTANCES],

@@ -327,16 +327,10 @@ impl Default for FindUsages {
             definition: built_in::<FindUsagesInput>(
                 names::FIND_USAGES,
                 "Find workflow usages",
-                "Finds the current tenant's workflow definitions (each one's newest version) \
-                 that use an activity type ('activityType', for example \"Elsa.SendHttpRequest\"), \
-                 call another workflow ('workflowDefinitionId'), declare or bind a variable \
-                 ('variableName'), declare a workflow input or output ('inputName', \
-                 'outputName'), or hold expressions of a syntax ('expressionSyntax', for \
-                 example \"JavaScript\"). Give exactly one; letter case is ignored; 'query' \
-                 narrows the definitions read by id, name or description. Each row names the \
-                 definition, its version, matching declarations and the activities that match \
-                 (id, type, display name, the input concerned). 'scanned' says how many \
-                 definitions were read and 'complete' whether that was all of them.",
+                "Finds the current tenant's workflow definitions that use an activity type, \
+                 call another workflow, use a variable, declare an input or output, or hold \
+                 expressions of a syntax: give exactly one of these. Each row names the \
+                 definition, its version and the matching activities (id, type, display name).",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOWS],

@@ -41,9 +41,9 @@ impl Default for ListVersions {
             definition: built_in::<ListVersionsInput>(
                 names::LIST_VERSIONS,
                 "List workflow versions",
-                "Lists the stored versions of one workflow definition of the current tenant, \
-                 oldest first: version number, name, clipped description, latest and published \
-                 flags, activity count. Compare two of them with workflow.compareVersions.",
+                "Lists the stored versions of one workflow definition, oldest first: version \
+                 number, name, latest and published flags, activity count. Compare two with \
+                 workflow.compareVersions.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOWS],
@@ -129,11 +129,10 @@ impl Default for CompareVersions {
             definition: built_in::<CompareVersionsInput>(
                 names::COMPARE_VERSIONS,
                 "Compare workflow versions",
-                "Compares two stored versions of one workflow definition of the current tenant: \
-                 'from' and 'to' (default \"latest\") are version numbers, \"published\" or \
-                 \"latest\". Returns both headers, counts of changes, and the diff: header \
-                 fields changed, activities added, removed and changed (with the inputs that \
-                 changed), connections added and removed, variables added, removed and changed.",
+                "Compares two versions of one workflow definition ('from' and 'to': a number, \
+                 \"published\" or \"latest\"): header fields changed, activities added, removed \
+                 and changed (with their changed inputs), connections and variables added and \
+                 removed.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOWS],

@@ -202,14 +202,11 @@ impl Default for GetDefinition {
             definition: built_in::<GetDefinitionInput>(
                 names::GET_DEFINITION,
                 "Get workflow definition",
-                "Reads one workflow definition of the current tenant: its header (id, version, \
-                 name, description, published/latest flags) and its graph — every activity with \
-                 id, type, display name, parent and its set inputs (values clipped), the \
-                 flowchart connections as 'activity:port' pairs, variables, and the workflow's \
-                 inputs and outputs. Activities whose type the tenant's catalog lacks are marked \
-                 notInCatalog and named in 'warnings'. Name it by 'definitionId' with 'version' \
-                 (\"latest\" by default, \"published\" or a number), or by 'versionId'. Use \
-                 workflow.getDefinitionGraph for the structure alone.",
+                "Reads one workflow definition: its header (id, version, name, description, \
+                 flags) and graph: every activity with id, type, name, parent and its inputs, \
+                 the connections, variables, inputs and outputs. Activity types the catalog \
+                 lacks are named in 'warnings'. workflow.getDefinitionGraph is cheaper when \
+                 input values do not matter.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOWS],
@@ -277,13 +274,10 @@ impl Default for GetDefinitionGraph {
             definition: built_in::<GetDefinitionInput>(
                 names::GET_DEFINITION_GRAPH,
                 "Get workflow graph",
-                "Reads the structure of one workflow definition of the current tenant, without \
-                 input values: activities (id, type, name, display text, parent when nested), \
-                 connections as 'source:port -> target:port', variables, inputs and outputs \
-                 ('name: type'). Activities whose type the catalog lacks are marked \
-                 notInCatalog. Long lists say 'truncated': true. Name it like \
-                 workflow.getDefinition. Cheaper than workflow.getDefinition when the settings \
-                 of activities do not matter.",
+                "Reads the structure of one workflow definition without input values: \
+                 activities (id, type, name, parent), connections as 'source:port -> \
+                 target:port', variables, inputs and outputs. Name it like \
+                 workflow.getDefinition.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,
                 &[Permission::READ_WORKFLOWS],
@@ -462,14 +456,9 @@ impl Default for ListDefinitions {
             definition: built_in::<ListDefinitionsInput>(
                 names::LIST_DEFINITIONS,
                 "List workflow definitions",
-                "Searches the current tenant's workflow definitions. 'text' (or 'query') \
-                 matches id, name and description (case-insensitive); 'name' and \
-                 'definitionId' match exactly; 'version' picks that version number of each, \
-                 'published': true (or 'filter': \"published\") published versions, otherwise \
-                 each definition's newest; 'usesActivityType' keeps definitions with an \
-                 activity of that type. Returns one row per definition (id, version, name, \
-                 clipped description, flags, activity count), ordered by name, with 'total', \
-                 and 'truncated': true plus 'nextOffset' when more match. Use \
+                "Searches the current tenant's workflow definitions by text, name, id, version, \
+                 publication or an activity type they use. Returns one row per definition (id, \
+                 version, name, short description, flags, activity count), by name. Use \
                  workflow.getDefinition for a definition's graph.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Low,

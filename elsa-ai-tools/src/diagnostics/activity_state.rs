@@ -103,12 +103,10 @@ impl Default for GetActivityState {
             definition: built_in::<GetActivityStateInput>(
                 names::INSTANCE_ACTIVITY_STATE,
                 "Get activity state",
-                "Reads what one activity execution of a workflow instance of the current tenant \
-                 received and produced, as Elsa recorded it: its evaluated 'inputs' and \
-                 'outputs' by name, the 'variables' in its scope by name, status, times and \
-                 exception. Name the execution with 'executionId' (from instance.summarize) or \
-                 the activity with 'activityId' (its last execution); with neither, the failing \
-                 execution is read. Values are redacted and long ones shortened.",
+                "Reads what one activity execution of a workflow instance received and \
+                 produced: its evaluated inputs and outputs, the variables in its scope, \
+                 status, times and exception (values redacted, long ones shortened). Without \
+                 executionId or activityId, the failing execution is read.",
                 ToolMutability::ReadOnly,
                 DangerLevel::High,
                 &[Permission::READ_WORKFLOW_INSTANCES],

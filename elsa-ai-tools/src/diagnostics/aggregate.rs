@@ -147,12 +147,10 @@ impl Default for AggregateFailures {
             definition: built_in::<AggregateFailuresInput>(
                 names::AGGREGATE_FAILURES,
                 "Aggregate failures",
-                "Groups the failures of workflow runs by workflow definition, activity type and \
-                 error category (exception type, else the message with numbers masked), largest \
-                 group first, with counts, first and last occurrence, a sample message, the \
-                 activity ids and sample instance ids. It only reads the diagnostics scope and \
-                 time range attached to the conversation (and attached instances), and refuses \
-                 to run without both; 'definitionIds', 'from' and 'to' can only narrow them.",
+                "Groups failed workflow runs by definition, activity type and error category, \
+                 largest group first, with counts, first and last occurrence and sample \
+                 instances. Reads only the diagnostics scope and time range attached to the \
+                 conversation and refuses without both; the arguments can only narrow them.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],

@@ -164,11 +164,10 @@ impl Default for GetErrors {
             definition: built_in::<InstanceIdInput>(
                 names::INSTANCE_ERRORS,
                 "Get instance errors",
-                "Explains why one workflow instance failed: 'primaryError' names the failing \
-                 activity (id, type, name), the message, the exception type and root cause, the \
-                 top of the stack trace and the evidence (the JSON path of the record it comes \
-                 from); then every incident and every faulted activity execution, each with its \
-                 evidence path. 'failed' is false when the instance recorded no error.",
+                "Explains why one workflow instance failed: the failing activity (id, type, \
+                 name), the message, exception type and root cause, the top of the stack trace, \
+                 then every incident and faulted execution, each with its evidence path. \
+                 'failed' is false when the instance recorded no error.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],
@@ -348,12 +347,10 @@ impl Default for ExecutionHistory {
             definition: built_in::<ExecutionHistoryInput>(
                 names::EXECUTION_HISTORY,
                 "Get execution history",
-                "Lists the activity executions of one workflow instance in the order they \
-                 started: activity id, type and name, status, start and completion time, \
-                 duration, and the exception of a faulted one, each with its evidence path. \
-                 'completeHistory' is false when the instance carries only the executions that \
-                 were still alive when it was saved. Pages with 'offset'/'limit'; 'truncated': \
-                 true with 'nextOffset' when more exist.",
+                "Lists the activity executions of one workflow instance in start order: \
+                 activity id, type and name, status, times, duration and the exception of a \
+                 faulted one. 'completeHistory' is false when only the executions alive at the \
+                 last save are known.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],

@@ -197,14 +197,10 @@ impl Default for Summarize {
             definition: built_in::<InstanceIdInput>(
                 names::INSTANCE_SUMMARIZE,
                 "Summarize workflow instance",
-                "Summarises one workflow instance (a run) of the current tenant from Elsa's own \
-                 records: status and sub-status, 'failed' (it faulted or recorded incidents), the failing activity (execution id, \
-                 activity id, type, name, exception and root cause), the first incident, the \
-                 path that ran (every activity execution in start order with status and \
-                 duration; 'completePath' is false when only the executions alive at the last \
-                 save are known) and the last events of the execution log. Start a diagnosis \
-                 here; use instance.getActivityState for one execution's inputs, outputs and \
-                 variables.",
+                "Summarises one workflow instance (a run): status, whether it failed, the \
+                 failing activity with its exception and root cause, the first incident, the \
+                 path of activity executions that ran and the last log events. Start a \
+                 diagnosis here; instance.getActivityState reads one execution's data.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],

@@ -258,14 +258,10 @@ impl Default for DetectTrends {
             definition: built_in::<DetectTrendsInput>(
                 names::DETECT_TRENDS,
                 "Detect failure trends",
-                "Finds recurring failures over time: splits the attached time range into buckets \
-                 (hour, 6h, day or week; at most 96), counts failures per bucket, and lists \
-                 failure signatures (workflow definition, activity type, error category) with \
-                 their per-bucket counts, whether they recur (more than one bucket) and whether \
-                 they are rising, falling or steady, recurring ones first. It only reads the \
-                 diagnostics scope and time range attached to the conversation (and attached \
-                 instances), and refuses to run without both; 'definitionIds', 'from' and 'to' \
-                 can only narrow them.",
+                "Finds recurring failures over time: counts failures per time bucket within the \
+                 attached time range and lists failure signatures (definition, activity type, \
+                 error category) as recurring, rising, falling or steady. Reads only the \
+                 attached diagnostics scope and time range and refuses without both.",
                 ToolMutability::ReadOnly,
                 DangerLevel::Medium,
                 &[Permission::READ_WORKFLOW_INSTANCES],

@@ -369,15 +369,12 @@ impl Default for ProposeCreate {
             definition: built_in::<ProposeCreateInput>(
                 names::PROPOSE_CREATE,
                 "Propose a new workflow",
-                "Submits a new workflow as a proposal for a person to review; it creates nothing \
-                 by itself. 'draft' is structured: name, optional description and definitionId, \
-                 variables, activities (id, type from activities.catalog, optional name, inputs \
-                 as {\"value\", optional \"expression\" language and \"typeName\"}, optional \
-                 container id for nesting, startsWorkflow for triggers) and connections \
-                 (source, optional sourcePort default \"Done\", target, optional targetPort \
-                 default \"In\"). Validate it first with workflow.validateDraft. Returns the \
-                 proposal id and status (Validated or Blocked), its diagnostics, warnings and a \
-                 graph preview.",
+                "Submits a new workflow as a proposal for a person to review; it creates \
+                 nothing by itself. Give a rationale and the draft: name, optional description, \
+                 variables, activities ({id, type from activities.catalog, name?, inputs as \
+                 {\"value\", \"expression\"?}, container?}) and connections ({source, \
+                 sourcePort?, target}). Validate it first with workflow.validateDraft. Returns \
+                 the proposal id, status and diagnostics.",
                 ToolMutability::Proposal,
                 DangerLevel::Medium,
                 &[Permission::PROPOSE_WORKFLOWS],
@@ -558,19 +555,16 @@ impl Default for ProposeUpdate {
                 "Propose a workflow change",
                 "Submits a change to an existing workflow as a proposal for a person to review; \
                  it changes nothing by itself. Give the definitionId, the baselineVersion you \
-                 read with workflow.getDefinition (it must still be the latest), a rationale, \
-                 and 'operations': a list applied in order, all or nothing, each naming \
-                 activities by id — {\"op\": \"addActivity\", \"activity\": {id, type, name?, \
-                 inputs?, container?}}, {\"op\": \"removeActivity\", \"activityId\"}, {\"op\": \
-                 \"connect\"|\"disconnect\", \"source\", \"sourcePort\"?, \"target\", \
-                 \"targetPort\"?}, {\"op\": \"setInput\", \"activityId\", \"input\", \"value\", \
-                 \"expression\"?, \"typeName\"?}, {\"op\": \"removeInput\", \"activityId\", \
-                 \"input\"}, {\"op\": \"setName\", \"name\"}, {\"op\": \"setDescription\", \
-                 \"description\"}, {\"op\": \"addVariable\", \"name\", \"typeName\", \"value\"?}, \
-                 {\"op\": \"removeVariable\", \"name\"}. This is not JSON Patch: no JSON pointers \
-                 or array indices. A failing operation is reported by its index. Returns the \
-                 proposal id and status, its diagnostics, the graph diff against the baseline \
-                 and a preview.",
+                 read with workflow.getDefinition (the latest), a rationale and 'operations', \
+                 applied in order, all or nothing: {\"op\": \"addActivity\", \"activity\": {id, \
+                 type, name?, inputs?, container?}}, {\"op\": \"removeActivity\", \
+                 \"activityId\"}, {\"op\": \"connect\"|\"disconnect\", \"source\", \
+                 \"sourcePort\"?, \"target\"}, {\"op\": \"setInput\", \"activityId\", \
+                 \"input\", \"value\", \"expression\"?}, {\"op\": \"removeInput\", \
+                 \"activityId\", \"input\"}, {\"op\": \"setName\", \"name\"}, {\"op\": \
+                 \"setDescription\", \"description\"}, {\"op\": \"addVariable\", \"name\", \
+                 \"typeName\", \"value\"?}, {\"op\": \"removeVariable\", \"name\"}. Returns the \
+                 proposal id, status, diagnostics and diff.",
                 ToolMutability::Proposal,
                 DangerLevel::Medium,
                 &[Permission::PROPOSE_WORKFLOWS, Permission::READ_WORKFLOWS],
@@ -661,14 +655,10 @@ impl Default for ValidateDraft {
             definition: built_in::<ValidateDraftInput>(
                 names::VALIDATE_DRAFT,
                 "Validate a workflow draft",
-                "Checks a workflow draft against the current tenant's activity catalog without \
-                 storing anything. Give either 'draft' (a new workflow, exactly as \
-                 workflow.proposeCreate takes it) or 'update' ({definitionId, baselineVersion, \
-                 operations}, exactly as workflow.proposeUpdate takes them). Returns 'valid', the \
-                 diagnostics (severity, code such as unknown_activity_type, unknown_port or \
-                 missing_required_input, message, activity id, JSON path), errors first, and a \
-                 preview of the resulting graph. A draft that cannot be built at all is an \
-                 invalid_draft / invalid_patch error naming the element.",
+                "Checks a draft against the tenant's activity catalog without storing anything: \
+                 'draft' as workflow.proposeCreate takes it, or 'update' ({definitionId, \
+                 baselineVersion, operations}) as workflow.proposeUpdate takes it. Returns \
+                 'valid' and the diagnostics (code, message, activity id), errors first.",
                 ToolMutability::Proposal,
                 DangerLevel::Medium,
                 &[Permission::PROPOSE_WORKFLOWS],
