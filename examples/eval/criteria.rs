@@ -167,6 +167,10 @@ pub struct ToolCall {
     pub name: String,
     /// Whether it completed (`tool.completed`) rather than failed or was refused.
     pub completed: bool,
+    /// Why a call failed or was refused: its error code and message
+    /// (`invalid_arguments: …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// What a task's turn showed, as the criteria see it.
@@ -472,12 +476,10 @@ fn describe_calls(calls: &[ToolCall]) -> String {
     }
     let calls: Vec<String> = calls
         .iter()
-        .map(|call| {
-            if call.completed {
-                call.name.clone()
-            } else {
-                format!("{} [failed]", call.name)
-            }
+        .map(|call| match (call.completed, &call.error) {
+            (true, _) => call.name.clone(),
+            (false, Some(code)) => format!("{} [failed: {code}]", call.name),
+            (false, None) => format!("{} [failed]", call.name),
         })
         .collect();
     format!("called: {}", calls.join(", "))
@@ -595,10 +597,12 @@ mod tests {
                 ToolCall {
                     name: "workflow.getDefinition".into(),
                     completed: true,
+                    error: None,
                 },
                 ToolCall {
                     name: "workflow.findUsages".into(),
                     completed: false,
+                    error: Some("invalid_arguments".into()),
                 },
             ],
             proposals: vec![json!({
@@ -648,7 +652,7 @@ mod tests {
                     "workflow.findUsages".into(),
                     "activities.*".into(),
                 ])),
-                "no call of workflow.findUsages | activities.* completed (called: workflow.getDefinition, workflow.findUsages [failed])",
+                "no call of workflow.findUsages | activities.* completed (called: workflow.getDefinition, workflow.findUsages [failed: invalid_arguments])",
             ),
             (
                 Criterion::AnswerMentions(vec![Fact::Text("SendEmail".into())]),

@@ -494,6 +494,15 @@ async fn run_task(
     })
 }
 
+/// A failed call's error as `code: message`, the message cut to 200 characters.
+fn tool_error(error: &Value) -> Option<String> {
+    let code = error["code"].as_str()?;
+    Some(match error["message"].as_str() {
+        Some(message) => format!("{code}: {}", message.chars().take(200).collect::<String>()),
+        None => code.to_owned(),
+    })
+}
+
 /// What the criteria judge, from the turn's events, its proposals and its model requests.
 fn observe(turn: &Turn, proposals: Vec<Value>, rounds: u64) -> Observation {
     let mut answer = Vec::new();
@@ -508,6 +517,7 @@ fn observe(turn: &Turn, proposals: Vec<Value>, rounds: u64) -> Observation {
             "tool.completed" | "tool.failed" => tool_calls.push(ToolCall {
                 name: data["toolName"].as_str().unwrap_or("?").to_owned(),
                 completed: kind == "tool.completed",
+                error: tool_error(&data["error"]),
             }),
             _ => {}
         }
