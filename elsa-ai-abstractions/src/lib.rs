@@ -294,7 +294,7 @@ pub use error::{AiError, AiErrorBody};
 pub use identity::{AiCaller, Permission};
 pub use ids::{AuditEventId, ConversationId, ProposalId};
 pub use mcp::{AiMcpServerRegistration, McpTransport};
-pub use model_schema::{MODEL_SCHEMA_BUDGET, model_schema};
+pub use model_schema::{MODEL_SCHEMA_BUDGET, model_arguments, model_schema};
 pub use proposal::{
     AiProposal, AiProposalIntake, AiProposalStore, BaselineRef, DeletionImpact, OperationDraft,
     OperationPlan, OperationTarget, ProposalDraft, ProposalKind, ProposalPayload, ProposalQuery,

@@ -14,6 +14,9 @@
 //! description (the tool's description says what goes there, and the governor still checks
 //! the whole shape). Without that, the proposal tools' drafts and patches were more than half
 //! of a turn's prompt.
+//!
+//! The way back is [`model_arguments`]: a model's call with the optional arguments it left
+//! empty (and that their own bounds would refuse) taken out before the governor sees it.
 
 use serde_json::{Map, Value};
 
@@ -56,6 +59,51 @@ pub fn model_schema(schema: &Value) -> Value {
         compact = pruned(compact, levels);
     }
     compact
+}
+
+/// A model's arguments for a tool whose full schema is `schema`, with the optional arguments
+/// it left empty taken out. Small models fill in every parameter they are shown and write
+/// `""`, `0` or `[]` for "none"; such a value is dropped only where the parameter's own lower
+/// bound (`minLength`, `minimum`, `minItems`) would refuse it anyway, or where it is `null`.
+/// Required arguments and every other value stay as written, and the governor still checks
+/// the result against the whole schema.
+pub fn model_arguments(schema: &Value, arguments: Value) -> Value {
+    let Value::Object(mut arguments) = arguments else {
+        return arguments;
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let properties = schema.get("properties").and_then(Value::as_object);
+    arguments.retain(|name, value| {
+        if required.contains(&name.as_str()) {
+            return true;
+        }
+        let bound = |key: &str| {
+            properties
+                .and_then(|properties| properties.get(name))
+                .and_then(|property| property.get(key))
+                .and_then(Value::as_f64)
+        };
+        let refused_as_empty = match value {
+            Value::Null => true,
+            Value::String(text) => {
+                text.is_empty() && bound("minLength").is_some_and(|min| min >= 1.0)
+            }
+            Value::Number(number) => number
+                .as_f64()
+                .zip(bound("minimum"))
+                .is_some_and(|(number, min)| number == 0.0 && min > 0.0),
+            Value::Array(items) => {
+                items.is_empty() && bound("minItems").is_some_and(|min| min >= 1.0)
+            }
+            _ => false,
+        };
+        !refused_as_empty
+    });
+    Value::Object(arguments)
 }
 
 /// `schema` (already compact) with every object and array nested more than `levels` deep
@@ -392,6 +440,42 @@ mod tests {
         assert_eq!(
             kept["argument7"],
             json!({"description": "One of many arguments.", "type": "object"})
+        );
+    }
+
+    #[test]
+    fn a_models_empty_optional_arguments_are_dropped_only_where_their_bounds_refuse_them() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "definitionId": {"type": "string", "minLength": 1},
+                "name": {"type": ["string", "null"], "minLength": 1},
+                "text": {"type": ["string", "null"]},
+                "version": {"type": ["integer", "null"], "minimum": 1},
+                "offset": {"type": ["integer", "null"], "minimum": 0},
+                "ids": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "published": {"type": ["boolean", "null"]},
+                "filter": {"type": ["string", "null"]},
+            },
+            "required": ["definitionId"],
+        });
+        let written = json!({
+            "definitionId": "", "name": "", "text": "", "version": 0, "offset": 0,
+            "ids": [], "tags": [], "published": false, "filter": null,
+        });
+        assert_eq!(
+            model_arguments(&schema, written),
+            json!({
+                // Required: stays, for the governor to refuse with its reason.
+                "definitionId": "",
+                // No lower bound refuses these: they mean what they say.
+                "text": "", "offset": 0, "tags": [], "published": false,
+            })
+        );
+        assert_eq!(
+            model_arguments(&schema, json!("not an object")),
+            json!("not an object")
         );
     }
 

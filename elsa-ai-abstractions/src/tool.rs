@@ -198,6 +198,13 @@ impl AiToolDefinition {
         crate::model_schema(&self.input_schema)
     }
 
+    /// A model's arguments for this tool with the optional ones it left empty taken out
+    /// ([`model_arguments`](crate::model_arguments)); providers apply it to every call a
+    /// model makes before the call reaches the governor.
+    pub fn model_arguments(&self, arguments: Value) -> Value {
+        crate::model_arguments(&self.input_schema, arguments)
+    }
+
     /// The JSON Schema of `T`, as tools put it into [`AiToolDefinition::input_schema`].
     pub fn schema_for<T: JsonSchema>() -> Value {
         serde_json::to_value(schemars::schema_for!(T)).unwrap_or(Value::Null)

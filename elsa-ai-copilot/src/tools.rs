@@ -88,7 +88,7 @@ impl UnofferedCalls {
 
 /// Runs one Weaver tool for the Copilot runtime, through the invoker.
 struct GovernedTool {
-    name: String,
+    definition: Arc<AiToolDefinition>,
     invoker: Arc<dyn AiProviderToolInvoker>,
     results: Arc<ToolResults>,
 }
@@ -100,13 +100,13 @@ impl ToolHandler for GovernedTool {
             .invoker
             .invoke(AiProviderToolInvocation {
                 call_id: invocation.tool_call_id.clone(),
-                tool_name: self.name.clone(),
-                arguments: invocation.arguments,
+                tool_name: self.definition.name.clone(),
+                arguments: self.definition.model_arguments(invocation.arguments),
             })
             .await;
         let reply = model_reply(&result);
         self.results
-            .record(&invocation.tool_call_id, &self.name, result);
+            .record(&invocation.tool_call_id, &self.definition.name, result);
         Ok(ToolResult::Expanded(reply))
     }
 }
@@ -139,7 +139,7 @@ pub(crate) fn sdk_tools(
             let mut tool = Tool::new(wire)
                 .with_description(definition.description.clone())
                 .with_handler(Arc::new(GovernedTool {
-                    name: definition.name.clone(),
+                    definition: definition.clone(),
                     invoker: invoker.clone(),
                     results: results.clone(),
                 }));
@@ -302,7 +302,7 @@ mod tests {
             "sessionId": "s1",
             "toolCallId": call,
             "toolName": tool,
-            "arguments": {"id": "wf-1"},
+            "arguments": {"id": "wf-1", "version": 0},
         }))
         .unwrap()
     }
@@ -310,8 +310,12 @@ mod tests {
     fn handler(result: AiToolResult) -> (GovernedTool, Arc<Recording>, Arc<ToolResults>) {
         let invoker = Arc::new(Recording(Mutex::new(Vec::new()), result));
         let results = Arc::new(ToolResults::default());
+        let schema = json!({
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "version": {"type": "integer", "minimum": 1}},
+        });
         let tool = GovernedTool {
-            name: "workflow.getDefinition".into(),
+            definition: Arc::new(definition("workflow.getDefinition", schema)),
             invoker: invoker.clone(),
             results: results.clone(),
         };
@@ -329,6 +333,7 @@ mod tests {
         assert_eq!(calls.len(), 1);
         assert_eq!(calls[0].tool_name, "workflow.getDefinition");
         assert_eq!(calls[0].call_id, "call-1");
+        // The model's placeholder version 0, below the parameter's minimum, is taken out.
         assert_eq!(calls[0].arguments, json!({"id": "wf-1"}));
         let ToolResult::Expanded(reply) = reply else {
             panic!("expanded result")

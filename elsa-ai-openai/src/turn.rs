@@ -59,7 +59,8 @@ pub(crate) async fn run(
         if output.calls.is_empty() {
             return Ok(());
         }
-        let results = call_tools(&output.calls, &names, invoker.as_ref(), reporter).await?;
+        let results =
+            call_tools(&output.calls, &names, &request, invoker.as_ref(), reporter).await?;
         items.push(Item::Calls {
             text: output.text,
             calls: output.calls,
@@ -157,6 +158,7 @@ async fn round(
 async fn call_tools(
     calls: &[ModelCall],
     names: &ToolNames,
+    request: &AiTurnRequest,
     invoker: &dyn AiProviderToolInvoker,
     reporter: &Reporter,
 ) -> Result<Vec<Item>, ModelError> {
@@ -164,6 +166,10 @@ async fn call_tools(
     for call in calls {
         let tool_name = names.resolve(&call.name).unwrap_or(&call.name).to_owned();
         let arguments = parse_arguments(&call.arguments);
+        let arguments = match request.tools.iter().find(|tool| tool.name == tool_name) {
+            Some(tool) => tool.model_arguments(arguments),
+            None => arguments,
+        };
         reporter
             .send(AiProviderEvent::ToolStarted {
                 call_id: call.id.clone(),

@@ -60,7 +60,11 @@ fn harness(provider: OpenAiProvider) -> ChatHarness {
     let mut echo = read_tool("test.echo");
     echo.input_schema = json!({
         "type": "object",
-        "properties": {"text": {"type": "string"}},
+        "properties": {
+            "text": {"type": "string"},
+            "limit": {"type": "integer", "minimum": 1},
+            "tag": {"type": "string", "minLength": 1},
+        },
         "required": ["text"],
     });
     ChatHarness::builder()
@@ -237,6 +241,30 @@ async fn a_repeated_read_call_in_a_turn_gets_a_note_and_the_turn_goes_on() {
     let results = requests[2].tool_messages();
     assert_eq!(results.len(), 2);
     assert!(results[1].contains("repeated_call"), "{}", results[1]);
+}
+
+/// A small model fills in every parameter: the optional ones it left empty where their own
+/// bounds refuse that (`0` under a minimum of 1, `""` under a minimum length of 1) are taken
+/// out, so the call runs as meant instead of being refused; the required one stays as written.
+#[tokio::test]
+async fn optional_arguments_a_model_left_empty_are_taken_out_before_the_governor() {
+    let server = ScriptedModelServer::start([
+        ModelReply::ToolCall {
+            name: "test_echo".into(),
+            arguments: json!({"text": "", "limit": 0, "tag": ""}),
+        },
+        ModelReply::Text("Done.".into()),
+    ])
+    .await
+    .unwrap();
+    let harness = harness(provider(&server, OpenAiApi::Chat, 8, 10));
+    let events = harness.run(harness.request("Echo nothing.")).await;
+    assert_eq!(last_type(&events), AiStreamEventType::ConversationCompleted);
+    let started = of_type(&events, AiStreamEventType::ToolStarted);
+    assert_eq!(started[0].data["arguments"], json!({"text": ""}));
+    let completed = of_type(&events, AiStreamEventType::ToolCompleted);
+    assert_eq!(completed.len(), 1, "{:?}", types(&events));
+    assert_eq!(completed[0].data["result"], json!({"text": ""}));
 }
 
 /// Parallel calls, arguments in three-byte pieces, no call ids, `finish_reason: stop` after
