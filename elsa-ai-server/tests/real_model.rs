@@ -115,8 +115,8 @@ async fn a_local_model_drives_a_governed_turn_through_the_weaver_binary() {
         .post(format!("{}/ai/chat", weaver.base_url()))
         .header("authorization", format!("ApiKey {KEY}"))
         .json(&json!({
-            "message": "How many activities does the workflow definition \
-                        sample-order-approval have? Read it with a tool."
+            "message": "Call workflow_getDefinition with definitionId \
+                        \"sample-order-approval\", then tell me how many activities it has."
         }))
         .send()
         .await
