@@ -1,7 +1,5 @@
 //! The stream contract between the host and clients.
 
-use std::sync::Arc;
-
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
@@ -87,9 +85,8 @@ pub struct AiStreamEvent {
     pub sequence: u64,
     /// When the event was produced.
     pub timestamp: DateTime<Utc>,
-    /// Event-specific payload, redacted. Shared, not copied: the journal, every live
-    /// subscriber and the replay path hold the same payload.
-    pub data: Arc<Value>,
+    /// Event-specific payload, redacted.
+    pub data: Value,
 }
 
 /// A chat message from a client.
@@ -163,7 +160,7 @@ mod tests {
             conversation_id: ConversationId::new("c1"),
             sequence: 1,
             timestamp: Utc::now(),
-            data: serde_json::json!({}).into(),
+            data: serde_json::json!({}),
         };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["type"], "conversation.started");

@@ -127,11 +127,7 @@ async fn the_commit_of_a_terminal_event_ends_the_claim(db: TestDb) {
     journal
         .append(
             &tenant,
-            &event(
-                1,
-                AiStreamEventType::AssistantDelta,
-                json!({"text": "hi"}).into(),
-            ),
+            &event(1, AiStreamEventType::AssistantDelta, json!({"text": "hi"})),
         )
         .await
         .unwrap();
@@ -143,11 +139,7 @@ async fn the_commit_of_a_terminal_event_ends_the_claim(db: TestDb) {
     journal
         .append(
             &tenant,
-            &event(
-                2,
-                AiStreamEventType::ConversationCompleted,
-                json!({}).into(),
-            ),
+            &event(2, AiStreamEventType::ConversationCompleted, json!({})),
         )
         .await
         .unwrap();
