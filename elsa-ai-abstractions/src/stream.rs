@@ -1,5 +1,7 @@
 //! The stream contract between the host and clients.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
@@ -85,8 +87,9 @@ pub struct AiStreamEvent {
     pub sequence: u64,
     /// When the event was produced.
     pub timestamp: DateTime<Utc>,
-    /// Event-specific payload, redacted.
-    pub data: Value,
+    /// Event-specific payload, redacted. Shared, not copied: the journal, every live
+    /// subscriber and the replay path hold the same payload.
+    pub data: Arc<Value>,
 }
 
 /// A chat message from a client.
@@ -160,7 +163,7 @@ mod tests {
             conversation_id: ConversationId::new("c1"),
             sequence: 1,
             timestamp: Utc::now(),
-            data: serde_json::json!({}),
+            data: serde_json::json!({}).into(),
         };
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["type"], "conversation.started");

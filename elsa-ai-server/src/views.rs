@@ -3,6 +3,8 @@
 //! They are the handler types the OpenAPI document is generated from, so the document
 //! describes exactly what is sent. JSON field names are camelCase.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAgentDefinition, AiAuditEvent, AiConversation, AiMessage, AiProposal, AiProviderInfo,
@@ -62,9 +64,9 @@ pub struct StreamEventView {
     pub sequence: u64,
     /// When the event was produced.
     pub timestamp: DateTime<Utc>,
-    /// Event-specific payload, redacted.
+    /// Event-specific payload, redacted (shared with the journal and other subscribers).
     #[schema(schema_with = crate::schema::any_json)]
-    pub data: Value,
+    pub data: Arc<Value>,
 }
 
 impl From<AiStreamEvent> for StreamEventView {
@@ -995,7 +997,7 @@ mod tests {
             conversation_id: ConversationId::new("c-1"),
             sequence: 7,
             timestamp: Utc::now(),
-            data: json!({"callId": "x"}),
+            data: json!({"callId": "x"}).into(),
         };
         let contract = serde_json::to_value(&event).unwrap();
         let view = serde_json::to_value(StreamEventView::from(event)).unwrap();

@@ -388,7 +388,7 @@ mod tests {
                         conversation_id: ConversationId::new(id),
                         sequence: 1,
                         timestamp: now,
-                        data: json!({}),
+                        data: json!({}).into(),
                     },
                 )
                 .await

@@ -512,7 +512,8 @@ impl Redactor {
 
     /// Redacts a stream event's data before it is journaled or sent.
     pub fn redact_stream_event(&self, event: &mut AiStreamEvent) {
-        self.redact_value(&mut event.data);
+        // Unshared while it is built, so `make_mut` copies nothing.
+        self.redact_value(std::sync::Arc::make_mut(&mut event.data));
     }
 
     /// The error with its message redacted (code, status and diagnostics unchanged).

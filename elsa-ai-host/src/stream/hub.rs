@@ -271,7 +271,7 @@ impl Channel {
             conversation_id: self.id.clone(),
             sequence: previous + 1,
             timestamp: self.hub.clock.now(),
-            data,
+            data: data.into(),
         };
         self.hub.redactor.redact_stream_event(&mut event);
         // A turn's terminal event frees the conversation before anyone can see the event

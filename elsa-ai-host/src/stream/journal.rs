@@ -140,7 +140,7 @@ mod tests {
             conversation_id: ConversationId::new(conversation),
             sequence,
             timestamp: Utc::now(),
-            data: json!({"text": sequence.to_string()}),
+            data: json!({"text": sequence.to_string()}).into(),
         }
     }
 

@@ -127,7 +127,11 @@ async fn the_commit_of_a_terminal_event_ends_the_claim(db: TestDb) {
     journal
         .append(
             &tenant,
-            &event(1, AiStreamEventType::AssistantDelta, json!({"text": "hi"})),
+            &event(
+                1,
+                AiStreamEventType::AssistantDelta,
+                json!({"text": "hi"}).into(),
+            ),
         )
         .await
         .unwrap();
@@ -139,7 +143,11 @@ async fn the_commit_of_a_terminal_event_ends_the_claim(db: TestDb) {
     journal
         .append(
             &tenant,
-            &event(2, AiStreamEventType::ConversationCompleted, json!({})),
+            &event(
+                2,
+                AiStreamEventType::ConversationCompleted,
+                json!({}).into(),
+            ),
         )
         .await
         .unwrap();

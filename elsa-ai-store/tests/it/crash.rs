@@ -179,7 +179,7 @@ async fn audit_writer_child() {
                         conversation_id: conversation.clone(),
                         sequence,
                         timestamp: Utc::now(),
-                        data: json!({"text": format!("delta {sequence}")}),
+                        data: json!({"text": format!("delta {sequence}")}).into(),
                     };
                     journal
                         .append(&tenant, &event)

@@ -103,7 +103,7 @@ async fn everything_survives_dropping_every_handle_and_reopening(db: TestDb) {
             conversation_id: conversation.id.clone(),
             sequence,
             timestamp: now,
-            data: json!({"text": sequence}),
+            data: json!({"text": sequence}).into(),
         })
         .collect();
     for event in &journal {

@@ -28,7 +28,7 @@ fn event(conversation: &ConversationId, sequence: u64, text: &str) -> AiStreamEv
         conversation_id: conversation.clone(),
         sequence,
         timestamp: Utc::now(),
-        data: json!({ "text": text }),
+        data: json!({ "text": text }).into(),
     }
 }
 

@@ -20,7 +20,7 @@ fn event(conversation: &str, sequence: u64) -> AiStreamEvent {
         conversation_id: ConversationId::new(conversation),
         sequence,
         timestamp: Utc.timestamp_opt(1_750_000_000, 123_456_789).unwrap(),
-        data: json!({"text": format!("{conversation} {sequence}"), "quote": "it's"}),
+        data: json!({"text": format!("{conversation} {sequence}"), "quote": "it's"}).into(),
     }
 }
 

@@ -289,7 +289,7 @@ fn started(conversation: &ConversationId) -> AiStreamEvent {
         conversation_id: conversation.clone(),
         sequence: 1,
         timestamp: Utc::now(),
-        data: json!({"conversationId": conversation}),
+        data: json!({"conversationId": conversation}).into(),
     }
 }
 

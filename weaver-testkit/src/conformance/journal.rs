@@ -30,7 +30,7 @@ fn event(conversation: &ConversationId, sequence: u64) -> AiStreamEvent {
         conversation_id: conversation.clone(),
         sequence,
         timestamp: Utc::now(),
-        data: json!({"text": sequence.to_string()}),
+        data: json!({"text": sequence.to_string()}).into(),
     }
 }
 
@@ -133,7 +133,7 @@ pub async fn events_round_trip_exactly<J: AiStreamJournal + ?Sized>(journal: &J)
             conversation_id: id.clone(),
             sequence: i as u64 + 1,
             timestamp: instant(i as i64),
-            data: json!({"z": i, "a": {"text": "Grüße ✓", "list": [1.5, null, true]}}),
+            data: json!({"z": i, "a": {"text": "Grüße ✓", "list": [1.5, null, true]}}).into(),
         })
         .collect();
     for e in &events {
@@ -158,7 +158,7 @@ pub async fn concurrent_appends_of_one_sequence_admit_one<J: AiStreamJournal + ?
     let id = ConversationId::generate();
     let events: Vec<AiStreamEvent> = (0..n)
         .map(|i| AiStreamEvent {
-            data: json!({"writer": i}),
+            data: json!({"writer": i}).into(),
             ..event(&id, 1)
         })
         .collect();
@@ -209,7 +209,7 @@ pub async fn one_conversation_id_under_two_tenants_keeps_two_journals<
     let (a, b) = (tenant(), tenant());
     let id = ConversationId::generate();
     let of = |tenant: &str, sequence: u64| AiStreamEvent {
-        data: json!({"tenant": tenant, "sequence": sequence}),
+        data: json!({"tenant": tenant, "sequence": sequence}).into(),
         ..event(&id, sequence)
     };
     let mut a_events: Vec<AiStreamEvent> = (1..=3).map(|n| of("a", n)).collect();
@@ -258,7 +258,7 @@ pub async fn appends_interleaved_across_tenants_stay_gap_free_per_tenant<
         async move {
             for sequence in 1..=n {
                 let e = AiStreamEvent {
-                    data: json!({"tenant": tenant.as_str()}),
+                    data: json!({"tenant": tenant.as_str()}).into(),
                     ..event(&id, sequence)
                 };
                 journal.append(&tenant, &e).await?;
