@@ -301,7 +301,7 @@ pub const REFERENCE: &str = r#"CONFIGURATION FILE (--config PATH or WEAVER_CONFI
   retention_days = 30               Conversations idle this long are purged.
   proposal_ttl_days = 7             Proposals nobody acted on expire after this long.
   max_operation_targets = 100       The most instances one retry, cancel or restart proposal
-                                    may name (at least 1).
+                                    may name (1 to 100).
   turn_lease_secs = 30              With a SQLite or PostgreSQL store: how long a running
                                     turn's claim on its conversation lasts without a heartbeat
                                     (renewed every third of it). Replicas sharing the store

@@ -226,6 +226,14 @@ impl Weaver {
         // collector's credentials are secrets the redactor must know.
         let otlp = config.telemetry.otlp(env.as_ref())?;
         let retention_days = i64::from(limits.retention_days.unwrap_or(30));
+        // The operation tools' schemas bound a proposal's instances at 100, so a higher limit
+        // would be a promise no model or MCP client could use.
+        let max_operation_targets = limits.max_operation_targets.map_or(100, |max| max.get());
+        if max_operation_targets > 100 {
+            return Err(invalid(format!(
+                "[limits] max_operation_targets is {max_operation_targets}; it may be 1 to 100"
+            )));
+        }
         let grace_window = Duration::from_secs(limits.grace_window_secs.unwrap_or(60));
         let stalled_connection = match limits.stalled_connection_secs.unwrap_or(300) {
             0 => None,
@@ -394,7 +402,7 @@ impl Weaver {
                     .map(|days| TimeDelta::days(i64::from(days)))
                     .or(Some(TimeDelta::days(7))),
             )
-            .max_targets(limits.max_operation_targets.map_or(100, |max| max.get()))
+            .max_targets(max_operation_targets)
             .operations(OperationServices {
                 instances: workflows.clone(),
                 operator: workflows.clone(),
@@ -789,6 +797,25 @@ mod tests {
             weaver.is_ok(),
             "a provider that cannot be reached does not stop start-up"
         );
+    }
+
+    #[tokio::test]
+    async fn an_operation_target_limit_above_the_tools_bound_stops_start_up() {
+        let build = |limit: u32| async move {
+            let config = WeaverConfig::from_toml(&format!(
+                "[store]\nmemory = true\n[limits]\nmax_operation_targets = {limit}\n"
+            ))
+            .unwrap();
+            Weaver::builder(config)
+                .env(|_| None)
+                .build()
+                .await
+                .map(|_| ())
+        };
+        let error = build(101).await.unwrap_err().to_string();
+        assert!(error.contains("max_operation_targets is 101"), "{error}");
+        assert!(error.contains("1 to 100"), "{error}");
+        build(100).await.expect("100 is the tools' own bound");
     }
 
     /// More clients than the standard library's backlog of 128 connect at once while the
