@@ -5,8 +5,7 @@
 //! checked: the proposal records each target's state and shows it beside the state now, only
 //! an approved apply acts (each target once, audited as `proposal.target`), a target whose
 //! state changed meanwhile is skipped as stale, the permissions and tenants are enforced,
-//! and a reviewer can drop instances from a proposal before approving it. One ignored test
-//! at the end shows a known product bug (run it with `--ignored`).
+//! and a reviewer can drop instances from a proposal before approving it.
 
 use std::collections::BTreeSet;
 
