@@ -441,6 +441,11 @@ async fn a_conversation_deleted_through_one_replica_is_gone_from_both() {
         unreachable!("two replicas")
     };
     let (on_a, _, conversation) = turn_until(a, "Talk for a while", &["assistant.delta"]).await;
+    // Followers of the running turn, one on each replica: their streams end too.
+    let followers = [
+        a.resume(&conversation, 0).await,
+        b.resume(&conversation, 0).await,
+    ];
 
     assert_eq!(b.delete(&conversation).await, StatusCode::NO_CONTENT);
     let rest = tokio::time::timeout(Duration::from_secs(5), on_a.collect())
@@ -449,6 +454,14 @@ async fn a_conversation_deleted_through_one_replica_is_gone_from_both() {
     let last = rest.last().unwrap().json();
     assert_eq!(last["type"], "conversation.failed", "{rest:#?}");
     assert_eq!(last["data"]["code"], "cancelled", "{last}");
+    for follower in followers {
+        let seen = tokio::time::timeout(Duration::from_secs(5), follower.collect())
+            .await
+            .expect("a follower's stream ends");
+        let last = seen.last().unwrap().json();
+        assert_eq!(last["type"], "conversation.failed", "{seen:#?}");
+        assert_eq!(last["data"]["code"], "cancelled", "{last}");
+    }
 
     for replica in [a, b] {
         assert_eq!(
