@@ -3,6 +3,7 @@
 
 mod cross_tenant;
 mod diagnostics_scope;
+mod grounding_filters;
 mod incident_tools;
 mod instance_tools;
 mod linking;
