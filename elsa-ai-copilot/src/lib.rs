@@ -31,11 +31,12 @@
 //!
 //! # Example
 //!
-//! ```no_run
+//! ```
 //! use elsa_ai_abstractions::AiProvider;
 //! use elsa_ai_copilot::{CopilotProvider, CopilotProviderConfig};
 //!
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // The `[provider]` section of weaver.toml.
 //! let config: CopilotProviderConfig = toml::from_str(
 //!     r#"
@@ -70,3 +71,8 @@ pub use config::{
     ByokType, CLI_PATH_ENV, CopilotConfigError, CopilotProviderConfig, PROVIDER_KIND, WireApi,
 };
 pub use provider::CopilotProvider;
+
+/// The README's examples, compiled and run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -59,3 +59,8 @@ mod turn;
 
 pub use config::{OpenAiApi, OpenAiProviderConfig, PROVIDER_KIND};
 pub use provider::OpenAiProvider;
+
+/// The README's examples, compiled and run as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
