@@ -279,8 +279,8 @@ pub use conversation::{
     find_owned_conversation,
 };
 pub use enablement::{
-    EnablementChange, EnablementDecisions, EnablementPolicy, InMemoryToolEnablementStore,
-    ToolEnablementService,
+    EnablementCaching, EnablementChange, EnablementDecisions, EnablementPolicy,
+    InMemoryToolEnablementStore, ToolEnablementService,
 };
 pub use governor::{
     GovernanceStep, StepObserver, ToolCallScope, ToolEvent, ToolEventSink, ToolGovernor,

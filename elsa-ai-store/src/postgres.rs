@@ -196,6 +196,10 @@ const JOURNAL_CHANNEL: &str = "weaver_journal";
 /// The channel on which a replica asks the replica running a turn to cancel it.
 const CANCEL_CHANNEL: &str = "weaver_cancel";
 
+/// The channel on which every change of a tenant's tool enablement is announced (the payload
+/// is the tenant).
+const ENABLEMENT_CHANNEL: &str = "weaver_enablement";
+
 /// How far one conversation's journal reaches, as a commit announced it to every replica.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JournalNotice {
@@ -239,15 +243,27 @@ pub enum JournalFeed {
         /// The turn to cancel (a later turn of the conversation is not).
         turn_id: String,
     },
+    /// A tenant's tool enablement changed ([`AiToolEnablementStore::set`]): whoever keeps its
+    /// decisions reads them again.
+    EnablementChanged {
+        /// The tenant whose decisions changed.
+        tenant_id: TenantId,
+    },
     /// The listening connection was lost (and is being restored): announcements made
-    /// meanwhile are gone, so whoever follows a journal reads it again (and cancel requests
-    /// are read from the claims at the next heartbeat).
+    /// meanwhile are gone, so whoever follows a journal reads it again, whoever keeps
+    /// enablement decisions forgets them (and cancel requests are read from the claims at the
+    /// next heartbeat).
     Missed,
 }
 
 impl JournalFeed {
     /// What a notification on `channel` with `payload` says, if it is one of Weaver's.
     fn decode(channel: &str, payload: &str) -> Option<Self> {
+        if channel == ENABLEMENT_CHANNEL {
+            return Some(Self::EnablementChanged {
+                tenant_id: TenantId::new(payload),
+            });
+        }
         if channel == CANCEL_CHANNEL {
             let (tenant_id, conversation_id, turn_id): (String, String, String) =
                 serde_json::from_str(payload).ok()?;
@@ -263,8 +279,9 @@ impl JournalFeed {
 
 impl PostgresStore {
     /// Listens for the journal commits of every replica (PostgreSQL `LISTEN`): each commit
-    /// announces, per conversation it appended to, the last sequence it wrote; and for the
-    /// cancel requests of every replica ([`AiTurnClaims::request_cancel`]). The feed ends
+    /// announces, per conversation it appended to, the last sequence it wrote; for the
+    /// cancel requests of every replica ([`AiTurnClaims::request_cancel`]); and for every
+    /// change of a tenant's tool enablement. The feed ends
     /// when the store closes or the receiver is dropped.
     ///
     /// # Errors
@@ -275,7 +292,7 @@ impl PostgresStore {
             .await
             .map_err(StoreError::connect)?;
         listener
-            .listen_all([JOURNAL_CHANNEL, CANCEL_CHANNEL])
+            .listen_all([JOURNAL_CHANNEL, CANCEL_CHANNEL, ENABLEMENT_CHANNEL])
             .await
             .map_err(StoreError::connect)?;
         let (feed, heard) = mpsc::channel(4096);
@@ -1428,12 +1445,15 @@ impl AiToolEnablementStore for PostgresStore {
 
     async fn set(&self, enablement: &ToolEnablement) -> Result<(), AiError> {
         let changed_at = to_nanos(enablement.changed_at, "enablement change")?;
+        // The change and its announcement commit together, so every replica that keeps the
+        // tenant's decisions hears of it.
         sqlx::query(
-            "INSERT INTO tool_enablements (tenant_id, tool_name, agent_key, agent, enabled, \
-             changed_by, changed_at_ns) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+            "WITH changed AS (INSERT INTO tool_enablements (tenant_id, tool_name, agent_key, \
+             agent, enabled, changed_by, changed_at_ns) VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (tenant_id, tool_name, agent_key) DO UPDATE SET \
              agent = excluded.agent, enabled = excluded.enabled, \
-             changed_by = excluded.changed_by, changed_at_ns = excluded.changed_at_ns",
+             changed_by = excluded.changed_by, changed_at_ns = excluded.changed_at_ns \
+             RETURNING tenant_id) SELECT pg_notify($8, tenant_id) FROM changed",
         )
         .bind(enablement.tenant_id.as_str())
         .bind(enablement.tool_name.as_str())
@@ -1442,6 +1462,7 @@ impl AiToolEnablementStore for PostgresStore {
         .bind(enablement.enabled)
         .bind(enablement.changed_by.as_str())
         .bind(changed_at)
+        .bind(ENABLEMENT_CHANNEL)
         .execute(&self.pool)
         .await
         .map_err(|e| failed("recording tool enablement", e))?;

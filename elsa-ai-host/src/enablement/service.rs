@@ -107,6 +107,7 @@ impl ToolEnablementService {
         }
 
         let store = self.registry.enablement();
+        // Read afresh, not as kept: the audit record's `before` is the store's.
         let decisions = EnablementDecisions::new(store.list(&caller.tenant_id).await?);
         let before = decisions.is_enabled(tool.definition(), change.agent.as_deref());
         let decision = ToolEnablement {

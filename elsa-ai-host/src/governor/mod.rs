@@ -410,7 +410,7 @@ impl BoundToolInvoker {
             FindTool.run(&agent_scope, tool_name, registered),
         )?;
         let enabled = CheckEnablement {
-            store: g.registry.enablement().as_ref(),
+            registry: &g.registry,
         }
         .run(&agent_scope, tool)
         .await;

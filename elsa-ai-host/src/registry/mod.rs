@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::NameMap;
 use crate::agents::AgentRegistry;
-use crate::enablement::EnablementDecisions;
+use crate::enablement::{EnablementCache, EnablementCaching, EnablementDecisions};
 use access::{PermissionIndex, PermissionMask};
 
 pub use access::{ToolPolicy, agent_names_tool, requires_tenant, tool_admits_agent};
@@ -130,6 +130,7 @@ pub struct ToolRegistryBuilder {
     tools: Vec<PendingTool>,
     policy: ToolPolicy,
     naming: ToolNaming,
+    caching: EnablementCaching,
 }
 
 /// A validated tool waiting for [`ToolRegistryBuilder::build`].
@@ -212,6 +213,13 @@ impl ToolRegistryBuilder {
         self
     }
 
+    /// How the registry keeps each tenant's enablement decisions (default
+    /// [`EnablementCaching::Off`]: read for every call and listing).
+    pub fn enablement_caching(mut self, caching: EnablementCaching) -> Self {
+        self.caching = caching;
+        self
+    }
+
     /// The registry; tools are filtered through `agents` and the tenants' decisions in
     /// `enablement`.
     pub fn build(
@@ -283,7 +291,7 @@ impl ToolRegistryBuilder {
             permissions,
             propose,
             agents,
-            enablement,
+            enablement: Arc::new(EnablementCache::new(enablement, self.caching)),
             policy: self.policy,
             naming: self.naming,
         }
@@ -295,8 +303,8 @@ impl ToolRegistryBuilder {
 /// `list` and `find` show a caller only tools they may call: the agent's scope (its
 /// `allowed_tools` or MCP servers, and the tool's `allowed_agents`), a tenant for tools that
 /// need one, every required permission among the caller's permissions narrowed by the
-/// agent's, the mutability and danger policy, and enablement for the caller's tenant (one
-/// enablement-store read per call). Lists are sorted by name.
+/// agent's, the mutability and danger policy, and enablement for the caller's tenant (read
+/// per call, or once per change: [`EnablementCaching`]). Lists are sorted by name.
 pub struct ToolRegistry {
     tools: Vec<RegisteredTool>,
     index: NameMap<String, usize>,
@@ -304,7 +312,7 @@ pub struct ToolRegistry {
     permissions: PermissionIndex,
     propose: PermissionMask,
     agents: Arc<AgentRegistry>,
-    enablement: Arc<dyn AiToolEnablementStore>,
+    enablement: Arc<EnablementCache>,
     policy: ToolPolicy,
     naming: ToolNaming,
 }
@@ -394,7 +402,7 @@ struct Viewer<'a> {
     agent: Option<&'a AiAgentDefinition>,
     held: PermissionMask,
     may_propose: bool,
-    decisions: EnablementDecisions,
+    decisions: Arc<EnablementDecisions>,
 }
 
 impl ToolRegistry {
@@ -444,9 +452,25 @@ impl ToolRegistry {
         &self.agents
     }
 
-    /// The enablement store the registry reads.
-    pub fn enablement(&self) -> &Arc<dyn AiToolEnablementStore> {
-        &self.enablement
+    /// The enablement store the registry reads; a change written through it applies to the
+    /// registry at once.
+    pub fn enablement(&self) -> Arc<dyn AiToolEnablementStore> {
+        self.enablement.clone()
+    }
+
+    /// The tenant's enablement decisions, as [`EnablementCaching`] keeps them.
+    pub async fn decisions(
+        &self,
+        tenant_id: &TenantId,
+    ) -> Result<Arc<EnablementDecisions>, AiError> {
+        self.enablement.decisions(tenant_id).await
+    }
+
+    /// Tells the registry that the decisions of `tenant_id` (or of every tenant, `None`)
+    /// were changed other than through [`enablement`](Self::enablement): another process
+    /// sharing the store changed them, or its announcements may have been missed.
+    pub fn enablement_changed(&self, tenant_id: Option<&TenantId>) {
+        self.enablement.changed(tenant_id);
     }
 
     /// The mutability and danger policy.
@@ -471,8 +495,7 @@ impl ToolRegistry {
                 .mask(&AgentRegistry::effective_permissions(&query.caller, agent)),
             None => self.permissions.mask(&query.caller.permissions),
         };
-        let decisions =
-            EnablementDecisions::new(self.enablement.list(&query.caller.tenant_id).await?);
+        let decisions = self.enablement.decisions(&query.caller.tenant_id).await?;
         Ok(Viewer {
             caller: &query.caller,
             agent,

@@ -459,6 +459,7 @@ impl Weaver {
                         registry.tool_for_tenants(mcp.tool, mcp.tenants)
                     })
                 })?
+                .enablement_caching(stores.enablement_caching)
                 .build(Arc::new(agents), stores.enablement.clone()),
         );
         let mut governor = core

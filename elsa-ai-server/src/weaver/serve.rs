@@ -15,13 +15,15 @@ use super::Weaver;
 impl Weaver {
     /// Starts the background work: the retention sweep and the proposal expiry, hourly; the
     /// turn claims' heartbeat and sweep; other replicas' journal commits to this one's
-    /// clients, and their clients' cancel requests to this one's turns.
+    /// clients, their clients' cancel requests to this one's turns, and their enablement
+    /// changes to this one's registry.
     fn start_background(&mut self) {
         let orchestrator = self.orchestrator.clone();
         let stop = self.background.clone();
         tokio::spawn(async move { orchestrator.keep_claims(stop).await });
         if let Some(mut feed) = self.journal_feed.take() {
             let orchestrator = self.orchestrator.clone();
+            let registry = self.api.parts().registry.clone();
             let stop = self.background.clone();
             tokio::spawn(async move {
                 loop {
@@ -40,7 +42,13 @@ impl Weaver {
                             conversation_id,
                             turn_id,
                         }) => orchestrator.cancel_requested(&tenant_id, &conversation_id, &turn_id),
-                        Some(JournalFeed::Missed) => orchestrator.journal_missed(),
+                        Some(JournalFeed::EnablementChanged { tenant_id }) => {
+                            registry.enablement_changed(Some(&tenant_id));
+                        }
+                        Some(JournalFeed::Missed) => {
+                            registry.enablement_changed(None);
+                            orchestrator.journal_missed();
+                        }
                         Some(other) => tracing::debug!(?other, "journal notice of an unknown kind"),
                         None => return,
                     }

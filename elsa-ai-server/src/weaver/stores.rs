@@ -9,8 +9,8 @@ use elsa_ai_abstractions::{
     AiToolEnablementStore, AiTurnClaims,
 };
 use elsa_ai_host::{
-    InMemoryAuditLog, InMemoryConversationStore, InMemoryProposalStore, InMemoryStreamJournal,
-    InMemoryToolEnablementStore,
+    EnablementCaching, InMemoryAuditLog, InMemoryConversationStore, InMemoryProposalStore,
+    InMemoryStreamJournal, InMemoryToolEnablementStore,
 };
 use elsa_ai_store::{PostgresStore, SqliteStore};
 
@@ -79,6 +79,11 @@ impl std::fmt::Debug for WeaverStores {
     }
 }
 
+/// How long a replica on PostgreSQL keeps enablement decisions should another replica's
+/// announcement of a change be lost with its listening connection (the loss itself makes it
+/// forget them all).
+const ENABLEMENT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The stores of the AI platform, behind their contracts.
 pub(super) struct Stores {
     pub(super) proposals: Arc<dyn AiProposalStore>,
@@ -87,6 +92,9 @@ pub(super) struct Stores {
     pub(super) conversations: Arc<dyn AiConversationStore>,
     pub(super) journal: Arc<dyn AiStreamJournal>,
     pub(super) enablement: Arc<dyn AiToolEnablementStore>,
+    /// How the registry keeps enablement decisions between changes: as long as no process
+    /// but this one changes them unannounced.
+    pub(super) enablement_caching: EnablementCaching,
     /// Turn claims shared with other replicas and restarts (the durable stores).
     pub(super) claims: Option<Arc<dyn AiTurnClaims>>,
     pub(super) backend: StoreBackend,
@@ -202,6 +210,14 @@ impl Stores {
             journal: store.clone(),
             claims: Some(store.clone()),
             enablement: store,
+            enablement_caching: match backend {
+                // Every replica hears the others' changes (`JournalFeed::EnablementChanged`).
+                StoreBackend::Postgres(_) => EnablementCaching::PerChange {
+                    max_age: Some(ENABLEMENT_MAX_AGE),
+                },
+                // Processes sharing the file change it without telling each other.
+                StoreBackend::Sqlite(_) | StoreBackend::Memory => EnablementCaching::Off,
+            },
             backend,
             view: PersistenceView {
                 store: name.into(),
@@ -225,6 +241,8 @@ impl Stores {
             conversations: stores.conversations,
             journal: stores.journal,
             enablement: stores.enablement,
+            // Who else writes a host's store is the host's to know.
+            enablement_caching: EnablementCaching::Off,
             claims: stores.turn_claims,
             backend: StoreBackend::Memory,
             view: PersistenceView {
@@ -245,6 +263,7 @@ impl Stores {
             conversations: Arc::new(InMemoryConversationStore::with_journal(journal.clone())),
             journal,
             enablement: Arc::new(InMemoryToolEnablementStore::new()),
+            enablement_caching: EnablementCaching::PerChange { max_age: None },
             claims: None,
             backend: StoreBackend::Memory,
             view: PersistenceView {

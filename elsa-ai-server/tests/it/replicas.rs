@@ -497,6 +497,59 @@ async fn a_conversation_deleted_through_one_replica_is_gone_from_both() {
     assert_eq!(recorded, 1, "the deletion is audited");
 }
 
+/// Replicas keep a tenant's enablement decisions between changes: a change made through one
+/// reaches the others' tool lists as soon as PostgreSQL announces it (well before the
+/// 10-second bound kept decisions have in case an announcement is lost).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_disabled_through_one_replica_is_gone_from_the_others_at_once() {
+    let model = ScriptedModelServer::start([]).await.unwrap();
+    let cluster = OnPostgres::start(&model, LEASE_SECS, 2).await;
+    let [a, b] = &cluster.replicas[..] else {
+        unreachable!("two replicas")
+    };
+    const TOOL: &str = "workflow.getDefinition";
+    let offers = |tools: Value| {
+        tools
+            .as_array()
+            .expect("a list of tools")
+            .iter()
+            .any(|tool| tool["name"] == TOOL)
+    };
+    // Both replicas have read (and now keep) the tenant's decisions.
+    assert!(offers(a.get_json("/ai/tools").await) && offers(b.get_json("/ai/tools").await));
+
+    for (enabled, reason) in [(false, "disabled"), (true, "enabled again")] {
+        let changed = reqwest::Client::new()
+            .put(format!(
+                "{}/ai/admin/tools/{TOOL}/enablement",
+                a.process.base_url()
+            ))
+            .header("authorization", format!("ApiKey {KEY}"))
+            .json(&json!({ "enabled": enabled }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(changed.status(), StatusCode::OK);
+        assert_eq!(
+            offers(a.get_json("/ai/tools").await),
+            enabled,
+            "{reason} on A"
+        );
+        let started = Instant::now();
+        while offers(b.get_json("/ai/tools").await) != enabled {
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "B still lists the tool as it was before it was {reason}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        println!(
+            "{reason} on B {:?} after the change on A",
+            started.elapsed()
+        );
+    }
+}
+
 /// A cancel request whose notice never arrived (the listening connection was down): the
 /// replica running the turn reads the claim's mark at its next heartbeat and cancels it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,6 +9,7 @@ mod conformance;
 mod crash;
 mod durability;
 mod failures;
+mod feed;
 mod journal;
 mod migrations;
 mod proposal_service;

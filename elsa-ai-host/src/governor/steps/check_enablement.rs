@@ -1,22 +1,23 @@
 //! Step 4: enabled globally and for the agent.
 
-use elsa_ai_abstractions::{AiError, AiToolEnablementStore};
+use elsa_ai_abstractions::AiError;
 
 use super::AgentScope;
-use crate::enablement::EnablementDecisions;
-use crate::registry::RegisteredTool;
+use crate::registry::{RegisteredTool, ToolRegistry};
 
-/// Reads the tenant's decisions once and refuses a tool that is not enabled for the agent
-/// (403 `tool_disabled`). Administrative tools are never enabled.
+/// Takes the tenant's decisions from the registry and refuses a tool that is not enabled for
+/// the agent (403 `tool_disabled`). Administrative tools are never enabled.
 #[derive(Clone, Copy)]
 pub(crate) struct CheckEnablement<'r> {
-    pub store: &'r dyn AiToolEnablementStore,
+    pub registry: &'r ToolRegistry,
 }
 
 impl CheckEnablement<'_> {
     pub async fn run(&self, scope: &AgentScope<'_>, tool: &RegisteredTool) -> Result<(), AiError> {
-        let decisions =
-            EnablementDecisions::new(self.store.list(&scope.actor.caller.tenant_id).await?);
+        let decisions = self
+            .registry
+            .decisions(&scope.actor.caller.tenant_id)
+            .await?;
         let definition = tool.definition();
         if decisions.is_enabled(definition, Some(&scope.agent.name)) {
             Ok(())
@@ -55,7 +56,7 @@ mod tests {
         let caller = harness.caller();
         let scope = scope_for(&harness, &caller);
         let step = CheckEnablement {
-            store: harness.enablement.as_ref(),
+            registry: &harness.registry,
         };
         let tool = |name| harness.registry.registered(name).unwrap();
 
@@ -96,7 +97,7 @@ mod tests {
         let caller = harness.caller();
         let scope = scope_for(&harness, &caller);
         let step = CheckEnablement {
-            store: harness.enablement.as_ref(),
+            registry: &harness.registry,
         };
         let error = step
             .run(&scope, harness.registry.registered("demo.admin").unwrap())
