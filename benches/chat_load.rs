@@ -31,7 +31,14 @@
 //! cargo bench -p weaver-benches --bench chat_load -- --store memory --streams 500 --seconds 10
 //! WEAVER_TEST_POSTGRES_URL=postgres://… cargo bench -p weaver-benches --bench chat_load -- --store postgres
 //! cargo bench -p weaver-benches --bench chat_load -- --slow-readers 100 --seconds 600   # 10 minutes
+//! cargo bench -p weaver-benches --bench chat_load -- --server path/to/baseline/chat_load-…  # its server, this client
 //! ```
+//!
+//! The sustained scenario also reports the server's CPU time per turn (user and system, from
+//! `/proc`, over the scenario's turns) and, on one replica, its resident memory per idle
+//! conversation: what `--idle` (default 1,000) more conversations of one finished turn each
+//! add to it. `--server` runs another build of this bench as the server (a baseline of the
+//! previous main, say), so one command compares two servers under the same client.
 //!
 //! Targets: first event p99 under 50 ms at 500 concurrent streams on a 2-core machine, server
 //! memory under 200 MB. Client and server share the machine's cores. On SQLite every turn
@@ -46,6 +53,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -71,6 +79,11 @@ struct Options {
     slow_readers: usize,
     hold: u64,
     every: u64,
+    /// The binary that serves (`--serve`): this one, or another build of this bench (a
+    /// baseline), so that one command measures both with the same client.
+    server: PathBuf,
+    /// How many conversations the idle measure adds.
+    idle: usize,
 }
 
 fn options() -> Options {
@@ -82,6 +95,8 @@ fn options() -> Options {
         slow_readers: 0,
         hold: 120,
         every: 60,
+        server: std::env::current_exe().expect("this binary"),
+        idle: 1000,
     };
     let args: Vec<String> = std::env::args().collect();
     let value = |name: &str| {
@@ -110,6 +125,12 @@ fn options() -> Options {
     }
     if let Some(every) = value("--every").and_then(|v| v.parse().ok()) {
         options.every = every;
+    }
+    if let Some(server) = value("--server") {
+        options.server = server.into();
+    }
+    if let Some(idle) = value("--idle").and_then(|v| v.parse().ok()) {
+        options.idle = idle;
     }
     options
 }
@@ -263,8 +284,23 @@ async fn round(base: &str, client: &reqwest::Client, streams: usize) -> Round {
     }
 }
 
-fn start_server(store: &str, place: &str, provider: &str) -> (Child, String) {
-    let mut child = Command::new(std::env::current_exe().expect("this binary"))
+/// The CPU time a process has used (user and system, all its threads), from `/proc`; Linux
+/// counts it in ticks of 1/100 s (`USER_HZ`).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // After the command's closing parenthesis: state is field 3, utime 14 and stime 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    match (ticks(11), ticks(12)) {
+        (Some(user), Some(system)) => (user + system) / 100.0,
+        _ => f64::NAN,
+    }
+}
+
+fn start_server(server: &Path, store: &str, place: &str, provider: &str) -> (Child, String) {
+    let mut child = Command::new(server)
         .args(["--serve", store, place, provider])
         .env("RUST_LOG", "warn")
         .stdin(Stdio::piped())
@@ -354,6 +390,45 @@ async fn sustained(
         all_done: started.elapsed(),
         failures,
     }
+}
+
+/// The server's resident memory per idle conversation: what `count` more conversations (one
+/// finished turn each, 50 at a time) add to it once their streams have ended.
+async fn idle_conversations(base: &str, client: &reqwest::Client, count: usize, pid: u32) {
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (before, _) = memory_mib(pid);
+    let url = format!("{base}/ai/chat");
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let workers: Vec<_> = (0..50.min(count))
+        .map(|_| {
+            let (client, url, next) = (client.clone(), url.clone(), next.clone());
+            tokio::spawn(async move {
+                let mut failures = 0;
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if i >= count {
+                        return failures;
+                    }
+                    if turn(&client, &url, format!("Idle after this ({i})"))
+                        .await
+                        .is_none()
+                    {
+                        failures += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut failures = 0;
+    for worker in workers {
+        failures += worker.await.unwrap_or(count);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let (after, _) = memory_mib(pid);
+    println!(
+        "idle conversations: {count} more (failures {failures}) took server RSS from {before:.1} to {after:.1} MiB, {:.1} KiB per conversation",
+        (after - before) * 1024.0 / count as f64
+    );
 }
 
 /// The slow-readers scenario: `options.slow_readers` clients that never read, 2 that do,
@@ -521,7 +596,7 @@ fn main() {
             None => dir.to_str().expect("a UTF-8 path").to_owned(),
         };
         let (mut servers, bases): (Vec<Child>, Vec<String>) = (0..replicas)
-            .map(|_| start_server(&options.store, &place, provider))
+            .map(|_| start_server(&options.server, &options.store, &place, provider))
             .unzip();
         let pid = servers[0].id();
         let (idle, _) = memory_mib(pid);
@@ -535,8 +610,18 @@ fn main() {
             if scenario == "slow-readers" {
                 slow_readers(&bases[0], &client, &options, pid).await;
             } else if provider == "paced" {
+                let cpu = servers.iter().map(|s| cpu_seconds(s.id())).sum::<f64>();
                 let result = sustained(&bases, &client, options.streams, options.seconds).await;
+                let cpu = servers.iter().map(|s| cpu_seconds(s.id())).sum::<f64>() - cpu;
                 report(scenario, &result, pid);
+                println!(
+                    "{scenario}: server CPU {:.3} ms per turn ({cpu:.2} s over {} turns)",
+                    cpu * 1000.0 / result.first_event.len().max(1) as f64,
+                    result.first_event.len()
+                );
+                if replicas == 1 {
+                    idle_conversations(&bases[0], &client, options.idle, pid).await;
+                }
                 for server in &servers[1..] {
                     let (rss, peak) = memory_mib(server.id());
                     println!("{scenario}: other replica RSS {rss:.1} MiB (peak {peak:.1} MiB)");

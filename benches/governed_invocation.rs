@@ -18,8 +18,9 @@ use elsa_ai_abstractions::{
 };
 use elsa_ai_host::testing::governance::{empty_services, proposal_tool, read_tool, test_agent};
 use elsa_ai_host::{
-    AgentRegistry, HostCore, InMemoryAuditLog, InMemoryConversationStore, InMemoryStreamJournal,
-    InMemoryToolEnablementStore, Redactor, ToolCallScope, ToolEvent, ToolEventSink, ToolRegistry,
+    AgentRegistry, EnablementCaching, HostCore, InMemoryAuditLog, InMemoryConversationStore,
+    InMemoryStreamJournal, InMemoryToolEnablementStore, Redactor, ToolCallScope, ToolEvent,
+    ToolEventSink, ToolRegistry,
 };
 use serde_json::{Value, json};
 
@@ -88,6 +89,8 @@ async fn bound_invoker(audit: Arc<dyn AiAuditSink>) -> Arc<dyn AiProviderToolInv
         .tool(Arc::new(NoopTool(definition)))
         .and_then(|b| b.tool(Arc::new(NoopTool(proposal_tool("workflow.proposeCreate")))))
         .expect("valid tools")
+        // As weaver keeps the in-memory store's decisions: read once per change.
+        .enablement_caching(EnablementCaching::PerChange { max_age: None })
         .build(
             Arc::new(agents),
             Arc::new(InMemoryToolEnablementStore::new()),
