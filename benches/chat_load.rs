@@ -36,8 +36,8 @@
 //!
 //! The sustained scenario also reports the server's CPU time per turn (user and system, from
 //! `/proc`, over the scenario's turns) and, on one replica, its resident memory per idle
-//! conversation: what `--idle` (default 1,000) more conversations of one finished turn each
-//! add to it. `--server` runs another build of this bench as the server (a baseline of the
+//! conversation: what `--idle` (default 1,000) conversations of one finished turn each add to
+//! it after the warm-up, before the load. `--server` runs another build of this bench as the server (a baseline of the
 //! previous main, say), so one command compares two servers under the same client.
 //!
 //! Targets: first event p99 under 50 ms at 500 concurrent streams on a 2-core machine, server
@@ -393,7 +393,8 @@ async fn sustained(
 }
 
 /// The server's resident memory per idle conversation: what `count` more conversations (one
-/// finished turn each, 50 at a time) add to it once their streams have ended.
+/// finished turn each, 50 at a time, as many as the warm-up ran) add to it once their streams
+/// have ended.
 async fn idle_conversations(base: &str, client: &reqwest::Client, count: usize, pid: u32) {
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (before, _) = memory_mib(pid);
@@ -610,6 +611,10 @@ fn main() {
             if scenario == "slow-readers" {
                 slow_readers(&bases[0], &client, &options, pid).await;
             } else if provider == "paced" {
+                // Before the load, whose high-water mark the allocator would reuse.
+                if replicas == 1 {
+                    idle_conversations(&bases[0], &client, options.idle, pid).await;
+                }
                 let cpu = servers.iter().map(|s| cpu_seconds(s.id())).sum::<f64>();
                 let result = sustained(&bases, &client, options.streams, options.seconds).await;
                 let cpu = servers.iter().map(|s| cpu_seconds(s.id())).sum::<f64>() - cpu;
@@ -619,9 +624,6 @@ fn main() {
                     cpu * 1000.0 / result.first_event.len().max(1) as f64,
                     result.first_event.len()
                 );
-                if replicas == 1 {
-                    idle_conversations(&bases[0], &client, options.idle, pid).await;
-                }
                 for server in &servers[1..] {
                     let (rss, peak) = memory_mib(server.id());
                     println!("{scenario}: other replica RSS {rss:.1} MiB (peak {peak:.1} MiB)");

@@ -415,6 +415,8 @@ proptest! {
             let reread: Value =
                 serde_json::from_str(&redacted).expect("the output is valid JSON");
             prop_assert_eq!(&reread, &reference(redactor, &value, false), "from {}", raw.get());
+            // The two paths agree: the bytes' result is the tree walk's.
+            prop_assert_eq!(&reread, &redactor.redacted_value(&value), "from {}", raw.get());
         }
     }
 }
