@@ -359,6 +359,60 @@ async fn every_broken_rule_is_a_401_naming_it() {
     server.shutdown().await.unwrap();
 }
 
+/// A provider configured with an explicit `jwks_uri` is trusted with the keys found there (not
+/// through discovery: a wrong address makes its tokens wait, 503), and the clock leeway (30 s
+/// by default) lets a token just past its expiry, or just before its start, through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_explicit_key_set_address_is_used_and_the_clock_leeway_is_honoured() {
+    let provider = OidcProvider::start(&provider_config(), &["k1"]).await;
+    let issuer = provider.issuer();
+    let server_with = |jwks_uri: String| {
+        let mut config = two_tenants();
+        let oidc = WeaverConfig::from_toml(&format!(
+            "[[auth.oidc]]\nissuer = \"{issuer}\"\njwks_uri = \"{jwks_uri}\"\n\
+             audience = \"{RESOURCE}\"\ntenant_claim = \"tenant\"\n"
+        ))
+        .expect("the [[auth.oidc]] settings parse");
+        config.auth.oidc = oidc.auth.oidc;
+        TestServer::start(config)
+    };
+    let server = server_with(format!("{issuer}/jwks")).await;
+    let now = get_current_timestamp();
+    for (label, changes, status) in [
+        ("expired 10 s ago", json!({"exp": now - 10}), StatusCode::OK),
+        (
+            "valid 10 s from now",
+            json!({"nbf": now + 10}),
+            StatusCode::OK,
+        ),
+        (
+            "expired 120 s ago",
+            json!({"exp": now - 120}),
+            StatusCode::UNAUTHORIZED,
+        ),
+        (
+            "valid 120 s from now",
+            json!({"nbf": now + 120}),
+            StatusCode::UNAUTHORIZED,
+        ),
+    ] {
+        let token = signed(&provider, "k1", &with(claims(&issuer), changes));
+        assert_eq!(refusal(&server, &token).await.0, status, "{label}");
+    }
+
+    let elsewhere = server_with(format!("{issuer}/no-keys-here")).await;
+    let token = signed(&provider, "k1", &claims(&issuer));
+    let (status, code) = refusal(&elsewhere, &token).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "identity_provider_unavailable"
+        ),
+        "the configured address, not discovery, is where keys are looked for"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_rotate_without_restarting_weaver() {
     let mut provider = OidcProvider::start(&provider_config(), &["k1"]).await;
