@@ -293,11 +293,12 @@ impl AiTool for ActivityCatalogTool {
         let filter = CatalogFilter::of(&args)?;
         let offset = either(("offset", "skip"), args.offset, args.skip)?;
         let limit = either(("limit", "take"), args.limit, args.take)?;
-        let mut descriptors = context
+        let catalog = context
             .services
             .catalog
             .list(&context.caller.tenant_id)
             .await?;
+        let mut descriptors: Vec<&ActivityDescriptor> = catalog.iter().collect();
         descriptors.sort_by(|a, b| {
             a.type_name
                 .cmp(&b.type_name)
@@ -309,7 +310,7 @@ impl AiTool for ActivityCatalogTool {
             *categories.entry(category.to_owned()).or_insert(0) += 1;
         }
         let matching: Vec<ActivityRow> = descriptors
-            .iter()
+            .into_iter()
             .filter(|d| filter.admits(d))
             .map(ActivityRow::from)
             .collect();

@@ -13,16 +13,17 @@
 //! run time (workflows used as activities, agent activities, other dynamic providers) cannot be
 //! in it; a host that knows them passes its own catalog instead.
 
-use std::sync::LazyLock;
+use std::sync::{Arc, LazyLock};
 
 use async_trait::async_trait;
 
 use crate::{ActivityCatalog, ActivityDescriptor, TenantId, WorkflowError};
 
-static BUILTIN: LazyLock<Vec<ActivityDescriptor>> = LazyLock::new(|| {
+static BUILTIN: LazyLock<Arc<[ActivityDescriptor]>> = LazyLock::new(|| {
     // The file is part of the crate and a unit test reads it; it cannot fail at run time.
     ActivityDescriptor::catalog_from_json_str(include_str!("../catalog/builtin.json"))
         .expect("catalog/builtin.json is a valid activity catalog")
+        .into()
 });
 
 /// Elsa 3's built-in activity descriptors, sorted by type name.
@@ -44,8 +45,8 @@ pub struct BuiltinActivityCatalog;
 
 #[async_trait]
 impl ActivityCatalog for BuiltinActivityCatalog {
-    async fn list(&self, _tenant: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
-        Ok(builtin_catalog().to_vec())
+    async fn list(&self, _tenant: &TenantId) -> Result<Arc<[ActivityDescriptor]>, WorkflowError> {
+        Ok(Arc::clone(&BUILTIN))
     }
 }
 
@@ -134,6 +135,6 @@ mod tests {
             .list(&TenantId::new("acme"))
             .await
             .expect("listed");
-        assert_eq!(listed, builtin_catalog());
+        assert_eq!(&*listed, builtin_catalog());
     }
 }

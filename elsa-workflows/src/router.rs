@@ -284,10 +284,10 @@ impl IncidentStore for TenantRouter {
 
 #[async_trait]
 impl ActivityCatalog for TenantRouter {
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
+    async fn list(&self, tenant: &TenantId) -> Result<Arc<[ActivityDescriptor]>, WorkflowError> {
         match self.services(tenant) {
             Some(services) => services.catalog.list(tenant).await,
-            None => Ok(Vec::new()),
+            None => Ok(Arc::from([])),
         }
     }
 }

@@ -3,6 +3,8 @@
 //! All of them are async, object-safe and tenant-aware: a call for tenant A never sees
 //! tenant B's objects, and an object of another tenant is reported exactly like a missing one.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
@@ -315,8 +317,9 @@ pub trait IncidentStore: Send + Sync {
 /// Lists the activity descriptors a tenant may use.
 #[async_trait]
 pub trait ActivityCatalog: Send + Sync {
-    /// Every descriptor available to the tenant.
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError>;
+    /// Every descriptor available to the tenant, as a snapshot shared with other readers
+    /// (tools read the catalog on many calls; a copy each time would cost more than the call).
+    async fn list(&self, tenant: &TenantId) -> Result<Arc<[ActivityDescriptor]>, WorkflowError>;
 }
 
 /// Writes workflow definitions. Only the proposal applier holds one.

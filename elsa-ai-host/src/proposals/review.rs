@@ -2,6 +2,8 @@
 //! against the tenant's activity catalog, warnings, and the graph diff. The rules
 //! themselves live in `elsa-workflows`; this is the one place the service calls them.
 
+use std::sync::Arc;
+
 use elsa_ai_abstractions::{AiError, BaselineRef, ProposalStatus};
 use elsa_workflows::{
     ActivityDescriptor, Diagnostic, DiagnosticCode, DraftValidator, GraphDiff, Severity,
@@ -17,7 +19,7 @@ use crate::redaction::REDACTED;
 /// value that carries the redaction marker.
 pub(crate) fn validate(
     definition: &WorkflowDefinition,
-    catalog: Vec<ActivityDescriptor>,
+    catalog: Arc<[ActivityDescriptor]>,
 ) -> Vec<Diagnostic> {
     let mut diagnostics = DraftValidator::new(catalog).validate(definition);
     redacted_values(&definition.to_value(), "$", None, &mut diagnostics);
@@ -247,7 +249,7 @@ impl Inner {
         baseline: Option<(i32, &WorkflowDefinition)>,
     ) -> Result<Vec<Diagnostic>, AiError> {
         let catalog = self.catalog.list(tenant_id).await?;
-        let mut diagnostics = self.redacted(validate(definition, catalog.clone()));
+        let mut diagnostics = self.redacted(validate(definition, Arc::clone(&catalog)));
         if let Some((version, baseline)) = baseline {
             let before = self.redacted(validate(baseline, catalog));
             mark_predating(&mut diagnostics, &before, version);
@@ -286,7 +288,7 @@ mod tests {
             ], "connections": []},
             "variables": [{"id": "v", "name": "token", "value": REDACTED}]
         }));
-        let found: Vec<_> = validate(&draft, elsa_workflows::builtin_catalog().to_vec())
+        let found: Vec<_> = validate(&draft, elsa_workflows::builtin_catalog().into())
             .into_iter()
             .filter(|d| d.code == DiagnosticCode::RedactedValue)
             .collect();
@@ -314,7 +316,7 @@ mod tests {
                      "text": {"typeName": "String", "expression": {"type": "Literal", "value": "[redacted]"}}}
         }));
         assert!(
-            validate(&draft, elsa_workflows::builtin_catalog().to_vec())
+            validate(&draft, elsa_workflows::builtin_catalog().into())
                 .iter()
                 .all(|d| d.code != DiagnosticCode::RedactedValue)
         );

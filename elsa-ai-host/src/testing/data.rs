@@ -158,7 +158,10 @@ impl IncidentStore for RecordingWorkflowData {
 
 #[async_trait]
 impl ActivityCatalog for RecordingWorkflowData {
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
+    async fn list(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<std::sync::Arc<[ActivityDescriptor]>, WorkflowError> {
         self.record(tenant, "catalog.list");
         self.backend.list(tenant).await
     }

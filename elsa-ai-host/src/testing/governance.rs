@@ -190,8 +190,11 @@ impl IncidentStore for NoWorkflowData {
 
 #[async_trait]
 impl ActivityCatalog for NoWorkflowData {
-    async fn list(&self, _: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
-        Ok(Vec::new())
+    async fn list(
+        &self,
+        _: &TenantId,
+    ) -> Result<std::sync::Arc<[ActivityDescriptor]>, WorkflowError> {
+        Ok(std::sync::Arc::from([]))
     }
 }
 

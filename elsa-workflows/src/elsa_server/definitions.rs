@@ -1,6 +1,8 @@
 //! Definitions over Elsa's REST API: reading them by id and version, the definition list,
 //! the activity descriptors, and saving an applied proposal (the writer's compare-and-set).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{Map, Value, json};
@@ -380,9 +382,9 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
 
 #[async_trait]
 impl ActivityCatalog for ElsaServerBackend {
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
+    async fn list(&self, tenant: &TenantId) -> Result<Arc<[ActivityDescriptor]>, WorkflowError> {
         if !self.serves(tenant) {
-            return Ok(Vec::new());
+            return Ok(Arc::from([]));
         }
         let what = "listing activity descriptors";
         let url = self.http.url(&["descriptors", "activities"]);
@@ -403,7 +405,7 @@ impl ActivityCatalog for ElsaServerBackend {
                     .clone_from(&builtin.dynamic_outcomes);
             }
         }
-        Ok(catalog)
+        Ok(catalog.into())
     }
 }
 

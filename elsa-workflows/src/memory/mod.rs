@@ -13,6 +13,7 @@ mod operations;
 mod seed;
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -57,8 +58,8 @@ struct TenantData {
     executions: HashMap<String, Vec<ActivityExecutionRecord>>,
     /// Execution log entries by instance id, in sequence order.
     execution_logs: HashMap<String, Vec<ExecutionLogEntry>>,
-    /// The activity descriptors the tenant may use.
-    catalog: Vec<ActivityDescriptor>,
+    /// The activity descriptors the tenant may use, shared with every reader of a snapshot.
+    catalog: Arc<[ActivityDescriptor]>,
 }
 
 impl InMemoryWorkflowBackend {
@@ -160,7 +161,7 @@ impl InMemoryWorkflowBackend {
             .write()
             .entry(tenant.clone())
             .or_default()
-            .catalog = descriptors;
+            .catalog = descriptors.into();
     }
 
     /// Adds descriptors to the tenant's activity catalog.
@@ -169,12 +170,9 @@ impl InMemoryWorkflowBackend {
         tenant: &TenantId,
         descriptors: impl IntoIterator<Item = ActivityDescriptor>,
     ) {
-        self.tenants
-            .write()
-            .entry(tenant.clone())
-            .or_default()
-            .catalog
-            .extend(descriptors);
+        let mut tenants = self.tenants.write();
+        let catalog = &mut tenants.entry(tenant.clone()).or_default().catalog;
+        *catalog = catalog.iter().cloned().chain(descriptors).collect();
     }
 
     /// Gives the tenant `descriptors` as its catalog when it has none yet; returns whether
@@ -189,7 +187,7 @@ impl InMemoryWorkflowBackend {
         if !catalog.is_empty() {
             return false;
         }
-        catalog.extend_from_slice(descriptors);
+        *catalog = descriptors.into();
         true
     }
 
@@ -715,13 +713,12 @@ impl IncidentStore for InMemoryWorkflowBackend {
 
 #[async_trait]
 impl ActivityCatalog for InMemoryWorkflowBackend {
-    async fn list(&self, tenant: &TenantId) -> Result<Vec<ActivityDescriptor>, WorkflowError> {
+    async fn list(&self, tenant: &TenantId) -> Result<Arc<[ActivityDescriptor]>, WorkflowError> {
         Ok(self
             .tenants
             .read()
             .get(tenant)
-            .map(|data| data.catalog.clone())
-            .unwrap_or_default())
+            .map_or_else(|| Arc::from([]), |data| Arc::clone(&data.catalog)))
     }
 }
 

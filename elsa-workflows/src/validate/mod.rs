@@ -22,6 +22,7 @@ mod command;
 mod cron;
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -54,7 +55,7 @@ pub fn validate(
 /// Validates drafts against one activity catalog, indexed once.
 #[derive(Clone, Debug)]
 pub struct DraftValidator {
-    descriptors: Vec<ActivityDescriptor>,
+    descriptors: Arc<[ActivityDescriptor]>,
     index: CatalogIndex,
 }
 
@@ -64,7 +65,8 @@ impl DraftValidator {
     /// A descriptor's outcomes count as input-dependent when it says so, or when the built-in
     /// descriptor of the same type says so: catalogs read from an Elsa server do not carry
     /// that note.
-    pub fn new(catalog: Vec<ActivityDescriptor>) -> Self {
+    pub fn new(catalog: impl Into<Arc<[ActivityDescriptor]>>) -> Self {
+        let catalog = catalog.into();
         Self {
             index: CatalogIndex::new(&catalog),
             descriptors: catalog,
@@ -74,7 +76,7 @@ impl DraftValidator {
     /// A validator over the built-in catalog, built once per process.
     pub fn builtin() -> &'static Self {
         static BUILTIN: std::sync::LazyLock<DraftValidator> =
-            std::sync::LazyLock::new(|| DraftValidator::new(crate::builtin_catalog().to_vec()));
+            std::sync::LazyLock::new(|| DraftValidator::new(crate::builtin_catalog()));
         &BUILTIN
     }
 

@@ -121,12 +121,8 @@ impl AiContextProvider for ActivitySelectionContext {
 
         if caller.has(&Permission::READ_ACTIVITIES) {
             let type_name = node.type_name();
-            let descriptor = self
-                .catalog
-                .list(&caller.tenant_id)
-                .await?
-                .into_iter()
-                .find(|d| d.type_name == type_name);
+            let catalog = self.catalog.list(&caller.tenant_id).await?;
+            let descriptor = catalog.iter().find(|d| d.type_name == type_name);
             if let Some(descriptor) = descriptor {
                 content.insert(
                     "descriptor".into(),
