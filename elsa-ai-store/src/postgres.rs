@@ -125,6 +125,82 @@ pub struct PostgresStore {
     /// The conversation writes a turn makes once it streams (messages appended, provider
     /// sessions recorded), group-committed.
     conversations: Arc<GroupCommitWriter<ConversationWrite>>,
+    /// The claims this process holds, and which of them a terminal event's commit has ended.
+    held: Arc<HeldClaims>,
+}
+
+/// The turn claims this process took, and which of them a commit of their conversation's
+/// terminal event has since ended (that commit deletes the claim): releasing one of those
+/// has nothing left to delete, so it costs no round trip. Every claim is released when its
+/// turn ends, which forgets it here, so this holds at most the turns running now.
+#[derive(Debug, Default)]
+struct HeldClaims {
+    /// (tenant, conversation) → the turn claimed, and whether a commit has ended its claim.
+    claims: std::sync::Mutex<HashMap<(String, String), (String, bool)>>,
+}
+
+impl HeldClaims {
+    fn claims(&self) -> std::sync::MutexGuard<'_, HashMap<(String, String), (String, bool)>> {
+        self.claims
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Notes a claim whose write has committed.
+    fn took(&self, claim: &AiTurnClaim) {
+        self.claims().insert(
+            (
+                claim.tenant_id.as_str().to_owned(),
+                claim.conversation_id.as_str().to_owned(),
+            ),
+            (claim.turn_id.clone(), false),
+        );
+    }
+
+    /// The turns claimed now of the conversations whose terminal event is in `rows`. Taken
+    /// before the batch's statement is sent: a claim noted by then was committed before the
+    /// statement ran, so the statement's delete sees it (a claim noted later may not be).
+    fn ending(&self, rows: &[StreamRow]) -> Vec<((String, String), String)> {
+        let claims = self.claims();
+        if claims.is_empty() {
+            return Vec::new();
+        }
+        rows.iter()
+            .filter(|row| is_terminal(row.event_type))
+            .filter_map(|row| {
+                let key = (row.tenant_id.clone(), row.conversation_id.clone());
+                let (turn, _) = claims.get(&key)?;
+                let turn = turn.clone();
+                Some((key, turn))
+            })
+            .collect()
+    }
+
+    /// Marks the claims `ending` found as ended, once their batch has committed.
+    fn ended(&self, ending: Vec<((String, String), String)>) {
+        let mut claims = self.claims();
+        for (key, turn) in ending {
+            if let Some((held, ended)) = claims.get_mut(&key)
+                && *held == turn
+            {
+                *ended = true;
+            }
+        }
+    }
+
+    /// Forgets the claim of `turn`; whether a commit had already ended it.
+    fn release(&self, tenant_id: &str, conversation_id: &str, turn: &str) -> bool {
+        let mut claims = self.claims();
+        let key = (tenant_id.to_owned(), conversation_id.to_owned());
+        match claims.get(&key) {
+            Some((held, ended)) if held == turn => {
+                let ended = *ended;
+                claims.remove(&key);
+                ended
+            }
+            _ => false,
+        }
+    }
 }
 
 impl PostgresStore {
@@ -148,9 +224,11 @@ impl PostgresStore {
             connections: connections(),
         };
         let audit = GroupCommitWriter::spawn(batches, options.audit);
+        let held = Arc::new(HeldClaims::default());
         let appends = JournalInserts {
             pool: pool.clone(),
             connections: connections(),
+            held: Arc::clone(&held),
         };
         let journal = GroupCommitWriter::spawn(appends, options.audit);
         let conversation_writer = || {
@@ -165,6 +243,7 @@ impl PostgresStore {
             journal: Arc::new(journal),
             openings: conversation_writer(),
             conversations: conversation_writer(),
+            held,
             pool,
         })
     }
@@ -505,6 +584,8 @@ impl AuditInserts {
 struct JournalInserts {
     pool: PgPool,
     connections: WriterConnections,
+    /// The store's claims, marked as their conversation's terminal event commits.
+    held: Arc<HeldClaims>,
 }
 
 #[async_trait]
@@ -516,8 +597,12 @@ impl BatchInsert for JournalInserts {
 
     async fn insert(&self, rows: &[StreamRow]) -> Result<Self::Aftermath, sqlx::Error> {
         let mut connection = self.connections.take().await?;
+        let ending = self.held.ending(rows);
         match Self::insert_on(&mut connection, rows).await {
-            Ok(notices) => Ok((connection, notices)),
+            Ok(notices) => {
+                self.held.ended(ending);
+                Ok((connection, notices))
+            }
             Err(error) => {
                 let failed = Err(error);
                 self.connections.settle(connection, &failed);
@@ -1476,7 +1561,9 @@ impl AiTurnClaims for PostgresStore {
         // Group-committed with the turn's other opening writes.
         self.openings
             .write(ConversationWrite::Claim(ClaimRow::new(claim, now)?))
-            .await
+            .await?;
+        self.held.took(claim);
+        Ok(())
     }
 
     async fn current(
@@ -1565,6 +1652,12 @@ impl AiTurnClaims for PostgresStore {
         conversation_id: &ConversationId,
         turn_id: &str,
     ) -> Result<(), AiError> {
+        if self
+            .held
+            .release(tenant_id.as_str(), conversation_id.as_str(), turn_id)
+        {
+            return Ok(());
+        }
         sqlx::query(
             "DELETE FROM turn_claims WHERE tenant_id = $1 AND conversation_id = $2 \
              AND turn_id = $3",
@@ -1616,6 +1709,9 @@ impl AiTurnClaims for PostgresStore {
         .await
         .map_err(|e| failed("taking over a turn claim", e))?
         .rows_affected();
+        if taken == 1 {
+            self.held.took(by);
+        }
         Ok(taken == 1)
     }
 }

@@ -1,7 +1,8 @@
 //! Turn claims through two store handles (as two replicas hold them): a conversation is
 //! claimed by one turn only, even when the claims share batches with the conversations
-//! being created, the commit that journals a turn's terminal event ends its claim, and a
-//! cancel asked through one handle reaches the heartbeat of the replica holding the claim.
+//! being created, the commit that journals a turn's terminal event ends its claim, releasing
+//! a claim ends that turn's claim and never the next turn's, and a cancel asked through one
+//! handle reaches the heartbeat of the replica holding the claim.
 
 use std::sync::Arc;
 
@@ -19,6 +20,7 @@ on_both_backends!(
     a_conversation_is_claimed_once_even_in_batches_with_its_creation,
     the_commit_of_a_terminal_event_ends_the_claim,
     a_cancel_request_marks_the_live_claim_for_its_replicas_heartbeat,
+    releasing_a_claim_ends_that_turns_claim_and_no_other,
 );
 
 fn tenant() -> TenantId {
@@ -159,6 +161,94 @@ async fn the_commit_of_a_terminal_event_ends_the_claim(db: TestDb) {
         .claim(&claim(&tenant, &id, "b"), Utc::now())
         .await
         .expect("the next turn claims the conversation anywhere at once");
+}
+
+fn event(id: &ConversationId, sequence: u64, event_type: AiStreamEventType) -> AiStreamEvent {
+    AiStreamEvent {
+        event_type,
+        conversation_id: id.clone(),
+        sequence,
+        timestamp: Utc::now(),
+        data: json!({}).into(),
+    }
+}
+
+/// A store may skip the delete of a claim that its own terminal-event commit has ended: the
+/// release must still end a claim no commit ended, and must never end a later turn's claim.
+async fn releasing_a_claim_ends_that_turns_claim_and_no_other(db: TestDb) {
+    let (a, b) = (db.open_concrete().await, db.open_concrete().await);
+    let (claims_a, claims_b) = (claims(&a), claims(&b));
+    let tenant = tenant();
+    let (ended, open, late) = (
+        ConversationId::generate(),
+        ConversationId::generate(),
+        ConversationId::generate(),
+    );
+    for id in [&ended, &open, &late] {
+        a.shared().create(&conversation(&tenant, id)).await.unwrap();
+    }
+    let journal = a.shared();
+
+    // A turn whose terminal event was journaled: its release is done, and the next turn's
+    // claim (taken on the other replica meanwhile) stays.
+    let first = claim(&tenant, &ended, "a");
+    claims_a.claim(&first, Utc::now()).await.unwrap();
+    journal
+        .append(
+            &tenant,
+            &event(&ended, 1, AiStreamEventType::ConversationCompleted),
+        )
+        .await
+        .unwrap();
+    let next = claim(&tenant, &ended, "b");
+    claims_b.claim(&next, Utc::now()).await.unwrap();
+    claims_a
+        .release(&tenant, &ended, &first.turn_id)
+        .await
+        .unwrap();
+    let held = claims_b.current(&tenant, &ended).await.unwrap();
+    assert_eq!(held.map(|c| c.turn_id), Some(next.turn_id.clone()));
+    // Released again (a retry): still not the next turn's.
+    claims_a
+        .release(&tenant, &ended, &first.turn_id)
+        .await
+        .unwrap();
+    assert!(claims_b.current(&tenant, &ended).await.unwrap().is_some());
+    claims_b
+        .release(&tenant, &ended, &next.turn_id)
+        .await
+        .unwrap();
+    assert!(claims_a.current(&tenant, &ended).await.unwrap().is_none());
+
+    // A turn that ended without a terminal event (refused, taken over): the release deletes.
+    let unfinished = claim(&tenant, &open, "a");
+    claims_a.claim(&unfinished, Utc::now()).await.unwrap();
+    journal
+        .append(&tenant, &event(&open, 1, AiStreamEventType::AssistantDelta))
+        .await
+        .unwrap();
+    claims_a
+        .release(&tenant, &open, &unfinished.turn_id)
+        .await
+        .unwrap();
+    assert!(claims_b.current(&tenant, &open).await.unwrap().is_none());
+
+    // A terminal event journaled before the turn claimed ends nothing of that turn's.
+    journal
+        .append(
+            &tenant,
+            &event(&late, 1, AiStreamEventType::ConversationFailed),
+        )
+        .await
+        .unwrap();
+    let after = claim(&tenant, &late, "a");
+    claims_a.claim(&after, Utc::now()).await.unwrap();
+    assert!(claims_b.current(&tenant, &late).await.unwrap().is_some());
+    claims_a
+        .release(&tenant, &late, &after.turn_id)
+        .await
+        .unwrap();
+    assert!(claims_b.current(&tenant, &late).await.unwrap().is_none());
 }
 
 async fn a_cancel_request_marks_the_live_claim_for_its_replicas_heartbeat(db: TestDb) {
