@@ -296,7 +296,9 @@ pub use proposals::{
     ProposalServiceBuilder, ProposalSettings, TargetState,
 };
 pub use provider_router::{ProviderRouter, ProviderRouterBuilder};
-pub use redaction::{REDACTED, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError};
+pub use redaction::{
+    REDACTED, Redacted, RedactingAuditSink, Redactor, RedactorBuilder, RedactorError,
+};
 pub use registry::{
     MAX_TOOL_NAME_LEN, RegisteredTool, ToolAvailability, ToolPolicy, ToolRegistrationError,
     ToolRegistry, ToolRegistryBuilder, ToolUnavailable, agent_names_tool, requires_tenant,

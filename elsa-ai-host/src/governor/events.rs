@@ -4,8 +4,11 @@ use async_trait::async_trait;
 use elsa_ai_abstractions::{AiError, AiStreamEventType, AiToolResult};
 use serde_json::{Map, Value, json};
 
-/// What the governor reports about one tool call, already redacted (and, for results,
-/// clamped). Exactly one `Started` and one terminal event per call id.
+use crate::redaction::{Redacted, Redactor};
+
+/// What the governor reports about one tool call: its arguments and result already redacted
+/// (and, for results, clamped), which their type says. Exactly one `Started` and one
+/// terminal event per call id.
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum ToolEvent {
@@ -16,7 +19,7 @@ pub enum ToolEvent {
         /// The tool name as the model asked for it.
         tool_name: Arc<str>,
         /// The redacted arguments, shared with the tool's context and the audit record.
-        arguments: Arc<Value>,
+        arguments: Redacted<Arc<Value>>,
     },
     /// The tool ran and returned content.
     Completed {
@@ -25,7 +28,7 @@ pub enum ToolEvent {
         /// The tool name.
         tool_name: Arc<str>,
         /// The redacted, clamped result the model receives.
-        result: AiToolResult,
+        result: Redacted<AiToolResult>,
     },
     /// The call was refused or failed.
     Failed {
@@ -34,7 +37,7 @@ pub enum ToolEvent {
         /// The tool name as the model asked for it.
         tool_name: Arc<str>,
         /// The error result the model receives (`outcome` is `Denied` or `Error`).
-        result: AiToolResult,
+        result: Redacted<AiToolResult>,
     },
 }
 
@@ -57,14 +60,18 @@ impl ToolEvent {
         }
     }
 
-    /// The stream event's `data` (camelCase JSON). `toolCallId`, `status` and `summary` are
-    /// the strings Elsa Studio's panel reads (it reads `summary` before `result`).
-    pub fn data(&self) -> Value {
-        self.clone().into_data()
+    /// The stream event's `data` (camelCase JSON), redacted. `toolCallId`, `status` and
+    /// `summary` are the strings Elsa Studio's panel reads (it reads `summary` before
+    /// `result`).
+    pub fn data(&self, redactor: &Redactor) -> Redacted<Value> {
+        self.clone().into_data(redactor)
     }
 
-    /// [`Self::data`], moving the arguments or the result in instead of copying them.
-    pub fn into_data(self) -> Value {
+    /// [`Self::data`], moving the arguments or the result in instead of copying them. Only
+    /// the call id, the tool name and the summary are redacted here: the arguments and the
+    /// result were redacted before, and the keys are this function's own.
+    pub fn into_data(self, redactor: &Redactor) -> Redacted<Value> {
+        let text = |text: &str| Value::String(redactor.redact_str(text).into_owned());
         let mut data = Map::with_capacity(9);
         match self {
             Self::Started {
@@ -73,12 +80,15 @@ impl ToolEvent {
                 arguments,
             } => {
                 let summary = format!("{tool_name} started");
-                data.insert("callId".into(), call_id[..].into());
-                data.insert("toolCallId".into(), call_id[..].into());
-                data.insert("toolName".into(), tool_name[..].into());
+                data.insert("callId".into(), text(&call_id));
+                data.insert("toolCallId".into(), text(&call_id));
+                data.insert("toolName".into(), text(&tool_name));
                 data.insert("status".into(), "started".into());
-                data.insert("summary".into(), summary.into());
-                data.insert("arguments".into(), Arc::unwrap_or_clone(arguments));
+                data.insert("summary".into(), text(&summary));
+                data.insert(
+                    "arguments".into(),
+                    Arc::unwrap_or_clone(arguments.into_inner()),
+                );
             }
             Self::Completed {
                 call_id,
@@ -90,22 +100,23 @@ impl ToolEvent {
                 tool_name,
                 result,
             } => {
+                let result = result.into_inner();
                 let (status, summary) = match &result.error {
                     Some(error) => ("failed", format!("{tool_name} failed: {}", error.message)),
                     None => ("completed", format!("{tool_name} completed")),
                 };
-                data.insert("callId".into(), call_id[..].into());
-                data.insert("toolCallId".into(), call_id[..].into());
-                data.insert("toolName".into(), tool_name[..].into());
+                data.insert("callId".into(), text(&call_id));
+                data.insert("toolCallId".into(), text(&call_id));
+                data.insert("toolName".into(), text(&tool_name));
                 data.insert("status".into(), status.into());
-                data.insert("summary".into(), summary.into());
+                data.insert("summary".into(), text(&summary));
                 data.insert("outcome".into(), json!(result.outcome));
                 data.insert("result".into(), result.content);
                 data.insert("error".into(), json!(result.error));
                 data.insert("truncated".into(), result.truncated.into());
             }
         }
-        Value::Object(data)
+        Redacted::assembled(Value::Object(data))
     }
 }
 
@@ -124,15 +135,16 @@ mod tests {
 
     #[test]
     fn events_map_to_stream_types_and_camel_case_data() {
+        let redactor = Redactor::default();
         let started = ToolEvent::Started {
             call_id: "c1".into(),
             tool_name: "demo.echo".into(),
-            arguments: Arc::new(json!({"x": 1})),
+            arguments: redactor.redacted(json!({"x": 1})).wrapped(Arc::new),
         };
         assert_eq!(started.event_type(), AiStreamEventType::ToolStarted);
-        assert_eq!(started.data()["callId"], "c1");
+        assert_eq!(started.data(&redactor)["callId"], "c1");
         assert_eq!(
-            started.data(),
+            *started.data(&redactor),
             json!({
                 "callId": "c1", "toolCallId": "c1", "toolName": "demo.echo",
                 "status": "started", "summary": "demo.echo started", "arguments": {"x": 1},
@@ -141,11 +153,38 @@ mod tests {
         let failed = ToolEvent::Failed {
             call_id: "c1".into(),
             tool_name: "demo.echo".into(),
-            result: AiToolResult::denied(&AiError::forbidden("tool_disabled", "off")),
+            result: redactor.redacted_tool_result(AiToolResult::denied(&AiError::forbidden(
+                "tool_disabled",
+                "off",
+            ))),
         };
         assert_eq!(failed.event_type(), AiStreamEventType::ToolFailed);
-        assert_eq!(failed.data()["outcome"], "Denied");
-        assert_eq!(failed.data()["error"]["status"], 403);
+        assert_eq!(failed.data(&redactor)["outcome"], "Denied");
+        assert_eq!(failed.data(&redactor)["error"]["status"], 403);
         assert_eq!(failed.call_id(), "c1");
+    }
+
+    #[test]
+    fn the_names_a_provider_chose_are_redacted_in_the_data() {
+        // The arguments and the result come redacted; the call id and the tool name come
+        // from the provider (a model may have written them) and are redacted here.
+        let redactor = Redactor::default();
+        let failed = ToolEvent::Failed {
+            call_id: "Bearer abcdef123456".into(),
+            tool_name: "password=hunter2".into(),
+            result: redactor.redacted_tool_result(AiToolResult::error(&AiError::internal(
+                "failed",
+                "Password=hunter2;",
+            ))),
+        };
+        let data = failed.into_data(&redactor).into_inner();
+        assert_eq!(data["callId"], "Bearer [REDACTED]");
+        assert_eq!(data["toolCallId"], "Bearer [REDACTED]");
+        assert!(!data.to_string().contains("hunter2"), "{data}");
+        assert_eq!(
+            redactor.redacted_value(&data),
+            data,
+            "nothing left to redact"
+        );
     }
 }

@@ -489,39 +489,33 @@ impl BoundToolInvoker {
             Ok(checked) => checked,
             Err(Refusal { step, error }) => {
                 let refused = {
-                    let error = redact_result.redact_error(error);
+                    let denied = redact_result.denied(&error);
                     self.passed(call_id, GovernanceStep::RedactResult);
-                    emit.refused(
-                        &record,
-                        step,
-                        invocation.arguments,
-                        AiToolResult::denied(&error),
-                    )
+                    emit.refused(&record, step, invocation.arguments, denied)
                 };
                 let result = Box::pin(refused).await;
                 self.passed(call_id, GovernanceStep::EmitEvents);
-                return result;
+                return result.into_inner();
             }
         };
 
-        let arguments = Arc::new(
-            RedactArguments {
-                redactor: &g.redactor,
-            }
-            .run(invocation.arguments),
-        );
+        let arguments = RedactArguments {
+            redactor: &g.redactor,
+        }
+        .run(invocation.arguments)
+        .wrapped(Arc::new);
         self.passed(call_id, GovernanceStep::RedactArguments);
         let noted = scope.one_turn && tool.definition().mutability == ToolMutability::ReadOnly;
         if noted && let Some(error) = self.earlier_call(record.tool_name, &arguments) {
             let repeated = emit.refused(
                 &record,
                 GovernanceStep::ExecuteTool,
-                (*arguments).clone(),
-                AiToolResult::denied(&error),
+                serde_json::Value::clone(&arguments),
+                redact_result.denied(&error),
             );
             let result = Box::pin(repeated).await;
             self.passed(call_id, GovernanceStep::EmitEvents);
-            return result;
+            return result.into_inner();
         }
         emit.started(&record, &arguments).done().await;
 
@@ -533,7 +527,7 @@ impl BoundToolInvoker {
                 caller: agent_scope.narrowed,
                 agent: Arc::clone(&scope.agent),
                 conversation_id: scope.conversation_id.clone(),
-                arguments: Arc::clone(&arguments),
+                arguments: Arc::clone(arguments.get()),
                 attachments: scope.attachments.clone(),
                 services: g.services.clone(),
                 // The tool's own token; the turn's reaches it through `ExecuteTool`.
@@ -556,7 +550,7 @@ impl BoundToolInvoker {
             if noted && result.is_success() {
                 self.answered_lock().push(AnsweredCall {
                     tool: Arc::clone(record.tool_name),
-                    arguments: Arc::clone(&arguments),
+                    arguments: Arc::clone(arguments.get()),
                     call_id: Arc::clone(record.call_id),
                 });
             }
@@ -564,7 +558,7 @@ impl BoundToolInvoker {
         };
         let result = Box::pin(finished).await;
         self.passed(call_id, GovernanceStep::EmitEvents);
-        result
+        result.into_inner()
     }
 }
 

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
 use crate::governor::{ToolEvent, ToolEventSink};
+use crate::redaction::Redacted;
 use crate::stream::Channel;
 use crate::telemetry::TokenUsage;
 
@@ -56,9 +57,9 @@ struct Call {
     call_id: Arc<str>,
     tool_name: Arc<str>,
     state: CallState,
-    /// The arguments as `tool.started` shows them: the governor's redacted ones, or the
-    /// provider's while the call is only announced.
-    arguments: Arc<Value>,
+    /// The arguments as `tool.started` shows them: the governor's, or the provider's (redacted
+    /// here) while the call is only announced.
+    arguments: Redacted<Arc<Value>>,
 }
 
 enum CallState {
@@ -97,13 +98,28 @@ impl TurnEvents {
 
     async fn append(&self, ledger: &mut Ledger, event_type: AiStreamEventType, data: Value) {
         if let Err(error) = self.channel.append(event_type, data).await {
-            tracing::error!(
-                code = error.code(),
-                conversation = %self.channel.id(),
-                "a turn event could not be journaled"
-            );
-            ledger.failure.get_or_insert(error);
+            self.not_journaled(ledger, error);
         }
+    }
+
+    /// Journals and publishes a tool event: its data is assembled from redacted parts, so the
+    /// channel does not walk it again.
+    async fn append_tool_event(&self, ledger: &mut Ledger, event: ToolEvent) {
+        let event_type = event.event_type();
+        let data = event.into_data(self.channel.redactor());
+        if let Err(error) = self.channel.append_redacted(event_type, data).await {
+            self.not_journaled(ledger, error);
+        }
+    }
+
+    /// Notes the turn's first event that could not be journaled: it fails the turn.
+    fn not_journaled(&self, ledger: &mut Ledger, error: AiError) {
+        tracing::error!(
+            code = error.code(),
+            conversation = %self.channel.id(),
+            "a turn event could not be journaled"
+        );
+        ledger.failure.get_or_insert(error);
     }
 
     /// Maps one non-terminal provider event onto the stream.
@@ -141,11 +157,12 @@ impl TurnEvents {
                 arguments,
             } => {
                 if !ledger.by_id.contains_key(call_id.as_str()) {
+                    let arguments = self.channel.redactor().redacted(arguments);
                     ledger.insert(
                         call_id.into(),
                         tool_name.into(),
                         CallState::Announced,
-                        Arc::new(arguments),
+                        arguments.wrapped(Arc::new),
                     );
                 }
             }
@@ -179,6 +196,7 @@ impl TurnEvents {
                 result,
             } => {
                 let (call_id, tool_name) = (call_id.into(), tool_name.into());
+                let result = self.channel.redactor().redacted_tool_result(result);
                 let event = if result.is_success() {
                     ToolEvent::Completed {
                         call_id,
@@ -199,7 +217,10 @@ impl TurnEvents {
                 tool_name,
                 error,
             } => {
-                let result = failed_result(error);
+                let result = self
+                    .channel
+                    .redactor()
+                    .redacted_tool_result(failed_result(error));
                 self.terminal(
                     &mut ledger,
                     ToolEvent::Failed {
@@ -237,10 +258,9 @@ impl TurnEvents {
         let started = ToolEvent::Started {
             call_id: call.call_id.clone(),
             tool_name: call.tool_name.clone(),
-            arguments: Arc::clone(&call.arguments),
+            arguments: call.arguments.clone(),
         };
-        self.append(ledger, started.event_type(), started.into_data())
-            .await;
+        self.append_tool_event(ledger, started).await;
     }
 
     /// Publishes a terminal tool event unless the call already has one.
@@ -262,7 +282,8 @@ impl TurnEvents {
                 call_id,
                 tool_name,
                 CallState::Announced,
-                Arc::new(Value::Null),
+                // Null holds nothing to redact.
+                Redacted::assembled(Arc::new(Value::Null)),
             ),
         };
         if matches!(ledger.calls[index].state, CallState::Finished) {
@@ -275,7 +296,7 @@ impl TurnEvents {
             let message = AiToolMessage {
                 call_id: call.call_id.to_string(),
                 tool_name: call.tool_name.to_string(),
-                arguments: Value::clone(&call.arguments),
+                arguments: Value::clone(call.arguments.get()),
                 result: json!({
                     "outcome": result.outcome,
                     "content": result.content,
@@ -284,8 +305,7 @@ impl TurnEvents {
             };
             ledger.tool_messages.push(message);
         }
-        let event_type = event.event_type();
-        self.append(ledger, event_type, event.into_data()).await;
+        self.append_tool_event(ledger, event).await;
     }
 
     /// Ends the turn's event flow: closes every open tool call with a `tool.failed`
@@ -302,7 +322,10 @@ impl TurnEvents {
             let failed = ToolEvent::Failed {
                 call_id: call.call_id.clone(),
                 tool_name: call.tool_name.clone(),
-                result: AiToolResult::error(reason),
+                result: self
+                    .channel
+                    .redactor()
+                    .redacted_tool_result(AiToolResult::error(reason)),
             };
             self.terminal(&mut ledger, failed).await;
         }
@@ -339,7 +362,7 @@ impl Ledger {
         call_id: Arc<str>,
         tool_name: Arc<str>,
         state: CallState,
-        arguments: Arc<Value>,
+        arguments: Redacted<Arc<Value>>,
     ) -> usize {
         let index = self.calls.len();
         self.by_id.insert(Arc::clone(&call_id), index);
@@ -385,7 +408,7 @@ impl ToolEventSink for TurnEvents {
                             call_id.clone(),
                             tool_name.clone(),
                             CallState::Started,
-                            Arc::clone(&arguments),
+                            arguments.clone(),
                         );
                         true
                     }
@@ -395,7 +418,7 @@ impl ToolEventSink for TurnEvents {
                         if announced {
                             call.state = CallState::Started;
                             call.tool_name = tool_name.clone();
-                            call.arguments = Arc::clone(&arguments);
+                            call.arguments = arguments.clone();
                         }
                         announced
                     }
@@ -406,8 +429,7 @@ impl ToolEventSink for TurnEvents {
                         tool_name,
                         arguments,
                     };
-                    self.append(&mut ledger, started.event_type(), started.into_data())
-                        .await;
+                    self.append_tool_event(&mut ledger, started).await;
                 }
             }
             terminal => self.terminal(&mut ledger, terminal).await,

@@ -32,6 +32,7 @@
 
 mod json_text;
 mod keys;
+mod marker;
 mod patterns;
 #[cfg(test)]
 mod properties;
@@ -41,11 +42,12 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
-use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent, AiTextRedactor};
+use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent, AiTextRedactor, AiToolResult};
 use serde_json::Value;
 
 use json_text::JsonSearch;
 use keys::SensitiveKeys;
+pub use marker::Redacted;
 use patterns::{Anchor, BUILT_IN};
 pub use sink::RedactingAuditSink;
 
@@ -486,6 +488,26 @@ impl Redactor {
         batch.bytes.clear();
         batch.texts.clear();
         changed
+    }
+
+    /// The value redacted (see [`Self::redact_value`]), marked as such.
+    pub fn redacted(&self, mut value: Value) -> Redacted<Value> {
+        self.redact_value(&mut value);
+        Redacted::assembled(value)
+    }
+
+    /// A tool result redacted: its content, and its error's code and message (a tool or an
+    /// MCP server chooses both), marked as such.
+    pub fn redacted_tool_result(&self, mut result: AiToolResult) -> Redacted<AiToolResult> {
+        self.redact_value(&mut result.content);
+        if let Some(error) = &mut result.error {
+            for text in [&mut error.code, &mut error.message] {
+                if let Cow::Owned(redacted) = self.redact_str(text) {
+                    *text = redacted;
+                }
+            }
+        }
+        Redacted::assembled(result)
     }
 
     /// A redacted copy of a JSON value.

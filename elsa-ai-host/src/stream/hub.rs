@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, watch};
 
 use super::subscription::{OpenedSubscription, StreamEnd, Subscription};
 use crate::backoff::Backoff;
-use crate::redaction::Redactor;
+use crate::redaction::{Redacted, Redactor};
 
 /// How the hub is tuned.
 #[derive(Clone, Copy, Debug)]
@@ -247,15 +247,37 @@ impl Channel {
         event_type: AiStreamEventType,
         data: Value,
     ) -> Result<AiStreamEvent, AiError> {
+        let data = self.hub.redactor.redacted(data);
         self.append_ending(event_type, data, None).await
+    }
+
+    /// Sequences, journals and broadcasts one event whose data is redacted already (a tool
+    /// event, assembled from the governor's redacted arguments or result).
+    pub async fn append_redacted(
+        &self,
+        event_type: AiStreamEventType,
+        data: Redacted<Value>,
+    ) -> Result<AiStreamEvent, AiError> {
+        self.append_ending(event_type, data, None).await
+    }
+
+    /// The redactor every event passes.
+    pub fn redactor(&self) -> &Redactor {
+        &self.hub.redactor
     }
 
     async fn append_ending(
         &self,
         event_type: AiStreamEventType,
-        data: Value,
+        data: Redacted<Value>,
         ends_turn: Option<u64>,
     ) -> Result<AiStreamEvent, AiError> {
+        // What was assembled from redacted parts must be what redaction would make of it.
+        debug_assert_eq!(
+            self.hub.redactor.redacted_value(&data),
+            *data,
+            "a {event_type:?} event marked redacted holds something to redact"
+        );
         let mut last = self.last.lock().await;
         let previous = match *last {
             Some(previous) => previous,
@@ -271,9 +293,8 @@ impl Channel {
             conversation_id: self.id.clone(),
             sequence: previous + 1,
             timestamp: self.hub.clock.now(),
-            data: data.into(),
+            data: data.into_inner().into(),
         };
-        self.hub.redactor.redact_stream_event(&mut event);
         // A turn's terminal event frees the conversation before anyone can see the event
         // (in the journal or live), so a client that saw it may start the next turn at once.
         // Holding `last` keeps the next turn's events behind this one, and keeps readers
@@ -320,6 +341,7 @@ impl Channel {
         data: Value,
     ) -> Result<AiStreamEvent, AiError> {
         *self.last.lock().await = None;
+        let data = self.hub.redactor.redacted(data);
         self.append_ending(event_type, data, None).await
     }
 
@@ -531,6 +553,7 @@ impl TurnSlot {
     ) -> Result<AiStreamEvent, AiError> {
         debug_assert!(event_type.is_terminal());
         let channel = &self.channel;
+        let data = channel.hub.redactor.redacted(data);
         let before = *channel.last.lock().await;
         let mut backoff = turn_end_backoff();
         loop {

@@ -669,7 +669,7 @@ async fn secrets_are_redacted_for_the_model_the_stream_and_the_audit_alike() {
 
     let events = harness.events.events();
     assert!(
-        matches!(&events[0], ToolEvent::Started { arguments, .. } if **arguments == expected_arguments)
+        matches!(&events[0], ToolEvent::Started { arguments, .. } if ***arguments == expected_arguments)
     );
     assert!(
         matches!(&events[1], ToolEvent::Completed { result, .. } if result.content == expected_result)

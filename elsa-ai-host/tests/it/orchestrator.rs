@@ -501,6 +501,56 @@ async fn secrets_never_reach_the_stream_the_audit_trail_the_store_or_the_provide
 }
 
 #[tokio::test]
+async fn what_a_provider_reports_of_calls_outside_the_invoker_is_redacted() {
+    // Calls the governor never saw: their arguments, results and errors come from the
+    // provider and are redacted before the stream has them.
+    let played = vec![
+        Played::Event(AiProviderEvent::ToolStarted {
+            call_id: "remote".into(),
+            tool_name: "demo.remote".into(),
+            arguments: json!({"apiKey": "k-123", "id": "x"}),
+        }),
+        Played::Event(AiProviderEvent::ToolCompleted {
+            call_id: "remote".into(),
+            tool_name: "demo.remote".into(),
+            result: AiToolResult::success(json!({"token": "t-456", "rows": 2})),
+        }),
+        Played::Event(AiProviderEvent::ToolFailed {
+            call_id: "Bearer abcdef123456".into(),
+            tool_name: "demo.remote".into(),
+            error: AiToolError {
+                code: "remote_failed".into(),
+                status: 502,
+                message: "login failed: Password=hunter2;".into(),
+            },
+        }),
+        Played::Event(AiProviderEvent::Completed),
+    ];
+    let harness = ChatHarness::builder()
+        .provider(Arc::new(PlayedProvider::new(played)))
+        .build();
+    let events = harness.run(harness.request("go")).await;
+    let started = of_type(&events, T::ToolStarted);
+    assert_eq!(started[0].data["arguments"]["apiKey"], REDACTED);
+    assert_eq!(started[0].data["arguments"]["id"], "x");
+    let completed = of_type(&events, T::ToolCompleted)[0];
+    assert_eq!(completed.data["result"]["token"], REDACTED);
+    assert_eq!(completed.data["result"]["rows"], 2);
+    let failed = of_type(&events, T::ToolFailed)[0];
+    assert_eq!(failed.data["callId"], "Bearer [REDACTED]");
+    assert_eq!(
+        failed.data["error"]["message"],
+        "login failed: Password=[REDACTED];"
+    );
+    for event in &events {
+        let text = event.data.to_string();
+        for secret in ["k-123", "t-456", "abcdef123456", "hunter2"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+}
+
+#[tokio::test]
 async fn each_call_id_has_one_start_and_one_end_whoever_reports_it() {
     // The provider reports everything itself as well as going through the invoker, fails a
     // call outside the invoker, and leaves a call open.

@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::governor::{GovernanceStep, ToolEvent, ToolEventSink};
-use crate::redaction::Redactor;
+use crate::redaction::{Redacted, Redactor};
 use crate::telemetry::{self, ToolCounters};
 
 /// One call as step 11 reports it. `arguments` are the redacted arguments.
@@ -48,11 +48,15 @@ pub(crate) struct EmitEvents<'r> {
 
 impl<'r> EmitEvents<'r> {
     /// `tool.started` for a call that passed the checks, with its redacted arguments.
-    pub fn started(&self, record: &CallRecord<'_>, arguments: &Arc<Value>) -> Publication<'r> {
+    pub fn started(
+        &self,
+        record: &CallRecord<'_>,
+        arguments: &Redacted<Arc<Value>>,
+    ) -> Publication<'r> {
         self.publish(|| ToolEvent::Started {
             call_id: Arc::clone(record.call_id),
             tool_name: Arc::clone(record.tool_name),
-            arguments: Arc::clone(arguments),
+            arguments: arguments.clone(),
         })
     }
 
@@ -62,8 +66,8 @@ impl<'r> EmitEvents<'r> {
         record: &CallRecord<'_>,
         step: GovernanceStep,
         raw_arguments: Value,
-        result: AiToolResult,
-    ) -> AiToolResult {
+        result: Redacted<AiToolResult>,
+    ) -> Redacted<AiToolResult> {
         self.counters.denied_at(step);
         // The name comes from the model; it is only echoed after redaction.
         let tool_name: Arc<str> = match self.redactor.redact_str(record.tool_name) {
@@ -77,7 +81,7 @@ impl<'r> EmitEvents<'r> {
         // Both reports are made in a block of its own (they run in order when awaited), so
         // that what they are made from is not kept while they are written.
         let (audited, started) = {
-            let arguments = Arc::new(self.redacted(raw_arguments));
+            let arguments = self.redactor.redacted(raw_arguments).wrapped(Arc::new);
             let code = result.error.as_ref().map_or("denied", |e| e.code.as_str());
             let summary = format!(
                 "tool '{tool_name}' denied at step {} ({}): {code}",
@@ -90,7 +94,7 @@ impl<'r> EmitEvents<'r> {
                 called_as: record.called_as.cloned(),
                 step: step.as_str().into(),
                 step_number: step.number(),
-                arguments: Arc::clone(&arguments),
+                arguments: Arc::clone(arguments.get()),
                 error: result.error.clone(),
             };
             let started = self.started(&record, &arguments);
@@ -120,9 +124,9 @@ impl<'r> EmitEvents<'r> {
         &self,
         record: &CallRecord<'_>,
         behavior: AuditBehavior,
-        arguments: Arc<Value>,
-        result: AiToolResult,
-    ) -> AiToolResult {
+        arguments: Redacted<Arc<Value>>,
+        result: Redacted<AiToolResult>,
+    ) -> Redacted<AiToolResult> {
         let success = result.is_success();
         let result = if success && behavior == AuditBehavior::None {
             result
@@ -134,7 +138,7 @@ impl<'r> EmitEvents<'r> {
                     call_id: Arc::clone(record.call_id),
                     agent: Arc::clone(record.agent),
                     called_as: record.called_as.cloned(),
-                    arguments,
+                    arguments: arguments.into_inner(),
                     outcome: result.outcome,
                     duration_ms: u64::try_from(record.started.elapsed().as_millis())
                         .unwrap_or(u64::MAX),
@@ -168,11 +172,6 @@ impl<'r> EmitEvents<'r> {
         self.finish(record, result, record.tool_name).await
     }
 
-    fn redacted(&self, mut value: Value) -> Value {
-        self.redactor.redact_value(&mut value);
-        value
-    }
-
     /// Hands the record to the sink now and waits for its answer when awaited: the record
     /// moves into the sink's future instead of being kept in the governor's.
     fn audit<'s>(
@@ -182,8 +181,8 @@ impl<'r> EmitEvents<'r> {
         outcome: AuditOutcome,
         summary: String,
         details: AuditDetails,
-        result: AiToolResult,
-    ) -> impl Future<Output = AiToolResult> + 's {
+        result: Redacted<AiToolResult>,
+    ) -> impl Future<Output = Redacted<AiToolResult>> + 's {
         // Built whole: `AiAuditEvent::new` would read the system clock for a timestamp that
         // the governor's clock replaces. The id takes its time from the same reading; stores
         // order records by timestamp and sequence, never by id.
@@ -212,10 +211,11 @@ impl<'r> EmitEvents<'r> {
                         code = error.code(),
                         "audit record of a tool call could not be written"
                     );
-                    AiToolResult::error(&AiError::audit_failed(
-                        &error,
-                        "the tool call could not be audited, so its result is withheld",
-                    ))
+                    self.redactor
+                        .redacted_tool_result(AiToolResult::error(&AiError::audit_failed(
+                            &error,
+                            "the tool call could not be audited, so its result is withheld",
+                        )))
                 }
             }
         }
@@ -224,9 +224,9 @@ impl<'r> EmitEvents<'r> {
     async fn finish(
         &self,
         record: &CallRecord<'_>,
-        result: AiToolResult,
+        result: Redacted<AiToolResult>,
         label: &str,
-    ) -> AiToolResult {
+    ) -> Redacted<AiToolResult> {
         self.publish(|| {
             let (call_id, tool_name) = (Arc::clone(record.call_id), Arc::clone(record.tool_name));
             let result = result.clone();
@@ -353,6 +353,16 @@ mod tests {
         fn audited(&self) -> Vec<AiAuditEvent> {
             self.log.events(&TenantId::new("acme"))
         }
+
+        /// Arguments as the redaction step hands them on.
+        fn arguments(&self, arguments: Value) -> Redacted<Arc<Value>> {
+            self.redactor.redacted(arguments).wrapped(Arc::new)
+        }
+
+        /// A result as the redaction step hands it on.
+        fn result(&self, result: AiToolResult) -> Redacted<AiToolResult> {
+            self.redactor.redacted_tool_result(result)
+        }
     }
 
     #[tokio::test]
@@ -369,8 +379,8 @@ mod tests {
                 .finished(
                     &f.record(),
                     behavior,
-                    Arc::new(json!({"id": "x"})),
-                    AiToolResult::success(content.clone()),
+                    f.arguments(json!({"id": "x"})),
+                    f.result(AiToolResult::success(content.clone())),
                 )
                 .await;
             assert!(result.is_success());
@@ -396,12 +406,15 @@ mod tests {
     #[tokio::test]
     async fn failures_are_recorded_even_when_the_behaviour_is_none() {
         let f = Fixture::new();
-        let failed = AiToolResult::error(&AiError::unavailable("tool_timeout", "slow"));
+        let failed = f.result(AiToolResult::error(&AiError::unavailable(
+            "tool_timeout",
+            "slow",
+        )));
         f.step(&f.log)
             .finished(
                 &f.record(),
                 AuditBehavior::None,
-                Arc::new(json!({})),
+                f.arguments(json!({})),
                 failed,
             )
             .await;
@@ -414,7 +427,10 @@ mod tests {
     #[tokio::test]
     async fn denials_are_always_audited_with_redacted_arguments_and_published_twice() {
         let f = Fixture::new();
-        let denied = AiToolResult::denied(&AiError::forbidden("tool_disabled", "off"));
+        let denied = f.result(AiToolResult::denied(&AiError::forbidden(
+            "tool_disabled",
+            "off",
+        )));
         let result = f
             .step(&f.log)
             .refused(
@@ -465,8 +481,8 @@ mod tests {
             .finished(
                 &f.record(),
                 AuditBehavior::RecordInvocationAndResult,
-                Arc::new(json!({"id": "x"})),
-                AiToolResult::success(json!({"rows": 3})),
+                f.arguments(json!({"id": "x"})),
+                f.result(AiToolResult::success(json!({"rows": 3}))),
             )
             .await;
         let (keys, values) = details_of(&f);
@@ -483,8 +499,8 @@ mod tests {
             .finished(
                 &f.record(),
                 AuditBehavior::None,
-                Arc::new(json!({})),
-                AiToolResult::error(&failure),
+                f.arguments(json!({})),
+                f.result(AiToolResult::error(&failure)),
             )
             .await;
         let (keys, values) = details_of(&f);
@@ -498,7 +514,10 @@ mod tests {
                 &f.record(),
                 GovernanceStep::CheckPermissions,
                 json!({"id": "y"}),
-                AiToolResult::denied(&AiError::forbidden("permission_denied", "no")),
+                f.result(AiToolResult::denied(&AiError::forbidden(
+                    "permission_denied",
+                    "no",
+                ))),
             )
             .await;
         let (keys, values) = details_of(&f);
@@ -537,8 +556,8 @@ mod tests {
             .finished(
                 &f.record(),
                 AuditBehavior::RecordInvocation,
-                Arc::new(json!({})),
-                AiToolResult::success(json!({"secret": 1})),
+                f.arguments(json!({})),
+                f.result(AiToolResult::success(json!({"secret": 1}))),
             )
             .await;
         assert_eq!(result.outcome, AiToolOutcome::Error);

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::redaction::Redactor;
+use crate::redaction::{Redacted, Redactor};
 
 /// Redacts the arguments before anything else sees them: the tool, the stream and the
 /// audit trail all get the redacted arguments.
@@ -12,9 +12,8 @@ pub(crate) struct RedactArguments<'r> {
 }
 
 impl RedactArguments<'_> {
-    pub fn run(&self, mut arguments: Value) -> Value {
-        self.redactor.redact_value(&mut arguments);
-        arguments
+    pub fn run(&self, arguments: Value) -> Redacted<Value> {
+        self.redactor.redacted(arguments)
     }
 }
 
@@ -34,7 +33,7 @@ mod tests {
         let redacted =
             step.run(json!({"id": "wf-1", "apiKey": "k", "note": "Bearer abcdef123456"}));
         assert_eq!(
-            redacted,
+            *redacted,
             json!({"id": "wf-1", "apiKey": REDACTED, "note": "Bearer [REDACTED]"})
         );
     }

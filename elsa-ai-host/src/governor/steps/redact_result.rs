@@ -4,29 +4,38 @@ use elsa_ai_abstractions::{AiError, AiToolResult};
 use serde_json::Value;
 
 use crate::clamp::ResultClamp;
-use crate::redaction::Redactor;
+use crate::redaction::{Redacted, Redactor};
 
-/// Redacts the tool's content, or the error's message, before the model, the stream or the
-/// audit trail sees it.
+/// Redacts the tool's content, or the error it failed with, before the model, the stream or
+/// the audit trail sees it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RedactResult<'r> {
     pub redactor: &'r Redactor,
 }
 
+/// What step 10 hands on: the redacted content, or the error as the redacted result the
+/// model receives.
+#[derive(Debug)]
+pub(crate) enum RedactedOutcome {
+    Content(Redacted<Value>),
+    Failed(Redacted<AiToolResult>),
+}
+
 impl RedactResult<'_> {
-    pub fn run(&self, result: Result<Value, AiError>) -> Result<Value, AiError> {
+    pub fn run(&self, result: Result<Value, AiError>) -> RedactedOutcome {
         match result {
-            Ok(mut content) => {
-                self.redactor.redact_value(&mut content);
-                Ok(content)
-            }
-            Err(error) => Err(self.redact_error(error)),
+            Ok(content) => RedactedOutcome::Content(self.redactor.redacted(content)),
+            Err(error) => RedactedOutcome::Failed(
+                self.redactor
+                    .redacted_tool_result(AiToolResult::error(&error)),
+            ),
         }
     }
 
-    /// The error with its message redacted.
-    pub fn redact_error(&self, error: AiError) -> AiError {
-        self.redactor.redact_error(error)
+    /// A refusal as the redacted result the model receives.
+    pub fn denied(&self, error: &AiError) -> Redacted<AiToolResult> {
+        self.redactor
+            .redacted_tool_result(AiToolResult::denied(error))
     }
 }
 
@@ -38,16 +47,17 @@ pub(crate) struct ClampResult<'r> {
 
 impl ClampResult<'_> {
     /// The result for a call that ran (or tried to): success or error.
-    pub fn run(&self, result: Result<Value, AiError>) -> AiToolResult {
+    pub fn run(&self, result: RedactedOutcome) -> Redacted<AiToolResult> {
         match result {
-            Ok(content) => {
-                let clamped = self.clamp.clamp(content);
-                AiToolResult {
+            RedactedOutcome::Content(content) => {
+                let clamped = self.clamp.clamp(content.into_inner());
+                // Clamping cuts what was redacted and adds only its own note.
+                Redacted::assembled(AiToolResult {
                     truncated: clamped.truncated,
                     ..AiToolResult::success(clamped.value)
-                }
+                })
             }
-            Err(error) => AiToolResult::error(&error),
+            RedactedOutcome::Failed(failed) => failed,
         }
     }
 }
@@ -60,6 +70,22 @@ mod tests {
     use crate::clamp::json_size;
     use crate::redaction::REDACTED;
 
+    impl RedactedOutcome {
+        fn content(self) -> Redacted<Value> {
+            match self {
+                Self::Content(content) => content,
+                Self::Failed(failed) => panic!("content expected: {failed:?}"),
+            }
+        }
+
+        fn failed(self) -> Redacted<AiToolResult> {
+            match self {
+                Self::Failed(failed) => failed,
+                Self::Content(content) => panic!("a failure expected: {content:?}"),
+            }
+        }
+    }
+
     #[test]
     fn content_and_error_messages_are_redacted() {
         let redactor = Redactor::default();
@@ -70,16 +96,20 @@ mod tests {
             .run(Ok(
                 json!({"connectionString": "Server=x;Password=y", "n": 1}),
             ))
-            .unwrap();
-        assert_eq!(content, json!({"connectionString": REDACTED, "n": 1}));
-        let error = step
+            .content();
+        assert_eq!(*content, json!({"connectionString": REDACTED, "n": 1}));
+        let failed = step
             .run(Err(AiError::internal(
-                "db_failed",
+                "Bearer abcdef123456",
                 "login failed: Password=hunter2;",
             )))
-            .unwrap_err();
-        assert_eq!(error.message(), "login failed: Password=[REDACTED];");
-        assert_eq!((error.status(), error.code()), (500, "db_failed"));
+            .failed();
+        let error = failed.error.as_ref().unwrap();
+        assert_eq!(error.message, "login failed: Password=[REDACTED];");
+        assert_eq!(
+            (error.status, error.code.as_str()),
+            (500, "Bearer [REDACTED]")
+        );
     }
 
     #[test]
@@ -93,7 +123,7 @@ mod tests {
             .run(Ok(json!({"content": [
                 {"type": "text", "text": "{\"sessionKey\":\"abc\",\"rows\":3}"}
             ]})))
-            .unwrap();
+            .content();
         assert_eq!(
             content["content"][0]["text"],
             format!("{{\"sessionKey\":\"{REDACTED}\",\"rows\":3}}")
@@ -104,14 +134,19 @@ mod tests {
     fn oversize_content_is_clamped_and_marked() {
         let clamp = ResultClamp::new(512);
         let step = ClampResult { clamp: &clamp };
+        let redactor = Redactor::default();
         let big = json!({"items": (0..500).map(|i| json!({"i": i})).collect::<Vec<_>>()});
-        let result = step.run(Ok(big));
+        let result = step.run(RedactedOutcome::Content(redactor.redacted(big)));
         assert!(result.is_success() && result.truncated);
         assert!(json_size(&result.content) <= 512);
         assert!(result.content["_truncated"].is_object());
-        let small = step.run(Ok(json!({"ok": true})));
+        let small = step.run(RedactedOutcome::Content(
+            redactor.redacted(json!({"ok": true})),
+        ));
         assert!(!small.truncated);
-        let failed = step.run(Err(AiError::bad_request("invalid_arguments", "bad")));
-        assert_eq!(failed.error.unwrap().status, 400);
+        let failed = step.run(RedactedOutcome::Failed(redactor.redacted_tool_result(
+            AiToolResult::error(&AiError::bad_request("invalid_arguments", "bad")),
+        )));
+        assert_eq!(failed.error.as_ref().unwrap().status, 400);
     }
 }
