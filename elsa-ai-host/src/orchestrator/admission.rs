@@ -391,6 +391,7 @@ impl Core {
                 RunningClaim {
                     turn_id: claim.turn_id().to_owned(),
                     lost: lost.clone(),
+                    held_until: claim.lease_until().unwrap_or_default(),
                 },
             );
         }

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
+use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAuditEvent, AiError, AiStreamEventType, AiTurnClaim, AiTurnClaims, AuditAction, AuditOutcome,
     ConversationId, TURN_CLAIM_LAPSED,
@@ -42,6 +43,9 @@ pub(crate) struct ReplicaClaims {
 pub(crate) struct RunningClaim {
     pub turn_id: String,
     pub lost: CancellationToken,
+    /// The lease this replica last wrote for the claim (when it claimed, then at each
+    /// renewal the store confirmed): no other replica takes the claim over before then.
+    pub held_until: DateTime<Utc>,
 }
 
 impl ReplicaClaims {
@@ -82,6 +86,11 @@ pub(crate) struct ClaimGuard {
 impl ClaimGuard {
     pub fn turn_id(&self) -> &str {
         self.claim.as_ref().map_or("", |c| c.turn_id.as_str())
+    }
+
+    /// The end of the lease the claim was taken with.
+    pub fn lease_until(&self) -> Option<DateTime<Utc>> {
+        self.claim.as_ref().map(|c| c.lease_until)
     }
 
     /// Releases the claim (a no-op when the terminal event's commit already did).
@@ -188,6 +197,11 @@ impl Core {
 
     /// Whether the turn (of `turn_id`) still holds its conversation's claim: a turn whose
     /// claim another replica took over must not end the conversation's turn a second time.
+    ///
+    /// Another replica takes a claim over only once its lease has passed (and a deletion
+    /// waits for the turn to end), so while the lease this replica last wrote is ahead of
+    /// the clock by more than a heartbeat (room for the replicas' clocks to differ), the
+    /// claim is still this turn's without asking the store.
     pub(super) async fn still_holds(
         &self,
         tenant_id: &TenantId,
@@ -197,6 +211,21 @@ impl Core {
         let Some(claims) = &self.claims else {
             return true;
         };
+        let key = (tenant_id.clone(), conversation_id.clone());
+        let margin =
+            chrono::Duration::from_std(claims.heartbeat()).unwrap_or(chrono::Duration::MAX);
+        let fresh = claims.running.lock().get(&key).is_some_and(|running| {
+            running.turn_id == turn_id
+                && !running.lost.is_cancelled()
+                && self
+                    .clock
+                    .now()
+                    .checked_add_signed(margin)
+                    .is_some_and(|later| later < running.held_until)
+        });
+        if fresh {
+            return true;
+        }
         match claims.store.current(tenant_id, conversation_id).await {
             Ok(current) => current.is_some_and(|claim| claim.turn_id == turn_id),
             // Cannot tell: ending the turn is what a client waits for.
@@ -312,10 +341,19 @@ impl Core {
                             .lock()
                             .get(&key)
                             .is_some_and(|c| c.turn_id == claim.turn_id);
-                        if !held.contains(claim.turn_id.as_str()) && current {
-                            tracing::warn!(conversation = %key.1, "another replica took this turn's claim over");
-                            claim.lost.cancel();
-                        } else if cancelled.contains(claim.turn_id.as_str()) {
+                        if !held.contains(claim.turn_id.as_str()) {
+                            if current {
+                                tracing::warn!(conversation = %key.1, "another replica took this turn's claim over");
+                                claim.lost.cancel();
+                            }
+                            continue;
+                        }
+                        if let Some(running) = claims.running.lock().get_mut(&key)
+                            && running.turn_id == claim.turn_id
+                        {
+                            running.held_until = until;
+                        }
+                        if cancelled.contains(claim.turn_id.as_str()) {
                             self.cancel_claimed(&key.0, &key.1, &claim.turn_id);
                         }
                     }

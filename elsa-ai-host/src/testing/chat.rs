@@ -11,7 +11,8 @@ use elsa_ai_abstractions::{
     AiAgentDefinition, AiAuditSink, AiCaller, AiChatRequest, AiChatStream, AiContextAttachment,
     AiError, AiOrchestrator, AiProvider, AiProviderEvent, AiProviderInfo, AiProviderToolInvocation,
     AiProviderToolInvoker, AiSessionHandle, AiStreamEvent, AiStreamEventType, AiTool,
-    AiToolServices, AiTurnRequest, Clock, CreateAiSessionRequest, Permission, SystemClock,
+    AiToolServices, AiTurnClaims, AiTurnRequest, Clock, CreateAiSessionRequest, Permission,
+    SystemClock,
 };
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -199,6 +200,7 @@ pub struct ChatHarnessBuilder {
     proposals: Option<ProposalService>,
     result_limit: Option<usize>,
     traces: Option<Arc<dyn crate::TraceIdSource>>,
+    claims: Option<(Arc<dyn AiTurnClaims>, std::time::Duration)>,
 }
 
 impl std::fmt::Debug for ChatHarnessBuilder {
@@ -274,6 +276,17 @@ impl ChatHarnessBuilder {
         self
     }
 
+    /// Claims each turn in `claims` with `lease`, as replicas sharing a store do (no
+    /// heartbeat runs: leases are not renewed).
+    pub fn turn_claims(
+        mut self,
+        claims: Arc<dyn AiTurnClaims>,
+        lease: std::time::Duration,
+    ) -> Self {
+        self.claims = Some((claims, lease));
+        self
+    }
+
     /// Wires everything.
     ///
     /// # Panics
@@ -338,10 +351,13 @@ impl ChatHarnessBuilder {
             ))
             .build();
         let provider = Arc::new(RecordingProvider::new(self.provider));
-        let orchestrator = core
+        let mut orchestrator = core
             .orchestrator(provider.clone(), governor, context)
-            .settings(self.settings)
-            .build();
+            .settings(self.settings);
+        if let Some((claims, lease)) = self.claims {
+            orchestrator = orchestrator.turn_claims(claims, lease);
+        }
+        let orchestrator = orchestrator.build();
         if let Some(proposals) = &self.proposals {
             proposals.publish_events_to(orchestrator.events());
         }
@@ -398,6 +414,7 @@ impl ChatHarness {
             proposals: None,
             result_limit: None,
             traces: None,
+            claims: None,
         }
     }
 

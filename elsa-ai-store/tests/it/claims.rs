@@ -1,16 +1,21 @@
 //! Turn claims through two store handles (as two replicas hold them): a conversation is
 //! claimed by one turn only, even when the claims share batches with the conversations
 //! being created, the commit that journals a turn's terminal event ends its claim, releasing
-//! a claim ends that turn's claim and never the next turn's, and a cancel asked through one
-//! handle reaches the heartbeat of the replica holding the claim.
+//! a claim ends that turn's claim and never the next turn's, a turn reads its claim back at
+//! its end only when its lease is near its end, and a cancel asked through one handle
+//! reaches the heartbeat of the replica holding the claim.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use chrono::{Duration, Utc};
+use async_trait::async_trait;
+use chrono::{DateTime, Duration, Utc};
 use elsa_ai_abstractions::{
-    AiConversation, AiConversationStore, AiHeldClaim, AiMessage, AiStreamEvent, AiStreamEventType,
-    AiTurnClaim, AiTurnClaims, ConversationId, MessageRole, TURN_IN_PROGRESS,
+    AiConversation, AiConversationStore, AiError, AiHeldClaim, AiMessage, AiStreamEvent,
+    AiStreamEventType, AiTurnClaim, AiTurnClaims, ConversationId, MessageRole, TURN_IN_PROGRESS,
 };
+use elsa_ai_host::testing::chat::ChatHarness;
+use elsa_ai_scripted::{Script, ScriptStep};
 use elsa_workflows::TenantId;
 use serde_json::json;
 
@@ -21,6 +26,7 @@ on_both_backends!(
     the_commit_of_a_terminal_event_ends_the_claim,
     a_cancel_request_marks_the_live_claim_for_its_replicas_heartbeat,
     releasing_a_claim_ends_that_turns_claim_and_no_other,
+    a_turn_reads_its_claim_back_at_its_end_only_when_its_lease_is_near_its_end,
 );
 
 fn tenant() -> TenantId {
@@ -304,4 +310,106 @@ async fn a_cancel_request_marks_the_live_claim_for_its_replicas_heartbeat(db: Te
             .unwrap()
     );
     assert!(beat().await, "the next heartbeat finds the request");
+}
+
+/// A store's claims, with a count of the claim reads (`current`).
+struct CountedReads {
+    inner: Arc<dyn AiTurnClaims>,
+    reads: AtomicUsize,
+}
+
+#[async_trait]
+impl AiTurnClaims for CountedReads {
+    async fn claim(&self, claim: &AiTurnClaim, now: DateTime<Utc>) -> Result<(), AiError> {
+        self.inner.claim(claim, now).await
+    }
+
+    async fn current(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+    ) -> Result<Option<AiTurnClaim>, AiError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.current(tenant_id, conversation_id).await
+    }
+
+    async fn renew(
+        &self,
+        replica_id: &str,
+        lease_until: DateTime<Utc>,
+        watching: &[(TenantId, ConversationId)],
+    ) -> Result<Vec<AiHeldClaim>, AiError> {
+        self.inner.renew(replica_id, lease_until, watching).await
+    }
+
+    async fn request_cancel(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AiError> {
+        self.inner
+            .request_cancel(tenant_id, conversation_id, now)
+            .await
+    }
+
+    async fn release(
+        &self,
+        tenant_id: &TenantId,
+        conversation_id: &ConversationId,
+        turn_id: &str,
+    ) -> Result<(), AiError> {
+        self.inner
+            .release(tenant_id, conversation_id, turn_id)
+            .await
+    }
+
+    async fn lapsed(&self, now: DateTime<Utc>, limit: usize) -> Result<Vec<AiTurnClaim>, AiError> {
+        self.inner.lapsed(now, limit).await
+    }
+
+    async fn take_over(
+        &self,
+        lapsed: &AiTurnClaim,
+        by: &AiTurnClaim,
+        now: DateTime<Utc>,
+    ) -> Result<bool, AiError> {
+        self.inner.take_over(lapsed, by, now).await
+    }
+}
+
+/// Only a lapsed claim is taken over, so a turn whose lease is well ahead of the clock still
+/// holds its claim without asking the store; one near the end of its lease asks.
+async fn a_turn_reads_its_claim_back_at_its_end_only_when_its_lease_is_near_its_end(db: TestDb) {
+    let store = db.open_concrete().await;
+    for (lease, pause, reads) in [
+        // A fresh lease (a heartbeat would renew it every 10 s; none runs here).
+        (30_000, 0, 0),
+        // 250 ms into a 300 ms lease: past the last heartbeat's third, so the store tells.
+        (300, 250, 1),
+    ] {
+        let counted = Arc::new(CountedReads {
+            inner: claims(&store),
+            reads: AtomicUsize::new(0),
+        });
+        let script = Script::new()
+            .step(ScriptStep::Delay(std::time::Duration::from_millis(pause)))
+            .step(ScriptStep::reply("Done."));
+        let harness = ChatHarness::builder()
+            .script(script)
+            .turn_claims(counted.clone(), std::time::Duration::from_millis(lease))
+            .build();
+        let events = harness.run(harness.request("go")).await;
+        let last = events.last().expect("events");
+        assert_eq!(
+            last.event_type,
+            AiStreamEventType::ConversationCompleted,
+            "{lease} ms lease"
+        );
+        assert_eq!(
+            counted.reads.load(Ordering::SeqCst),
+            reads,
+            "claim reads at the end of a turn {pause} ms into a {lease} ms lease"
+        );
+    }
 }
