@@ -489,9 +489,15 @@ impl BoundToolInvoker {
             Ok(checked) => checked,
             Err(Refusal { step, error }) => {
                 let refused = {
+                    // A refused call's arguments are still only reported redacted.
+                    let arguments = RedactArguments {
+                        redactor: &g.redactor,
+                    }
+                    .run(invocation.arguments)
+                    .wrapped(Arc::new);
                     let denied = redact_result.denied(&error);
                     self.passed(call_id, GovernanceStep::RedactResult);
-                    emit.refused(&record, step, invocation.arguments, denied)
+                    emit.refused(&record, step, arguments, denied)
                 };
                 let result = Box::pin(refused).await;
                 self.passed(call_id, GovernanceStep::EmitEvents);
@@ -510,7 +516,7 @@ impl BoundToolInvoker {
             let repeated = emit.refused(
                 &record,
                 GovernanceStep::ExecuteTool,
-                serde_json::Value::clone(&arguments),
+                arguments.clone(),
                 redact_result.denied(&error),
             );
             let result = Box::pin(repeated).await;

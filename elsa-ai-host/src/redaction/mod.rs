@@ -42,7 +42,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
-use elsa_ai_abstractions::{AiAuditEvent, AiError, AiStreamEvent, AiTextRedactor, AiToolResult};
+use elsa_ai_abstractions::{AiAuditEvent, AiError, AiTextRedactor, AiToolResult};
 use serde_json::Value;
 
 use json_text::JsonSearch;
@@ -530,12 +530,6 @@ impl Redactor {
             event.tool_name = Some(redacted.into());
         }
         self.redact_value(event.details.json_mut());
-    }
-
-    /// Redacts a stream event's data before it is journaled or sent.
-    pub fn redact_stream_event(&self, event: &mut AiStreamEvent) {
-        // Unshared while it is built, so `make_mut` copies nothing.
-        self.redact_value(std::sync::Arc::make_mut(&mut event.data));
     }
 
     /// The error with its message redacted (code, status and diagnostics unchanged).

@@ -258,6 +258,12 @@ impl Channel {
         event_type: AiStreamEventType,
         data: Redacted<Value>,
     ) -> Result<AiStreamEvent, AiError> {
+        // What was assembled from redacted parts must be what redaction would make of it.
+        debug_assert_eq!(
+            self.hub.redactor.redacted_value(&data),
+            *data,
+            "a {event_type:?} event marked redacted holds something to redact"
+        );
         self.append_ending(event_type, data, None).await
     }
 
@@ -272,12 +278,6 @@ impl Channel {
         data: Redacted<Value>,
         ends_turn: Option<u64>,
     ) -> Result<AiStreamEvent, AiError> {
-        // What was assembled from redacted parts must be what redaction would make of it.
-        debug_assert_eq!(
-            self.hub.redactor.redacted_value(&data),
-            *data,
-            "a {event_type:?} event marked redacted holds something to redact"
-        );
         let mut last = self.last.lock().await;
         let previous = match *last {
             Some(previous) => previous,

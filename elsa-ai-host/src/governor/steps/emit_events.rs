@@ -65,7 +65,7 @@ impl<'r> EmitEvents<'r> {
         &self,
         record: &CallRecord<'_>,
         step: GovernanceStep,
-        raw_arguments: Value,
+        arguments: Redacted<Arc<Value>>,
         result: Redacted<AiToolResult>,
     ) -> Redacted<AiToolResult> {
         self.counters.denied_at(step);
@@ -81,7 +81,6 @@ impl<'r> EmitEvents<'r> {
         // Both reports are made in a block of its own (they run in order when awaited), so
         // that what they are made from is not kept while they are written.
         let (audited, started) = {
-            let arguments = self.redactor.redacted(raw_arguments).wrapped(Arc::new);
             let code = result.error.as_ref().map_or("denied", |e| e.code.as_str());
             let summary = format!(
                 "tool '{tool_name}' denied at step {} ({}): {code}",
@@ -436,7 +435,7 @@ mod tests {
             .refused(
                 &f.record(),
                 GovernanceStep::CheckEnablement,
-                json!({"password": "hunter2"}),
+                f.arguments(json!({"password": "hunter2"})),
                 denied,
             )
             .await;
@@ -513,7 +512,7 @@ mod tests {
             .refused(
                 &f.record(),
                 GovernanceStep::CheckPermissions,
-                json!({"id": "y"}),
+                f.arguments(json!({"id": "y"})),
                 f.result(AiToolResult::denied(&AiError::forbidden(
                     "permission_denied",
                     "no",
