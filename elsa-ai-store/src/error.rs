@@ -157,6 +157,15 @@ pub(crate) fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(db) if db.is_unique_violation())
 }
 
+/// Whether PostgreSQL refused a batch of conversation writes because one names a conversation
+/// that is not its tenant's: `refuse_conversation_batch` raised it (`no_data_found`), or a
+/// message's conversation was gone when its key was checked.
+#[cfg(feature = "postgres")]
+pub(crate) fn is_batch_refusal(error: &sqlx::Error) -> bool {
+    matches!(error, sqlx::Error::Database(db)
+        if db.code().as_deref() == Some("P0002") || db.is_foreign_key_violation())
+}
+
 /// A stored document that no longer reads back as its type (the schema and the code disagree).
 pub(crate) fn corrupt(what: &str, error: impl std::fmt::Display) -> AiError {
     tracing::error!(%error, "stored {what} cannot be read");

@@ -18,7 +18,9 @@ use sqlx::postgres::{PgConnection, PgListener, PgPool, PgPoolOptions};
 use sqlx::{ConnectOptions, Connection};
 use tokio::sync::mpsc;
 
-use crate::error::{Fault, StoreError, failed, is_unique_violation, store_closed};
+use crate::error::{
+    Fault, StoreError, failed, is_batch_refusal, is_unique_violation, store_closed,
+};
 use crate::group_commit::{
     BatchInsert, Batching, GroupCommitWriter, audit_batch_failed, audit_closed, audit_record_failed,
 };
@@ -769,11 +771,10 @@ impl ConversationWrite {
     }
 }
 
-/// Conversation batches: one transaction with a statement per kind of write (the columns
-/// travel as arrays); a batch of creations and claims only (what new conversations' turns
-/// wait for) is one statement. A write that cannot stand on its own (an id that exists, a
-/// conversation that is not in the tenant, a conversation claimed already) refuses the batch,
-/// which is then retried row by row.
+/// Conversation batches: one statement (data-modifying `WITH` clauses, the columns travel as
+/// arrays), so one round trip and one commit, all rows or none. A write that cannot stand on
+/// its own (an id that exists, a conversation that is not the tenant's, a conversation claimed
+/// already) makes the statement fail, which refuses the batch; it is then retried row by row.
 struct ConversationWrites {
     pool: PgPool,
     connections: WriterConnections,
@@ -841,9 +842,9 @@ impl ConversationWrites {
         rows: &[ConversationWrite],
     ) -> Result<(), sqlx::Error> {
         let mut created = Vec::new();
-        let mut messages: Vec<(&str, &str, &str, i64)> = Vec::new();
-        let mut appended: Vec<(&str, &str, &str, i64)> = Vec::new();
-        // Written in one statement: one new row version per conversation, whatever changed.
+        let mut messages: Vec<MessageRow> = Vec::new();
+        let mut appended: Vec<MessageRow> = Vec::new();
+        // Written in one clause: one new row version per conversation, whatever changed.
         let mut touched: HashMap<(&str, &str), RowChange> = HashMap::new();
         let mut claims = Vec::new();
         for row in rows {
@@ -881,25 +882,37 @@ impl ConversationWrites {
                 ConversationWrite::Claim(claim) => claims.push(claim),
             }
         }
-        if touched.is_empty() {
-            // What a new conversation's turn waits for: one statement, its own transaction.
-            return Self::create_and_claim(connection, &created, &messages, &claims).await;
-        }
-        let mut tx = connection.begin().await?;
-        if !created.is_empty() {
-            let query = sqlx::query(
-                "INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
-                 created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
-                 $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])",
-            );
-            bind_created(query, &created).execute(&mut *tx).await?;
-        }
-        let updated = sqlx::query(
-            "UPDATE conversations SET updated_at_ns = GREATEST(updated_at_ns, u.at), \
+        messages.extend(appended);
+        // The clauses share one snapshot, so `changed` does not see a conversation `created`
+        // makes: a batch that creates one and writes to it is refused and retried row by row
+        // (a caller writes to a conversation once its creation is acknowledged, so batches
+        // hardly ever hold both). A claim on a conversation another claim holds, like an id
+        // that exists, is a unique violation; a conversation `changed` did not find makes the
+        // statement call `refuse_conversation_batch` (migration 0007). Either error undoes
+        // every clause.
+        let query = sqlx::query(
+            "WITH created AS (INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
+             created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
+             $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])), \
+             messages AS (INSERT INTO conversation_messages (conversation_id, role, content, \
+             created_at_ns) SELECT id, role, content, at FROM UNNEST($8::text[], $9::text[], \
+             $10::text[], $11::int8[]) WITH ORDINALITY AS m (id, role, content, at, n) \
+             ORDER BY n), \
+             claimed AS (INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, \
+             replica_id, lease_until_ns) SELECT * FROM UNNEST($12::text[], $13::text[], \
+             $14::text[], $15::text[], $16::int8[])), \
+             changed AS (UPDATE conversations SET updated_at_ns = GREATEST(updated_at_ns, u.at), \
              provider_session = COALESCE(u.session, provider_session) \
-             FROM UNNEST($1::text[], $2::text[], $3::int8[], $4::text[]) \
+             FROM UNNEST($17::text[], $18::text[], $19::int8[], $20::text[]) \
              AS u (id, tenant_id, at, session) \
-             WHERE conversations.id = u.id AND conversations.tenant_id = u.tenant_id",
+             WHERE conversations.id = u.id AND conversations.tenant_id = u.tenant_id \
+             RETURNING 1) \
+             SELECT refuse_conversation_batch() FROM (SELECT count(*) AS n FROM changed) AS c \
+             WHERE c.n <> $21",
+        );
+        bind_claims(
+            bind_messages(bind_created(query, &created), &messages),
+            &claims,
         )
         .bind(touched.keys().map(|(id, _)| *id).collect::<Vec<_>>())
         .bind(
@@ -910,66 +923,7 @@ impl ConversationWrites {
         )
         .bind(touched.values().map(|c| c.appended_at).collect::<Vec<_>>())
         .bind(touched.values().map(|c| c.session).collect::<Vec<_>>())
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-        // Every one must be a conversation of its tenant, or the batch is refused.
-        if updated != touched.len() as u64 {
-            return Err(sqlx::Error::RowNotFound);
-        }
-        messages.extend(appended);
-        if !messages.is_empty() {
-            let query = sqlx::query(
-                "INSERT INTO conversation_messages (conversation_id, role, content, \
-                 created_at_ns) SELECT id, role, content, at FROM UNNEST($1::text[], \
-                 $2::text[], $3::text[], $4::int8[]) WITH ORDINALITY \
-                 AS m (id, role, content, at, n) ORDER BY n",
-            );
-            bind_messages(query, &messages).execute(&mut *tx).await?;
-        }
-        if !claims.is_empty() {
-            let query = sqlx::query(
-                "INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
-                 lease_until_ns) SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], \
-                 $4::text[], $5::int8[]) ON CONFLICT (tenant_id, conversation_id) DO NOTHING",
-            );
-            let inserted = bind_claims(query, &claims)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if inserted != claims.len() as u64 {
-                return Err(sqlx::Error::RowNotFound);
-            }
-        }
-        tx.commit().await
-    }
-
-    /// Creations and claims in one statement (data-modifying `WITH` clauses), so in one
-    /// round trip and one commit: all rows or none. A claim on a conversation another claim
-    /// holds, like an id that exists, is a unique violation that refuses the batch (then
-    /// retried row by row).
-    async fn create_and_claim(
-        connection: &mut PgConnection,
-        created: &[&CreatedRow],
-        messages: &[MessageRow<'_>],
-        claims: &[&ClaimRow],
-    ) -> Result<(), sqlx::Error> {
-        let query = sqlx::query(
-            "WITH created AS (INSERT INTO conversations (id, tenant_id, owner_id, agent, title, \
-             created_at_ns, updated_at_ns) SELECT * FROM UNNEST($1::text[], $2::text[], \
-             $3::text[], $4::text[], $5::text[], $6::int8[], $7::int8[])), \
-             messages AS (INSERT INTO conversation_messages (conversation_id, role, content, \
-             created_at_ns) SELECT id, role, content, at FROM UNNEST($8::text[], $9::text[], \
-             $10::text[], $11::int8[]) WITH ORDINALITY AS m (id, role, content, at, n) \
-             ORDER BY n) \
-             INSERT INTO turn_claims (tenant_id, conversation_id, turn_id, replica_id, \
-             lease_until_ns) SELECT * FROM UNNEST($12::text[], $13::text[], $14::text[], \
-             $15::text[], $16::int8[])",
-        );
-        bind_claims(
-            bind_messages(bind_created(query, created), messages),
-            claims,
-        )
+        .bind(to_sql_count(touched.len()))
         .execute(connection)
         .await?;
         Ok(())
@@ -993,7 +947,7 @@ impl BatchInsert for ConversationWrites {
     }
 
     fn is_row_refusal(&self, error: &sqlx::Error) -> bool {
-        matches!(error, sqlx::Error::RowNotFound) || is_unique_violation(error)
+        is_unique_violation(error) || is_batch_refusal(error)
     }
 
     async fn row_failed(&self, row: &ConversationWrite, error: sqlx::Error) -> AiError {

@@ -21,6 +21,7 @@ where
     create_then_find_round_trips_in_the_tenant(store).await;
     append_message_keeps_order_and_bumps_updated_at(store).await;
     provider_sessions_are_kept_per_conversation_in_the_tenant(store).await;
+    writes_made_together_land_whatever_one_of_them_is_refused(store).await;
     list_is_the_owners_newest_first_without_messages(store).await;
     delete_takes_a_conversation_with_everything_it_holds_in_its_tenant_only(store, journal).await;
     purge_before_drops_expired_conversations_and_their_journals(store, journal).await;
@@ -220,6 +221,99 @@ pub async fn append_message_keeps_order_and_bumps_updated_at<S: AiConversationSt
             .len(),
         2
     );
+}
+
+/// Writes made at the same moment (which a store may commit together) each land or are
+/// refused on their own: messages and sessions of the tenant's conversations land whole while
+/// an append from another tenant, one to an unknown conversation and a creation whose id
+/// exists are refused, and none of the refused writes leaves anything behind.
+pub async fn writes_made_together_land_whatever_one_of_them_is_refused<
+    S: AiConversationStore + ?Sized,
+>(
+    store: &S,
+) {
+    case("conversations: writes made together land whatever one of them is refused");
+    let tenant = tenant();
+    let other = TenantId::new(unique("other"));
+    let now = Utc::now();
+    let conversations: Vec<AiConversation> = (0..6)
+        .map(|_| conversation(&tenant, "alice", now))
+        .collect();
+    for created in &conversations {
+        store.create(created).await.unwrap();
+    }
+    let said = |n: usize| message(MessageRole::User, &format!("message {n}"), now);
+    let session = |n: usize, id: &ConversationId| AiSessionHandle {
+        session_id: format!("session-{n}"),
+        provider: "scripted".into(),
+        conversation_id: id.clone(),
+    };
+    let messages: Vec<AiMessage> = (0..conversations.len()).map(said).collect();
+    let sessions: Vec<AiSessionHandle> = conversations
+        .iter()
+        .enumerate()
+        .map(|(n, c)| session(n, &c.id))
+        .collect();
+    let first = &conversations[0].id;
+    let unknown_id = ConversationId::generate();
+    let stray = message(MessageRole::User, "not yours", now);
+    let fresh = conversation(&tenant, "alice", now);
+    let mut duplicate = conversation(&tenant, "mallory", now);
+    duplicate.id = first.clone();
+    duplicate.title = "Replaced".into();
+    let (appended, recorded, cross, unknown, created, existing) = futures::join!(
+        futures::future::join_all(
+            conversations
+                .iter()
+                .zip(&messages)
+                .map(|(c, m)| store.append_message(&c.id, &tenant, m)),
+        ),
+        futures::future::join_all(
+            conversations
+                .iter()
+                .zip(&sessions)
+                .map(|(c, s)| store.set_provider_session(&c.id, &tenant, s)),
+        ),
+        store.append_message(first, &other, &stray),
+        store.append_message(&unknown_id, &tenant, &stray),
+        store.create(&fresh),
+        store.create(&duplicate),
+    );
+    assert!(appended.iter().all(Result::is_ok), "{appended:?}");
+    assert!(recorded.iter().all(Result::is_ok), "{recorded:?}");
+    created.expect("a new conversation is created beside the refused writes");
+    assert_eq!(
+        assert_status(cross, 404, "appending from another tenant").code(),
+        "conversation_not_found"
+    );
+    assert_eq!(
+        assert_status(unknown, 404, "appending to an unknown conversation").code(),
+        "conversation_not_found"
+    );
+    assert_status(existing, 409, "creating a conversation whose id exists");
+    for (n, c) in conversations.iter().enumerate() {
+        let found = store.find(&c.id, &tenant).await.unwrap().unwrap();
+        assert_eq!(
+            found.messages,
+            [messages[n].clone()],
+            "conversation {n} holds its message only"
+        );
+        assert_eq!(
+            (found.owner_id.as_str(), found.title.as_str()),
+            (c.owner_id.as_str(), c.title.as_str()),
+            "conversation {n} is not replaced"
+        );
+        assert_eq!(
+            store
+                .provider_session(&c.id, &tenant)
+                .await
+                .unwrap()
+                .as_ref(),
+            Some(&sessions[n])
+        );
+    }
+    assert!(store.find(&fresh.id, &tenant).await.unwrap().is_some());
+    assert_eq!(store.find(first, &other).await.unwrap(), None);
 }
 
 /// The owner's conversations in the tenant, most recently updated first (ties by id),
