@@ -52,7 +52,7 @@ pub(crate) async fn scan_definitions(
     context: &AiToolExecutionContext,
     query: &DefinitionQuery,
     limit: ScanLimit,
-    mut visit: impl FnMut(DefinitionSummary, WorkflowDefinition),
+    mut visit: impl FnMut(DefinitionSummary, Arc<WorkflowDefinition>),
 ) -> Result<Scan, AiError> {
     let tenant = &context.caller.tenant_id;
     let definitions = &context.services.definitions;

@@ -80,7 +80,7 @@ impl DefinitionLocator {
     pub async fn find(
         self,
         context: &AiToolExecutionContext,
-    ) -> Result<WorkflowDefinition, AiError> {
+    ) -> Result<Arc<WorkflowDefinition>, AiError> {
         let store = &context.services.definitions;
         let tenant = &context.caller.tenant_id;
         let trimmed =

@@ -150,7 +150,7 @@ impl WorkflowDefinitionStore for TenantRouter {
         tenant: &TenantId,
         definition_id: &str,
         version: VersionOptions,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         match self.services(tenant) {
             Some(services) => {
                 services
@@ -188,7 +188,7 @@ impl WorkflowDefinitionStore for TenantRouter {
         &self,
         tenant: &TenantId,
         version_id: &str,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         match self.services(tenant) {
             Some(services) => services.definitions.find_version(tenant, version_id).await,
             None => Ok(None),

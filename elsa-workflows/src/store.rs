@@ -154,13 +154,14 @@ pub struct DefinitionVersionRef {
 /// Reads workflow definitions.
 #[async_trait]
 pub trait WorkflowDefinitionStore: Send + Sync {
-    /// Finds one version of a definition; `None` when it does not exist for this tenant.
+    /// Finds one version of a definition; `None` when it does not exist for this tenant. The
+    /// definition is shared: a backend that holds it hands out its own copy, not a clone.
     async fn find(
         &self,
         tenant: &TenantId,
         definition_id: &str,
         version: VersionOptions,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError>;
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError>;
 
     /// Searches definitions by text, name, id and version with paging.
     async fn search(
@@ -212,7 +213,7 @@ pub trait WorkflowDefinitionStore: Send + Sync {
         &self,
         tenant: &TenantId,
         version_id: &str,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         let mut offset = 0;
         while offset < VERSION_ID_SCAN_LIMIT {
             let query = DefinitionQuery {
@@ -400,7 +401,7 @@ mod tests {
     /// A store that implements only `find` and `search`, as an out-of-tree backend might,
     /// and counts the lookups it answers.
     struct FindOnly {
-        versions: BTreeMap<i32, WorkflowDefinition>,
+        versions: BTreeMap<i32, Arc<WorkflowDefinition>>,
         finds: AtomicUsize,
     }
 
@@ -415,7 +416,7 @@ mod tests {
                         "root": {"id": "Flowchart1", "type": "Elsa.Flowchart", "activities": []}
                     }))
                     .expect("a definition");
-                    (version, definition)
+                    (version, Arc::new(definition))
                 })
                 .collect();
             Self {
@@ -432,7 +433,7 @@ mod tests {
             tenant: &TenantId,
             definition_id: &str,
             version: VersionOptions,
-        ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+        ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
             self.finds.fetch_add(1, Ordering::Relaxed);
             if tenant.as_str() != "acme" || definition_id != "d" {
                 return Ok(None);

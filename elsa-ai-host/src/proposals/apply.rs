@@ -105,7 +105,7 @@ impl Inner {
             .diagnostics(
                 &current.tenant_id,
                 definition,
-                baseline.as_ref().map(|(v, d)| (*v, d)),
+                baseline.as_ref().map(|(v, d)| (*v, &**d)),
             )
             .await?;
         if review::is_blocking(&diagnostics) {

@@ -224,7 +224,11 @@ impl Inner {
             _ => None,
         };
         let diagnostics = self
-            .diagnostics(tenant_id, definition, before.as_ref().map(|(v, d)| (*v, d)))
+            .diagnostics(
+                tenant_id,
+                definition,
+                before.as_ref().map(|(v, d)| (*v, &**d)),
+            )
             .await?;
         warnings.extend(self::warnings(&diagnostics));
         let warnings = warnings

@@ -86,7 +86,7 @@ impl WorkflowDefinitionStore for RecordingWorkflowData {
         tenant: &TenantId,
         definition_id: &str,
         version: VersionOptions,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         self.record(tenant, "definitions.find");
         WorkflowDefinitionStore::find(self.backend.as_ref(), tenant, definition_id, version).await
     }

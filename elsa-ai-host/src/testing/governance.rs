@@ -125,7 +125,7 @@ impl WorkflowDefinitionStore for NoWorkflowData {
         _: &TenantId,
         _: &str,
         _: VersionOptions,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         Ok(None)
     }
 

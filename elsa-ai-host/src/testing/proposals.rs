@@ -481,6 +481,7 @@ impl ProposalHarness {
             .find(&TEST_TENANT.into(), definition_id, VersionOptions::Latest)
             .await
             .expect("the in-memory backend reads")
+            .map(Arc::unwrap_or_clone)
     }
 
     /// A creation draft of [`sample_definition`] `definition_id`.

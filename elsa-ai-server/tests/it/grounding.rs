@@ -241,12 +241,14 @@ async fn every_grounding_name_answers_over_mcp_with_the_envelope() {
 async fn a_definition_with_three_versions_compares_any_two() {
     let server = TestServer::start(two_tenants()).await;
     let acme = TenantId::from("acme");
-    let mut third = server
-        .workflows
-        .find(&acme, "sample-order-approval", VersionOptions::Latest)
-        .await
-        .unwrap()
-        .unwrap();
+    let mut third = std::sync::Arc::unwrap_or_clone(
+        server
+            .workflows
+            .find(&acme, "sample-order-approval", VersionOptions::Latest)
+            .await
+            .unwrap()
+            .unwrap(),
+    );
     assert_eq!(third.version(), 2);
     third.set_version(3);
     third.set_description(Some("Orders above the limit wait for a manager."));

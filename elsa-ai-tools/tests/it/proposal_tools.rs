@@ -2,6 +2,8 @@
 //! `ToolGovernor`, submitting to the host's real `ProposalService` over the fixture backend.
 //! They are off until an administrator enables them, and none of them writes a workflow.
 
+use std::sync::Arc;
+
 use crate::support;
 
 use elsa_ai_abstractions::{AiToolOutcome, Permission, ProposalId, ProposalKind};
@@ -70,7 +72,7 @@ fn insert_between() -> Value {
     ])
 }
 
-async fn latest(world: &World, id: &str) -> Option<WorkflowDefinition> {
+async fn latest(world: &World, id: &str) -> Option<Arc<WorkflowDefinition>> {
     let store: &dyn WorkflowDefinitionStore = world.backend.as_ref();
     store
         .find(&TenantId::new(TEST_TENANT), id, VersionOptions::Latest)

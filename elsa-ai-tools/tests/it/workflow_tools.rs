@@ -13,7 +13,9 @@ use elsa_workflows::{
 use serde_json::{Value, json};
 use support::{GLOBEX, GLOBEX_DEFINITION, World, content, refusal, world};
 
-async fn acme_definitions(world: &World) -> Vec<elsa_workflows::WorkflowDefinition> {
+async fn acme_definitions(
+    world: &World,
+) -> Vec<std::sync::Arc<elsa_workflows::WorkflowDefinition>> {
     let store: &dyn WorkflowDefinitionStore = world.backend.as_ref();
     let tenant = TenantId::new(TEST_TENANT);
     let rows = store
@@ -166,7 +168,7 @@ async fn get_definition_selects_versions() {
         .find(|d| d.is_published())
         .expect("a published fixture");
     let id = base.definition_id().to_owned();
-    let mut draft = base.clone();
+    let mut draft = elsa_workflows::WorkflowDefinition::clone(&base);
     draft.set_version(base.version() + 1);
     draft.set_published(false);
     draft.set_name(Some("Draft of the next version"));

@@ -268,7 +268,7 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
         tenant: &TenantId,
         definition_id: &str,
         version: VersionOptions,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         if !self.serves(tenant) || !super::client::is_one_segment(definition_id) {
             return Ok(None);
         }
@@ -278,9 +278,11 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
             .url(&["workflow-definitions", "by-definition-id", definition_id]);
         url.query_pairs_mut()
             .append_pair("versionOptions", &version_options(version));
-        self.http
+        Ok(self
+            .http
             .get_optional(&what, url, WorkflowDefinition::from_slice)
-            .await
+            .await?
+            .map(Arc::new))
     }
 
     /// `GET workflow-definitions/by-id/{id}` (Elsa 3's `GetWorkflowDefinitionById`): the
@@ -289,7 +291,7 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
         &self,
         tenant: &TenantId,
         version_id: &str,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         if !self.serves(tenant) || !super::client::is_one_segment(version_id) {
             return Ok(None);
         }
@@ -297,9 +299,11 @@ impl WorkflowDefinitionStore for ElsaServerBackend {
         let url = self
             .http
             .url(&["workflow-definitions", "by-id", version_id]);
-        self.http
+        Ok(self
+            .http
             .get_optional(&what, url, WorkflowDefinition::from_slice)
-            .await
+            .await?
+            .map(Arc::new))
     }
 
     async fn search(

@@ -50,7 +50,7 @@ pub struct InMemoryWorkflowBackend {
 #[derive(Debug, Default)]
 struct TenantData {
     /// Versions of each definition by definition id, keyed by version number.
-    definitions: HashMap<String, BTreeMap<i32, WorkflowDefinition>>,
+    definitions: HashMap<String, BTreeMap<i32, Arc<WorkflowDefinition>>>,
     /// Instances by instance id.
     instances: HashMap<String, WorkflowInstance>,
     /// Activity execution records by instance id, as Elsa's activity execution store holds
@@ -98,7 +98,7 @@ impl InMemoryWorkflowBackend {
             });
         }
         let stored = version_ref(&definition);
-        versions.insert(version, definition);
+        versions.insert(version, Arc::new(definition));
         normalise_flags(versions);
         Ok(stored)
     }
@@ -197,7 +197,7 @@ impl InMemoryWorkflowBackend {
         &self,
         tenant: &TenantId,
         definition_id: &str,
-    ) -> Option<BTreeMap<i32, WorkflowDefinition>> {
+    ) -> Option<BTreeMap<i32, Arc<WorkflowDefinition>>> {
         self.tenants
             .read()
             .get(tenant)
@@ -211,7 +211,7 @@ impl InMemoryWorkflowBackend {
         &self,
         tenant: &TenantId,
         definition_id: &str,
-        versions: Option<BTreeMap<i32, WorkflowDefinition>>,
+        versions: Option<BTreeMap<i32, Arc<WorkflowDefinition>>>,
     ) {
         let mut tenants = self.tenants.write();
         let definitions = &mut tenants.entry(tenant.clone()).or_default().definitions;
@@ -232,7 +232,12 @@ impl InMemoryWorkflowBackend {
             .read()
             .get(tenant)
             .and_then(|data| data.definitions.get(definition_id))
-            .map(|versions| versions.values().cloned().collect())
+            .map(|versions| {
+                versions
+                    .values()
+                    .map(|v| WorkflowDefinition::clone(v))
+                    .collect()
+            })
             .unwrap_or_default()
     }
 }
@@ -267,7 +272,7 @@ fn version_ref(definition: &WorkflowDefinition) -> DefinitionVersionRef {
 /// Makes the highest version the only latest one, and the highest version claiming to be
 /// published the only published one. Flags already right are left as they are, so stored
 /// documents change only where they must.
-fn normalise_flags(versions: &mut BTreeMap<i32, WorkflowDefinition>) {
+fn normalise_flags(versions: &mut BTreeMap<i32, Arc<WorkflowDefinition>>) {
     let latest = versions.keys().next_back().copied();
     let published = versions
         .iter()
@@ -275,21 +280,22 @@ fn normalise_flags(versions: &mut BTreeMap<i32, WorkflowDefinition>) {
         .find(|(_, definition)| definition.is_published())
         .map(|(version, _)| *version);
     for (version, definition) in versions.iter_mut() {
+        // Only a version whose flags change is copied (when a reader still holds it).
         let is_latest = Some(*version) == latest;
         if definition.is_latest() != is_latest {
-            definition.set_latest(is_latest);
+            Arc::make_mut(definition).set_latest(is_latest);
         }
         if definition.is_published() && Some(*version) != published {
-            definition.set_published(false);
+            Arc::make_mut(definition).set_published(false);
         }
     }
 }
 
 /// The version of one definition that `options` selects.
 fn select(
-    versions: &BTreeMap<i32, WorkflowDefinition>,
+    versions: &BTreeMap<i32, Arc<WorkflowDefinition>>,
     options: VersionOptions,
-) -> Option<&WorkflowDefinition> {
+) -> Option<&Arc<WorkflowDefinition>> {
     match options {
         VersionOptions::Latest => versions.values().next_back(),
         VersionOptions::Published => versions.values().rev().find(|d| d.is_published()),
@@ -358,7 +364,7 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
         tenant: &TenantId,
         definition_id: &str,
         version: VersionOptions,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         Ok(self
             .tenants
             .read()
@@ -382,7 +388,7 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
             data.definitions
                 .values()
                 .filter_map(|versions| select(versions, query.version))
-                .map(WorkflowDefinition::summary)
+                .map(|definition| definition.summary())
                 .filter(|summary| summary_matches(summary, query, needle.as_deref()))
                 .collect()
         };
@@ -413,7 +419,7 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
         &self,
         tenant: &TenantId,
         version_id: &str,
-    ) -> Result<Option<WorkflowDefinition>, WorkflowError> {
+    ) -> Result<Option<Arc<WorkflowDefinition>>, WorkflowError> {
         Ok(self.tenants.read().get(tenant).and_then(|data| {
             data.definitions
                 .values()
@@ -747,7 +753,7 @@ impl WorkflowDefinitionWriter for InMemoryWorkflowBackend {
         }
         let stored = version_ref(&definition);
         let versions = definitions.entry(definition_id).or_default();
-        versions.insert(1, definition);
+        versions.insert(1, Arc::new(definition));
         normalise_flags(versions);
         Ok(stored)
     }
@@ -803,7 +809,7 @@ impl WorkflowDefinitionWriter for InMemoryWorkflowBackend {
         definition.set_version_id(new_version_id());
         definition.set_latest(true);
         let stored = version_ref(&definition);
-        versions.insert(version, definition);
+        versions.insert(version, Arc::new(definition));
         normalise_flags(versions);
         Ok(stored)
     }
@@ -1144,6 +1150,39 @@ mod tests {
             .expect("exists");
         assert_eq!(latest.name(), Some("D v2"));
         assert_eq!(latest.version_id(), Some(updated.version_id.as_str()));
+    }
+
+    /// `find` hands out the stored version itself, not a copy; a later write that changes
+    /// its flags replaces the stored one and leaves what a reader holds as it was read.
+    #[tokio::test]
+    async fn a_found_version_is_shared_and_later_writes_leave_it_as_read() {
+        let backend = InMemoryWorkflowBackend::new();
+        let acme = tenant("acme");
+        backend
+            .create(&acme, definition("d", 1, "D", true))
+            .await
+            .expect("create");
+        let find = || WorkflowDefinitionStore::find(&backend, &acme, "d", VersionOptions::Latest);
+        let (first, second) = (
+            find().await.unwrap().unwrap(),
+            find().await.unwrap().unwrap(),
+        );
+        assert!(Arc::ptr_eq(&first, &second), "one stored version, shared");
+        backend
+            .update(&acme, "d", 1, definition("d", 1, "D v2", false))
+            .await
+            .expect("update");
+        assert!(first.is_latest(), "what a reader holds is what it read");
+        let stored =
+            WorkflowDefinitionStore::find(&backend, &acme, "d", VersionOptions::Specific(1))
+                .await
+                .unwrap()
+                .unwrap();
+        assert!(
+            !stored.is_latest(),
+            "the store's version 1 is no longer the latest"
+        );
+        assert!(stored.is_published());
     }
 
     #[tokio::test]

@@ -8,6 +8,8 @@
 //! versions are also written to a tenant's folder (`FolderDefinitionWriter`, feature
 //! `folder`).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{Map, Value};
@@ -121,7 +123,9 @@ impl WorkflowDefinitionPublisher for InMemoryWorkflowBackend {
             });
         }
         for (number, definition) in versions.iter_mut() {
-            definition.set_published(*number == version);
+            if definition.is_published() != (*number == version) {
+                Arc::make_mut(definition).set_published(*number == version);
+            }
         }
         normalise_flags(versions);
         Ok(())
@@ -139,8 +143,8 @@ impl WorkflowDefinitionPublisher for InMemoryWorkflowBackend {
                 message: format!("workflow definition '{definition_id}' is not published"),
             });
         }
-        for definition in versions.values_mut() {
-            definition.set_published(false);
+        for definition in versions.values_mut().filter(|d| d.is_published()) {
+            Arc::make_mut(definition).set_published(false);
         }
         Ok(())
     }

@@ -6,6 +6,8 @@
 //! endpoint, a retry with nothing to retry) with a typed error and, where the backend can
 //! tell by itself or from a read, without sending the operation itself.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use elsa_workflows::{
     ElsaServerBackend, ElsaServerConfig, TenantId, VersionOptions, WorkflowDefinition,
@@ -156,7 +158,7 @@ async fn definition(
     backend: &ElsaServerBackend,
     definition_id: &str,
     version: VersionOptions,
-) -> Option<WorkflowDefinition> {
+) -> Option<Arc<WorkflowDefinition>> {
     WorkflowDefinitionStore::find(backend, &acme(), definition_id, version)
         .await
         .expect("the definition read")
