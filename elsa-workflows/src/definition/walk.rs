@@ -6,21 +6,21 @@ use serde_json::{Map, Value};
 
 use super::activity::{self, ActivityNode, ActivitySlot};
 use crate::ParseError;
-use crate::json::{self, Location};
+use crate::json::{self, Location, Seg};
 
 /// Every activity of the tree rooted at `root`, in document order (pre-order), the root first.
 ///
 /// With `strict`, an ill-shaped activity is an error; without, it is skipped.
 pub(crate) fn nodes(
     root: &Map<String, Value>,
-    location: Location,
+    mut location: Location,
     strict: bool,
 ) -> Result<Vec<ActivityNode<'_>>, ParseError> {
     let mut walk = Walk {
         strict,
         out: Vec::new(),
     };
-    walk.activity(root, location, None, ActivitySlot::Root, 0)?;
+    walk.activity(root, &mut location, None, ActivitySlot::Root, 0)?;
     Ok(walk.out)
 }
 
@@ -35,6 +35,10 @@ pub(crate) fn holds_activities(value: &Value) -> bool {
     }
 }
 
+/// The walk keeps one path, the location of what it is looking at, which each step extends
+/// and restores; only an activity it finds gets a copy. (A walk reads every property of every
+/// activity, and a copy of the path per property was most of its cost.) A step that fails
+/// leaves the path as it was when it failed: the walk is over then.
 struct Walk<'a> {
     strict: bool,
     out: Vec<ActivityNode<'a>>,
@@ -44,13 +48,13 @@ impl<'a> Walk<'a> {
     fn activity(
         &mut self,
         json: &'a Map<String, Value>,
-        location: Location,
+        path: &mut Location,
         parent: Option<usize>,
         slot: ActivitySlot,
         depth: usize,
     ) -> Result<(), ParseError> {
         if self.strict {
-            activity::check_fields(json, &location)?;
+            activity::check_fields(json, path)?;
         }
         let index = self.out.len();
         let parent_id = parent
@@ -58,17 +62,25 @@ impl<'a> Walk<'a> {
             .and_then(|node| node.id());
         self.out.push(ActivityNode {
             json,
-            location: location.clone(),
+            location: path.clone(),
             parent,
             parent_id,
             slot,
             depth,
         });
         for (key, value) in json {
+            // Scalars hold no activity: no step into them.
+            if !matches!(value, Value::Object(_) | Value::Array(_)) {
+                continue;
+            }
             if key == "activities" {
-                self.children(value, json::key(&location, key), index, depth)?;
+                path.push(Seg::Key(key.clone()));
+                self.children(value, path, index, depth)?;
+                path.pop();
             } else if !activity::is_structural_key(json, key) {
-                self.embedded(value, json::key(&location, key), key, index, depth)?;
+                path.push(Seg::Key(key.clone()));
+                self.embedded(value, path, key, index, depth)?;
+                path.pop();
             }
         }
         Ok(())
@@ -77,28 +89,29 @@ impl<'a> Walk<'a> {
     fn children(
         &mut self,
         list: &'a Value,
-        mut location: Location,
+        path: &mut Location,
         parent: usize,
         depth: usize,
     ) -> Result<(), ParseError> {
         let Some((items, step)) = json::array_like(list) else {
             return Ok(());
         };
-        location.extend(step);
+        let at_list = path.len();
+        path.extend(step);
         for (i, item) in items.iter().enumerate() {
-            let at = json::index(&location, i);
+            path.push(Seg::Index(i));
             match item {
                 // A back-reference repeats an activity already read where it first appeared.
                 Value::Object(child) if child.contains_key("$ref") => {}
                 Value::Object(child)
                     if self.strict || matches!(child.get("type"), Some(Value::String(_))) =>
                 {
-                    self.activity(child, at, Some(parent), ActivitySlot::Child, depth + 1)?;
+                    self.activity(child, path, Some(parent), ActivitySlot::Child, depth + 1)?;
                 }
                 Value::Object(_) => {}
                 other if self.strict => {
                     return Err(json::error_at(
-                        &at,
+                        path,
                         format!(
                             "an activity must be a JSON object, found {}",
                             json::kind_of(other)
@@ -107,14 +120,16 @@ impl<'a> Walk<'a> {
                 }
                 _ => {}
             }
+            path.pop();
         }
+        path.truncate(at_list);
         Ok(())
     }
 
     fn embedded(
         &mut self,
         value: &'a Value,
-        location: Location,
+        path: &mut Location,
         property: &str,
         parent: usize,
         depth: usize,
@@ -122,7 +137,7 @@ impl<'a> Walk<'a> {
         match value {
             Value::Object(map) if activity::is_activity_shaped(map) => self.activity(
                 map,
-                location,
+                path,
                 Some(parent),
                 ActivitySlot::Embedded {
                     property: property.to_owned(),
@@ -132,13 +147,21 @@ impl<'a> Walk<'a> {
             Value::Object(map) if activity::is_input_wrapper(map) => Ok(()),
             Value::Object(map) => {
                 for (key, inner) in map {
-                    self.embedded(inner, json::key(&location, key), property, parent, depth)?;
+                    if matches!(inner, Value::Object(_) | Value::Array(_)) {
+                        path.push(Seg::Key(key.clone()));
+                        self.embedded(inner, path, property, parent, depth)?;
+                        path.pop();
+                    }
                 }
                 Ok(())
             }
             Value::Array(items) => {
                 for (i, inner) in items.iter().enumerate() {
-                    self.embedded(inner, json::index(&location, i), property, parent, depth)?;
+                    if matches!(inner, Value::Object(_) | Value::Array(_)) {
+                        path.push(Seg::Index(i));
+                        self.embedded(inner, path, property, parent, depth)?;
+                        path.pop();
+                    }
                 }
                 Ok(())
             }
