@@ -53,6 +53,15 @@ struct Ledger {
     tool_messages: Vec<AiToolMessage>,
 }
 
+impl Ledger {
+    /// Whether the call's terminal event is published.
+    fn finished(&self, call_id: &str) -> bool {
+        self.by_id
+            .get(call_id)
+            .is_some_and(|&index| matches!(self.calls[index].state, CallState::Finished))
+    }
+}
+
 struct Call {
     call_id: Arc<str>,
     tool_name: Arc<str>,
@@ -190,6 +199,11 @@ impl TurnEvents {
                 )
                 .await;
             }
+            // A call the governor ran is finished before its provider reports it: the
+            // report is dropped, so its result is not redacted for nothing.
+            AiProviderEvent::ToolCompleted { call_id, .. }
+            | AiProviderEvent::ToolFailed { call_id, .. }
+                if ledger.finished(&call_id) => {}
             AiProviderEvent::ToolCompleted {
                 call_id,
                 tool_name,
@@ -293,15 +307,16 @@ impl TurnEvents {
         ledger.calls[index].state = CallState::Finished;
         if let ToolEvent::Completed { result, .. } | ToolEvent::Failed { result, .. } = &event {
             let call = &ledger.calls[index];
+            // The content is cloned as it is (`json!` would serialise it into a new tree).
+            let mut stored = serde_json::Map::with_capacity(3);
+            stored.insert("outcome".into(), json!(result.outcome));
+            stored.insert("content".into(), result.content.clone());
+            stored.insert("error".into(), json!(result.error));
             let message = AiToolMessage {
                 call_id: call.call_id.to_string(),
                 tool_name: call.tool_name.to_string(),
                 arguments: Value::clone(call.arguments.get()),
-                result: json!({
-                    "outcome": result.outcome,
-                    "content": result.content,
-                    "error": result.error,
-                }),
+                result: Value::Object(stored),
             };
             ledger.tool_messages.push(message);
         }
