@@ -51,9 +51,42 @@ impl AiToolMessage {
     pub fn to_message(&self, timestamp: DateTime<Utc>) -> AiMessage {
         AiMessage {
             role: MessageRole::Tool,
-            content: serde_json::to_string(self).unwrap_or_default(),
+            content: Self::text(
+                &self.call_id,
+                &self.tool_name,
+                &self.arguments,
+                &self.result,
+            ),
             timestamp,
         }
+    }
+
+    /// The content of the `Tool` message of a call, written from borrowed parts (`result` is
+    /// anything that serialises as the result the model read), so a large result is not
+    /// copied into an `AiToolMessage` first. The parts must be redacted.
+    pub fn text(
+        call_id: &str,
+        tool_name: &str,
+        arguments: &serde_json::Value,
+        result: &impl Serialize,
+    ) -> String {
+        /// The fields of [`AiToolMessage`], borrowed.
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Borrowed<'a, R> {
+            call_id: &'a str,
+            tool_name: &'a str,
+            arguments: &'a serde_json::Value,
+            result: &'a R,
+        }
+        let borrowed = Borrowed {
+            call_id,
+            tool_name,
+            arguments,
+            result,
+        };
+        // Strings and JSON values always serialise.
+        serde_json::to_string(&borrowed).unwrap_or_default()
     }
 
     /// The call a `Tool` message holds (`None` for other messages or unreadable content).
@@ -206,4 +239,44 @@ pub trait AiStreamJournal: Send + Sync {
         conversation_id: &ConversationId,
         tenant_id: &TenantId,
     ) -> Result<u64, AiError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A message written from borrowed parts reads back as the `AiToolMessage` of them.
+    #[test]
+    fn a_tool_message_written_from_borrowed_parts_reads_back_whole() {
+        #[derive(Serialize)]
+        struct Result<'a> {
+            outcome: &'a str,
+            content: &'a serde_json::Value,
+        }
+        let (arguments, content) = (json!({"definitionId": "d"}), json!({"name": "Orders"}));
+        let text = AiToolMessage::text(
+            "call-1",
+            "workflow.getDefinition",
+            &arguments,
+            &Result {
+                outcome: "success",
+                content: &content,
+            },
+        );
+        let message = AiMessage {
+            role: MessageRole::Tool,
+            content: text,
+            timestamp: Utc::now(),
+        };
+        let read = AiToolMessage::from_message(&message).expect("a tool message");
+        let whole = AiToolMessage {
+            call_id: "call-1".into(),
+            tool_name: "workflow.getDefinition".into(),
+            arguments,
+            result: json!({"outcome": "success", "content": {"name": "Orders"}}),
+        };
+        assert_eq!(read, whole);
+    }
 }

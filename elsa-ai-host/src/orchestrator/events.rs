@@ -18,6 +18,7 @@ use elsa_ai_abstractions::{
     AiError, AiProviderEvent, AiStreamEventType, AiToolError, AiToolMessage, AiToolOutcome,
     AiToolResult,
 };
+use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::Mutex;
 
@@ -49,8 +50,9 @@ struct Ledger {
     closed: bool,
     /// The tokens the provider reported, summed; `None` when it reported none.
     usage: Option<TokenUsage>,
-    /// Every finished call with the result the model read, in the order they finished.
-    tool_messages: Vec<AiToolMessage>,
+    /// Every finished call with the result the model read, in the order they finished, as
+    /// the text of its `Tool` message (redacted).
+    tool_messages: Vec<String>,
 }
 
 impl Ledger {
@@ -88,8 +90,9 @@ pub(crate) struct TurnOutput {
     pub tool_calls: usize,
     /// The tokens the provider reported for the turn, if it reported any.
     pub usage: Option<TokenUsage>,
-    /// The turn's tool calls and their results, to be stored as messages.
-    pub tool_messages: Vec<AiToolMessage>,
+    /// The turn's tool calls and their results, as the (redacted) text of the `Tool`
+    /// messages to store.
+    pub tool_messages: Vec<String>,
 }
 
 impl TurnEvents {
@@ -307,18 +310,27 @@ impl TurnEvents {
         ledger.calls[index].state = CallState::Finished;
         if let ToolEvent::Completed { result, .. } | ToolEvent::Failed { result, .. } = &event {
             let call = &ledger.calls[index];
-            // The content is cloned as it is (`json!` would serialise it into a new tree).
-            let mut stored = serde_json::Map::with_capacity(3);
-            stored.insert("outcome".into(), json!(result.outcome));
-            stored.insert("content".into(), result.content.clone());
-            stored.insert("error".into(), json!(result.error));
-            let message = AiToolMessage {
-                call_id: call.call_id.to_string(),
-                tool_name: call.tool_name.to_string(),
-                arguments: Value::clone(call.arguments.get()),
-                result: Value::Object(stored),
-            };
-            ledger.tool_messages.push(message);
+            /// The result the model read, as its tool message stores it.
+            #[derive(Serialize)]
+            struct Stored<'a> {
+                outcome: AiToolOutcome,
+                content: &'a Value,
+                error: &'a Option<AiToolError>,
+            }
+            // Written as the message's text now, from the redacted result itself (not a copy
+            // of it); the call id and tool name, the provider's, are redacted here.
+            let redactor = self.channel.redactor();
+            let text = AiToolMessage::text(
+                &redactor.redact_str(&call.call_id),
+                &redactor.redact_str(&call.tool_name),
+                call.arguments.get(),
+                &Stored {
+                    outcome: result.outcome,
+                    content: &result.content,
+                    error: &result.error,
+                },
+            );
+            ledger.tool_messages.push(text);
         }
         self.append_tool_event(ledger, event).await;
     }

@@ -374,9 +374,13 @@ async fn complete(
     let tool_calls = output.tool_calls;
     // Group-committed together; the conversation keeps them in this order.
     let stored = core.clock.now();
-    futures::future::try_join_all(output.tool_messages.iter().map(|call| {
-        let mut message = call.to_message(stored);
-        message.content = core.redactor.redact_str(&message.content).into_owned();
+    futures::future::try_join_all(output.tool_messages.iter().map(|text| {
+        // Written from redacted parts (`TurnEvents`), so not redacted again.
+        let message = AiMessage {
+            role: MessageRole::Tool,
+            content: text.clone(),
+            timestamp: stored,
+        };
         async move {
             core.conversations
                 .append_message(&turn.conversation_id, &turn.caller.tenant_id, &message)
