@@ -35,6 +35,11 @@ pub(crate) fn holds_activities(value: &Value) -> bool {
     }
 }
 
+/// Whether the walk steps into `value`: scalars hold no activity.
+fn may_hold_activities(value: &Value) -> bool {
+    matches!(value, Value::Object(_) | Value::Array(_))
+}
+
 /// The walk keeps one path, the location of what it is looking at, which each step extends
 /// and restores; only an activity it finds gets a copy. (A walk reads every property of every
 /// activity, and a copy of the path per property was most of its cost.) A step that fails
@@ -69,8 +74,7 @@ impl<'a> Walk<'a> {
             depth,
         });
         for (key, value) in json {
-            // Scalars hold no activity: no step into them.
-            if !matches!(value, Value::Object(_) | Value::Array(_)) {
+            if !may_hold_activities(value) {
                 continue;
             }
             if key == "activities" {
@@ -147,7 +151,7 @@ impl<'a> Walk<'a> {
             Value::Object(map) if activity::is_input_wrapper(map) => Ok(()),
             Value::Object(map) => {
                 for (key, inner) in map {
-                    if matches!(inner, Value::Object(_) | Value::Array(_)) {
+                    if may_hold_activities(inner) {
                         path.push(Seg::Key(key.clone()));
                         self.embedded(inner, path, property, parent, depth)?;
                         path.pop();
@@ -157,7 +161,7 @@ impl<'a> Walk<'a> {
             }
             Value::Array(items) => {
                 for (i, inner) in items.iter().enumerate() {
-                    if matches!(inner, Value::Object(_) | Value::Array(_)) {
+                    if may_hold_activities(inner) {
                         path.push(Seg::Index(i));
                         self.embedded(inner, path, property, parent, depth)?;
                         path.pop();

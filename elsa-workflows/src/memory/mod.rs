@@ -408,11 +408,14 @@ impl WorkflowDefinitionStore for InMemoryWorkflowBackend {
         tenant: &TenantId,
         definition_id: &str,
     ) -> Result<Vec<DefinitionSummary>, WorkflowError> {
+        // Summarised where they are stored, not copied out first.
         Ok(self
-            .definition_versions(tenant, definition_id)
-            .iter()
-            .map(WorkflowDefinition::summary)
-            .collect())
+            .tenants
+            .read()
+            .get(tenant)
+            .and_then(|data| data.definitions.get(definition_id))
+            .map(|versions| versions.values().map(|v| v.summary()).collect())
+            .unwrap_or_default())
     }
 
     async fn find_version(
