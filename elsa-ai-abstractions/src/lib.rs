@@ -305,7 +305,9 @@ pub use provider::{
     CreateAiSessionRequest,
 };
 pub use redaction::{AiTextRedactor, SecretValue, is_credential_name};
-pub use stream::{AiChatRequest, AiChatStream, AiOrchestrator, AiStreamEvent, AiStreamEventType};
+pub use stream::{
+    AiChatRequest, AiChatStream, AiOrchestrator, AiStreamEvent, AiStreamEventType, StreamPayload,
+};
 pub use tool::{
     AiProviderToolInvocation, AiProviderToolInvoker, AiTool, AiToolDefinition, AiToolError,
     AiToolExecutionContext, AiToolFn, AiToolOutcome, AiToolQuery, AiToolRegistration,

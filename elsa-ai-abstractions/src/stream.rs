@@ -1,12 +1,14 @@
 //! The stream contract between the host and clients.
 
-use std::sync::Arc;
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::{AiCaller, AiContextAttachment, AiError, ConversationId};
 
@@ -88,8 +90,106 @@ pub struct AiStreamEvent {
     /// When the event was produced.
     pub timestamp: DateTime<Utc>,
     /// Event-specific payload, redacted. Shared, not copied: the journal, every live
-    /// subscriber and the replay path hold the same payload.
-    pub data: Arc<Value>,
+    /// subscriber and the replay path hold the same payload, and its JSON text.
+    pub data: StreamPayload,
+}
+
+impl AiStreamEvent {
+    /// The event as JSON text, as `serde_json::to_string` writes it. The payload's part is
+    /// encoded once and shared by every clone, so the journal and every SSE subscriber
+    /// write the same bytes without encoding the payload again.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Encoded<'a> {
+            #[serde(rename = "type")]
+            event_type: AiStreamEventType,
+            conversation_id: &'a ConversationId,
+            sequence: u64,
+            timestamp: &'a DateTime<Utc>,
+            data: &'a RawValue,
+        }
+        serde_json::to_string(&Encoded {
+            event_type: self.event_type,
+            conversation_id: &self.conversation_id,
+            sequence: self.sequence,
+            timestamp: &self.timestamp,
+            data: self.data.json()?,
+        })
+    }
+}
+
+/// A stream event's payload: an immutable, shared JSON value that keeps its JSON text once
+/// encoded. It reads as the [`Value`] it holds, and serialises as that value.
+#[derive(Clone)]
+pub struct StreamPayload(Arc<EncodedValue>);
+
+struct EncodedValue {
+    value: Value,
+    json: OnceLock<Box<RawValue>>,
+}
+
+impl StreamPayload {
+    /// The payload as JSON text, encoded on first use and kept for every later one.
+    pub fn json(&self) -> Result<&RawValue, serde_json::Error> {
+        if let Some(json) = self.0.json.get() {
+            return Ok(json);
+        }
+        let json = serde_json::value::to_raw_value(&self.0.value)?;
+        Ok(self.0.json.get_or_init(|| json))
+    }
+
+    /// Whether two payloads are the same shared value (not merely equal ones).
+    pub fn ptr_eq(this: &Self, other: &Self) -> bool {
+        Arc::ptr_eq(&this.0, &other.0)
+    }
+}
+
+impl Deref for StreamPayload {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        &self.0.value
+    }
+}
+
+impl From<Value> for StreamPayload {
+    fn from(value: Value) -> Self {
+        Self(Arc::new(EncodedValue {
+            value,
+            json: OnceLock::new(),
+        }))
+    }
+}
+
+impl PartialEq for StreamPayload {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.value == other.0.value
+    }
+}
+
+impl std::fmt::Debug for StreamPayload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl std::fmt::Display for StreamPayload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.value.fmt(f)
+    }
+}
+
+impl Serialize for StreamPayload {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.value.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for StreamPayload {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(Self::from)
+    }
 }
 
 /// A chat message from a client.
@@ -168,5 +268,28 @@ mod tests {
         let json = serde_json::to_value(&event).unwrap();
         assert_eq!(json["type"], "conversation.started");
         assert_eq!(json["conversationId"], "c1");
+    }
+
+    #[test]
+    fn an_event_encoded_once_reads_as_serde_writes_it_and_clones_share_the_text() {
+        let event = AiStreamEvent {
+            event_type: AiStreamEventType::ToolCompleted,
+            conversation_id: ConversationId::new("c\"1"),
+            sequence: 7,
+            timestamp: Utc::now(),
+            data: serde_json::json!({"z": [1, 2.5, null], "a": "line\nbreak", "m": {}}).into(),
+        };
+        let copy = event.clone();
+        assert_eq!(
+            event.to_json().unwrap(),
+            serde_json::to_string(&event).unwrap()
+        );
+        // The clone reads the text the first encoding left, not an encoding of its own.
+        let first = event.data.json().unwrap().get().as_ptr();
+        assert_eq!(copy.data.json().unwrap().get().as_ptr(), first);
+        assert_eq!(copy.to_json().unwrap(), event.to_json().unwrap());
+        assert!(StreamPayload::ptr_eq(&event.data, &copy.data));
+        let back: AiStreamEvent = serde_json::from_str(&copy.to_json().unwrap()).unwrap();
+        assert_eq!(back, event);
     }
 }

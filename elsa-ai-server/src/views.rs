@@ -3,14 +3,12 @@
 //! They are the handler types the OpenAPI document is generated from, so the document
 //! describes exactly what is sent. JSON field names are camelCase.
 
-use std::sync::Arc;
-
 use chrono::{DateTime, Utc};
 use elsa_ai_abstractions::{
     AiAgentDefinition, AiAuditEvent, AiConversation, AiMessage, AiProposal, AiProviderInfo,
     AiStreamEvent, AiStreamEventType, AiToolDefinition, AttachmentKind, AuditBehavior,
     AuditOutcome, DangerLevel, MessageRole, OperationPlan, ProposalKind, ProposalStatus,
-    TargetResult, TenantBehavior, ToolEnablement, ToolMutability, ToolSource,
+    StreamPayload, TargetResult, TenantBehavior, ToolEnablement, ToolMutability, ToolSource,
 };
 use elsa_ai_host::{ProposalAction, TargetState};
 use elsa_ai_mcp::McpServerStatus;
@@ -66,7 +64,7 @@ pub struct StreamEventView {
     pub timestamp: DateTime<Utc>,
     /// Event-specific payload, redacted (shared with the journal and other subscribers).
     #[schema(schema_with = crate::schema::any_json)]
-    pub data: Arc<Value>,
+    pub data: StreamPayload,
 }
 
 impl From<AiStreamEvent> for StreamEventView {
@@ -1000,8 +998,11 @@ mod tests {
             data: json!({"callId": "x"}).into(),
         };
         let contract = serde_json::to_value(&event).unwrap();
-        let view = serde_json::to_value(StreamEventView::from(event)).unwrap();
-        assert_eq!(view, contract);
+        // What SSE sends is the event's own encoding: the view documents that text exactly.
+        let sent = event.to_json().unwrap();
+        let view = StreamEventView::from(event);
+        assert_eq!(serde_json::to_value(&view).unwrap(), contract);
+        assert_eq!(serde_json::to_string(&view).unwrap(), sent);
     }
 
     #[test]

@@ -86,12 +86,14 @@ pub(crate) fn agent_key(agent: Option<&str>) -> String {
 }
 
 fn to_json<T: serde::Serialize>(value: &T, what: &str) -> Result<String, AiError> {
-    serde_json::to_string(value).map_err(|error| {
-        AiError::bad_request(
-            "unserialisable_document",
-            format!("the {what} cannot be serialised: {error}"),
-        )
-    })
+    serde_json::to_string(value).map_err(|error| unserialisable(what, &error))
+}
+
+fn unserialisable(what: &str, error: &serde_json::Error) -> AiError {
+    AiError::bad_request(
+        "unserialisable_document",
+        format!("the {what} cannot be serialised: {error}"),
+    )
 }
 
 /// A provider session handle as `conversations.provider_session` stores it.
@@ -230,7 +232,10 @@ impl StreamRow {
             sequence: to_sql_counter(event.sequence, "stream sequence")?,
             event_type: event.event_type.as_str(),
             occurred_at_ns: to_nanos(event.timestamp, "stream event")?,
-            body: to_json(event, "stream event")?,
+            // The event's own encoding: its payload's text is shared with every subscriber.
+            body: event
+                .to_json()
+                .map_err(|error| unserialisable("stream event", &error))?,
         })
     }
 }

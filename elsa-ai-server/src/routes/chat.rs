@@ -110,18 +110,20 @@ fn event_stream(stream: AiChatStream) -> Response {
     response
 }
 
-/// One stream event as an SSE event: name = type, id = sequence, data = the JSON event.
+/// One stream event as an SSE event: name = type, id = sequence, data = the JSON event (the
+/// text [`StreamEventView`] documents, with the payload as the journal encoded it).
 fn sse_event(event: AiStreamEvent) -> Event {
     let name = event.event_type.as_str();
-    let id = event.sequence.to_string();
-    let view = StreamEventView::from(event);
-    let data = serde_json::to_string(&view).unwrap_or_else(|error| {
+    let data = event.to_json().unwrap_or_else(|error| {
         // A `Value` with string keys always serialises; keep the event's place regardless.
         tracing::error!(%error, "a stream event could not be encoded");
-        serde_json::json!({"type": name, "sequence": view.sequence, "error": "encoding_failed"})
+        serde_json::json!({"type": name, "sequence": event.sequence, "error": "encoding_failed"})
             .to_string()
     });
-    Event::default().event(name).id(id).data(data)
+    Event::default()
+        .event(name)
+        .id(event.sequence.to_string())
+        .data(data)
 }
 
 /// Stops the turn running in one of the caller's conversations, on whichever replica runs
