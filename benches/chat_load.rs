@@ -69,6 +69,12 @@ use serde_json::json;
 use tokio::sync::Barrier;
 use weaver_testkit::process::{json_post, memory_kib, stalled_request};
 
+// The server runs on the allocator the `weaver` binary ships with (ARCHITECTURE.md,
+// "Allocator"); the client shares it.
+#[cfg(not(target_env = "msvc"))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 const KEY: &str = "bench-key-alice-acme-0001";
 
 struct Options {

@@ -13,6 +13,11 @@ use elsa_ai_server::telemetry::Telemetry;
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 
+// jemalloc rather than the system allocator: see "Allocator" in ARCHITECTURE.md.
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Weaver: the AI copilot for Elsa Workflows, as an HTTP server.
 ///
 /// Chat about workflows and their runs (streamed as Server-Sent Events), with tools run
