@@ -26,12 +26,12 @@ fn harness(deltas: usize) -> ChatHarness {
     ChatHarness::builder().script(script.reply("Done.")).build()
 }
 
-/// Reads a stream as a client does: every event serialised once.
+/// Reads a stream as the SSE route does: every event encoded once.
 async fn drain(stream: AiChatStream) -> usize {
     let mut events = stream.events;
     let mut count = 0;
     while let Some(event) = events.next().await {
-        let frame = serde_json::to_vec(&event).expect("an event serialises");
+        let frame = event.to_json().expect("an event serialises");
         std::hint::black_box(frame);
         count += 1;
     }

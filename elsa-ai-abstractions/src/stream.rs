@@ -8,7 +8,6 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::{AiCaller, AiContextAttachment, AiError, ConversationId};
 
@@ -99,23 +98,21 @@ impl AiStreamEvent {
     /// encoded once and shared by every clone, so the journal and every SSE subscriber
     /// write the same bytes without encoding the payload again.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Encoded<'a> {
-            #[serde(rename = "type")]
-            event_type: AiStreamEventType,
-            conversation_id: &'a ConversationId,
-            sequence: u64,
-            timestamp: &'a DateTime<Utc>,
-            data: &'a RawValue,
-        }
-        serde_json::to_string(&Encoded {
-            event_type: self.event_type,
-            conversation_id: &self.conversation_id,
-            sequence: self.sequence,
-            timestamp: &self.timestamp,
-            data: self.data.json()?,
-        })
+        let data = self.data.json()?;
+        // One buffer, sized for the payload: the fields in the order serde writes them.
+        let mut out = Vec::with_capacity(data.len() + 160);
+        out.extend_from_slice(b"{\"type\":");
+        serde_json::to_writer(&mut out, &self.event_type)?;
+        out.extend_from_slice(b",\"conversationId\":");
+        serde_json::to_writer(&mut out, &self.conversation_id)?;
+        out.extend_from_slice(b",\"sequence\":");
+        serde_json::to_writer(&mut out, &self.sequence)?;
+        out.extend_from_slice(b",\"timestamp\":");
+        serde_json::to_writer(&mut out, &self.timestamp)?;
+        out.extend_from_slice(b",\"data\":");
+        out.extend_from_slice(data.as_bytes());
+        out.push(b'}');
+        String::from_utf8(out).map_err(serde::ser::Error::custom)
     }
 }
 
@@ -126,16 +123,20 @@ pub struct StreamPayload(Arc<EncodedValue>);
 
 struct EncodedValue {
     value: Value,
-    json: OnceLock<Box<RawValue>>,
+    json: OnceLock<String>,
 }
 
 impl StreamPayload {
     /// The payload as JSON text, encoded on first use and kept for every later one.
-    pub fn json(&self) -> Result<&RawValue, serde_json::Error> {
+    pub fn json(&self) -> Result<&str, serde_json::Error> {
         if let Some(json) = self.0.json.get() {
             return Ok(json);
         }
-        let json = serde_json::value::to_raw_value(&self.0.value)?;
+        let mut json = serde_json::to_string(&self.0.value)?;
+        // A large payload's text stays as long as the event is buffered: no doubling slack.
+        if json.capacity() - json.len() > 4096 {
+            json.shrink_to_fit();
+        }
         Ok(self.0.json.get_or_init(|| json))
     }
 
@@ -285,11 +286,45 @@ mod tests {
             serde_json::to_string(&event).unwrap()
         );
         // The clone reads the text the first encoding left, not an encoding of its own.
-        let first = event.data.json().unwrap().get().as_ptr();
-        assert_eq!(copy.data.json().unwrap().get().as_ptr(), first);
+        let first = event.data.json().unwrap().as_ptr();
+        assert_eq!(copy.data.json().unwrap().as_ptr(), first);
         assert_eq!(copy.to_json().unwrap(), event.to_json().unwrap());
         assert!(StreamPayload::ptr_eq(&event.data, &copy.data));
         let back: AiStreamEvent = serde_json::from_str(&copy.to_json().unwrap()).unwrap();
         assert_eq!(back, event);
+    }
+
+    #[test]
+    fn the_hand_written_envelope_matches_serde_for_every_type_id_and_time() {
+        let types = [
+            AiStreamEventType::ConversationStarted,
+            AiStreamEventType::AssistantDelta,
+            AiStreamEventType::ProposalUpdated,
+            AiStreamEventType::ConversationFailed,
+        ];
+        let times = [
+            Utc::now(),
+            DateTime::from_timestamp(0, 0).unwrap(),
+            DateTime::from_timestamp(1_700_000_000, 120_000_000).unwrap(),
+        ];
+        let ids = ["", "c-1", "ü\u{1}\\\"\u{2028}", &"x".repeat(300)];
+        let big = "y".repeat(10_000);
+        for (i, event_type) in types.into_iter().enumerate() {
+            for timestamp in times {
+                for id in ids {
+                    let event = AiStreamEvent {
+                        event_type,
+                        conversation_id: ConversationId::new(id),
+                        sequence: u64::MAX - i as u64,
+                        timestamp,
+                        data: serde_json::json!({"text": big, "n": i}).into(),
+                    };
+                    assert_eq!(
+                        event.to_json().unwrap(),
+                        serde_json::to_string(&event).unwrap()
+                    );
+                }
+            }
+        }
     }
 }
