@@ -8,20 +8,21 @@
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use elsa_ai_abstractions::StreamPayload;
 use elsa_ai_host::Redactor;
 use elsa_ai_host::testing::redaction::raw_anchor_scan;
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
 
-/// Workflow-instance-like records until the document is about 1 MiB of compact JSON; every
-/// 25th record carries a secret, cycling through nine kinds: a sensitive key, a bearer
-/// token, a connection string, a JWT, an AWS key id, a GitHub token, a PEM private key, URL
-/// credentials and a host-registered secret.
-fn document() -> Value {
+/// Workflow-instance-like records until the document is about `bytes` of compact JSON; with
+/// `secrets`, every 25th record carries a secret, cycling through nine kinds: a sensitive
+/// key, a bearer token, a connection string, a JWT, an AWS key id, a GitHub token, a PEM
+/// private key, URL credentials and a host-registered secret.
+fn document(bytes: usize, secrets: bool) -> Value {
     let mut records = Vec::new();
     let mut size = 2;
     let mut i = 0usize;
-    while size < 1024 * 1024 {
+    while size < bytes {
         let mut record = json!({
             "id": format!("instance-{i:06}"),
             "definitionId": format!("orders-{}", i % 40),
@@ -34,7 +35,7 @@ fn document() -> Value {
             ],
             "log": format!("step {i} completed in {} ms without incident; next step scheduled", i % 97),
         });
-        if i.is_multiple_of(25) {
+        if secrets && i.is_multiple_of(25) {
             match (i / 25) % 9 {
                 0 => record["variables"]["password"] = json!("hunter2-secret"),
                 1 => {
@@ -78,7 +79,7 @@ fn bench(c: &mut Criterion) {
         .secret("host-registered-secret-value")
         .build()
         .expect("redactor");
-    let doc = document();
+    let doc = document(1024 * 1024, true);
     let bytes = serde_json::to_string(&doc).expect("serialisable").len() as u64;
     let mut probe = doc.clone();
     assert!(
@@ -174,5 +175,52 @@ fn median(samples: &mut [Duration]) -> Duration {
     samples[samples.len() / 2]
 }
 
-criterion_group!(benches, bench);
+/// An event's payload on its way to the journal and the subscribers, which need its JSON
+/// text: walked and then encoded, against encoded and then searched as text
+/// ([`Redactor::redacted_payload`], which walks only a payload holding something to redact).
+fn payloads(c: &mut Criterion) {
+    let redactor = Redactor::builder()
+        .secret("host-registered-secret-value")
+        .build()
+        .expect("redactor");
+    let mut group = c.benchmark_group("payload");
+    for (name, payload) in [
+        (
+            "delta",
+            json!({"messageId": "m-1", "delta": "The workflow starts with an HTTP endpoint and then "}),
+        ),
+        ("tool_result_8kib", document(8 * 1024, false)),
+        ("clean_1mib", document(1024 * 1024, false)),
+        ("secrets_1mib", document(1024 * 1024, true)),
+    ] {
+        let walked = redactor.redacted(payload.clone());
+        let searched = redactor.redacted_payload(payload.clone());
+        assert_eq!(**searched, *walked, "{name}: both paths redact alike");
+        group.bench_function(format!("{name}/walk_then_encode"), |b| {
+            b.iter_batched(
+                || payload.clone(),
+                |value| {
+                    let redacted = StreamPayload::from(redactor.redacted(value).into_inner());
+                    redacted.json().map(str::len).unwrap_or_default();
+                    redacted
+                },
+                BatchSize::LargeInput,
+            );
+        });
+        group.bench_function(format!("{name}/encode_then_search"), |b| {
+            b.iter_batched(
+                || payload.clone(),
+                |value| {
+                    let redacted = redactor.redacted_payload(value).into_inner();
+                    redacted.json().map(str::len).unwrap_or_default();
+                    redacted
+                },
+                BatchSize::LargeInput,
+            );
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, payloads);
 criterion_main!(benches);

@@ -140,6 +140,14 @@ impl StreamPayload {
         Ok(self.0.json.get_or_init(|| json))
     }
 
+    /// The value, taken out when this is its only holder and copied otherwise.
+    pub fn into_value(self) -> Value {
+        match Arc::try_unwrap(self.0) {
+            Ok(encoded) => encoded.value,
+            Err(shared) => shared.value.clone(),
+        }
+    }
+
     /// Whether two payloads are the same shared value (not merely equal ones).
     pub fn ptr_eq(this: &Self, other: &Self) -> bool {
         Arc::ptr_eq(&this.0, &other.0)

@@ -105,7 +105,12 @@ impl ResultClamp {
 
     /// Clamps `value`; values within the budget are returned unchanged.
     pub fn clamp(&self, value: Value) -> Clamped {
-        let original_bytes = json_size(&value);
+        let size = json_size(&value);
+        self.clamp_measured(value, size)
+    }
+
+    /// [`Self::clamp`] of a value whose compact JSON text is `original_bytes` long.
+    pub(crate) fn clamp_measured(&self, value: Value, original_bytes: usize) -> Clamped {
         if original_bytes <= self.limit {
             return Clamped {
                 value,

@@ -272,6 +272,15 @@ impl Redactor {
         })
     }
 
+    /// Whether JSON text holds nothing to redact: [`Redactor::redact_json`] hands it back
+    /// as it is, so the value it encodes needs no walk either (the two paths agree). `text`
+    /// must be valid JSON, as `serde_json` writes it.
+    pub(super) fn json_needs_nothing(&self, text: &str) -> bool {
+        with_folded(text.as_bytes(), |folded| {
+            matches!(self.redact_json_folded(text, folded), Cow::Borrowed(_))
+        })
+    }
+
     /// [`Redactor::redact_json`] of `text`, whose ASCII-lowercased bytes are `folded`.
     fn redact_json_folded<'a>(&self, text: &'a str, folded: &[u8]) -> Cow<'a, str> {
         let bytes = text.as_bytes();

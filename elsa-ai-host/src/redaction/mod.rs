@@ -42,7 +42,7 @@ use std::borrow::Cow;
 use std::ops::Range;
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, Input, MatchKind};
-use elsa_ai_abstractions::{AiAuditEvent, AiError, AiTextRedactor, AiToolResult};
+use elsa_ai_abstractions::{AiAuditEvent, AiError, AiTextRedactor, AiToolResult, StreamPayload};
 use serde_json::Value;
 
 use json_text::JsonSearch;
@@ -496,6 +496,37 @@ impl Redactor {
         Redacted::assembled(value)
     }
 
+    /// An event's payload redacted through its JSON text, which the payload keeps for the
+    /// journal and every subscriber: the text is searched as bytes (see
+    /// [`Self::redact_json`]), several times faster than walking the value, and only a
+    /// payload whose text holds something to redact is walked (see [`Self::redact_value`]).
+    pub fn redacted_payload(&self, value: Value) -> Redacted<StreamPayload> {
+        let payload = StreamPayload::from(value);
+        // A `Value` always encodes; should it not, the walk decides.
+        if payload
+            .json()
+            .is_ok_and(|text| self.json_needs_nothing(text))
+        {
+            return Redacted::assembled(payload);
+        }
+        let mut value = payload.into_value();
+        self.redact_value(&mut value);
+        Redacted::assembled(StreamPayload::from(value))
+    }
+
+    /// The value redacted through its JSON text as [`Self::redacted_payload`] is, with the
+    /// length of the redacted value's compact JSON text (what the result clamp measures).
+    pub(crate) fn redacted_measured(&self, mut value: Value) -> (Redacted<Value>, usize) {
+        if let Ok(text) = serde_json::to_string(&value)
+            && self.json_needs_nothing(&text)
+        {
+            return (Redacted::assembled(value), text.len());
+        }
+        self.redact_value(&mut value);
+        let size = crate::clamp::json_size(&value);
+        (Redacted::assembled(value), size)
+    }
+
     /// A tool result redacted: its content, and its error's code and message (a tool or an
     /// MCP server chooses both), marked as such.
     pub fn redacted_tool_result(&self, mut result: AiToolResult) -> Redacted<AiToolResult> {
@@ -769,6 +800,39 @@ mod tests {
         let once = value.clone();
         assert!(!redactor.redact_value(&mut value), "nothing left to change");
         assert_eq!(value, once);
+    }
+
+    #[test]
+    fn a_payload_is_redacted_through_its_text_and_walked_only_when_it_holds_a_secret() {
+        let redactor = redactor();
+        let clean = json!({"delta": "The workflow\nstarts \"here\"", "n": 2});
+        let payload = redactor.redacted_payload(clean.clone()).into_inner();
+        assert_eq!(*payload, clean);
+        assert_eq!(
+            payload.json().unwrap(),
+            serde_json::to_string(&clean).unwrap()
+        );
+        for (secret, redacted) in [
+            (
+                json!({"delta": "uses host-secret-value-42", "config": {"apiKey": 7}}),
+                json!({"delta": "uses [REDACTED]", "config": {"apiKey": REDACTED}}),
+            ),
+            (
+                json!(["Server=db;Password=hunter2;", {"token": ["a", null]}]),
+                json!(["Server=db;Password=[REDACTED];", {"token": [REDACTED, null]}]),
+            ),
+        ] {
+            let payload = redactor.redacted_payload(secret.clone()).into_inner();
+            assert_eq!(*payload, redacted, "{secret}");
+            assert_eq!(
+                serde_json::from_str::<Value>(payload.json().unwrap()).unwrap(),
+                redacted,
+                "the kept text is the redacted value's"
+            );
+            let (measured, size) = redactor.redacted_measured(secret);
+            assert_eq!(*measured, redacted);
+            assert_eq!(size, serde_json::to_string(&redacted).unwrap().len());
+        }
     }
 
     #[test]

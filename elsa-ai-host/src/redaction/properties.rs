@@ -416,7 +416,17 @@ proptest! {
                 serde_json::from_str(&redacted).expect("the output is valid JSON");
             prop_assert_eq!(&reread, &reference(redactor, &value, false), "from {}", raw.get());
             // The two paths agree: the bytes' result is the tree walk's.
-            prop_assert_eq!(&reread, &redactor.redacted_value(&value), "from {}", raw.get());
+            let walked = redactor.redacted_value(&value);
+            prop_assert_eq!(&reread, &walked, "from {}", raw.get());
+            // So do the paths that search a value's own text and walk it only when the
+            // text holds something to redact (events, tool results).
+            let payload = redactor.redacted_payload(value.clone());
+            prop_assert_eq!(&**payload, &walked);
+            let text = payload.json().expect("a JSON value encodes");
+            prop_assert_eq!(&serde_json::from_str::<Value>(text).expect("valid JSON"), &walked);
+            let (measured, size) = redactor.redacted_measured(value.clone());
+            prop_assert_eq!(&*measured, &walked);
+            prop_assert_eq!(size, crate::clamp::json_size(&walked));
         }
     }
 }

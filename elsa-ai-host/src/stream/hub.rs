@@ -8,7 +8,8 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use elsa_ai_abstractions::{
-    AiError, AiStreamEvent, AiStreamEventType, AiStreamJournal, AiTurnClaims, Clock, ConversationId,
+    AiError, AiStreamEvent, AiStreamEventType, AiStreamJournal, AiTurnClaims, Clock,
+    ConversationId, StreamPayload,
 };
 use elsa_workflows::TenantId;
 use futures::stream::BoxStream;
@@ -247,7 +248,7 @@ impl Channel {
         event_type: AiStreamEventType,
         data: Value,
     ) -> Result<AiStreamEvent, AiError> {
-        let data = self.hub.redactor.redacted(data);
+        let data = self.hub.redactor.redacted_payload(data);
         self.append_ending(event_type, data, None).await
     }
 
@@ -264,7 +265,8 @@ impl Channel {
             *data,
             "a {event_type:?} event marked redacted holds something to redact"
         );
-        self.append_ending(event_type, data, None).await
+        self.append_ending(event_type, data.wrapped(StreamPayload::from), None)
+            .await
     }
 
     /// The redactor every event passes.
@@ -275,7 +277,7 @@ impl Channel {
     async fn append_ending(
         &self,
         event_type: AiStreamEventType,
-        data: Redacted<Value>,
+        data: Redacted<StreamPayload>,
         ends_turn: Option<u64>,
     ) -> Result<AiStreamEvent, AiError> {
         let mut last = self.last.lock().await;
@@ -293,7 +295,7 @@ impl Channel {
             conversation_id: self.id.clone(),
             sequence: previous + 1,
             timestamp: self.hub.clock.now(),
-            data: data.into_inner().into(),
+            data: data.into_inner(),
         };
         // A turn's terminal event frees the conversation before anyone can see the event
         // (in the journal or live), so a client that saw it may start the next turn at once.
@@ -341,7 +343,7 @@ impl Channel {
         data: Value,
     ) -> Result<AiStreamEvent, AiError> {
         *self.last.lock().await = None;
-        let data = self.hub.redactor.redacted(data);
+        let data = self.hub.redactor.redacted_payload(data);
         self.append_ending(event_type, data, None).await
     }
 
@@ -553,7 +555,7 @@ impl TurnSlot {
     ) -> Result<AiStreamEvent, AiError> {
         debug_assert!(event_type.is_terminal());
         let channel = &self.channel;
-        let data = channel.hub.redactor.redacted(data);
+        let data = channel.hub.redactor.redacted_payload(data);
         let before = *channel.last.lock().await;
         let mut backoff = turn_end_backoff();
         loop {

@@ -13,18 +13,24 @@ pub(crate) struct RedactResult<'r> {
     pub redactor: &'r Redactor,
 }
 
-/// What step 10 hands on: the redacted content, or the error as the redacted result the
-/// model receives.
+/// What step 10 hands on: the redacted content with the length of its compact JSON text
+/// (found on the way, for the clamp), or the error as the redacted result the model receives.
 #[derive(Debug)]
 pub(crate) enum RedactedOutcome {
-    Content(Redacted<Value>),
+    Content {
+        content: Redacted<Value>,
+        size: usize,
+    },
     Failed(Redacted<AiToolResult>),
 }
 
 impl RedactResult<'_> {
     pub fn run(&self, result: Result<Value, AiError>) -> RedactedOutcome {
         match result {
-            Ok(content) => RedactedOutcome::Content(self.redactor.redacted(content)),
+            Ok(content) => {
+                let (content, size) = self.redactor.redacted_measured(content);
+                RedactedOutcome::Content { content, size }
+            }
             Err(error) => RedactedOutcome::Failed(
                 self.redactor
                     .redacted_tool_result(AiToolResult::error(&error)),
@@ -49,8 +55,8 @@ impl ClampResult<'_> {
     /// The result for a call that ran (or tried to): success or error.
     pub fn run(&self, result: RedactedOutcome) -> Redacted<AiToolResult> {
         match result {
-            RedactedOutcome::Content(content) => {
-                let clamped = self.clamp.clamp(content.into_inner());
+            RedactedOutcome::Content { content, size } => {
+                let clamped = self.clamp.clamp_measured(content.into_inner(), size);
                 // Clamping cuts what was redacted and adds only its own note.
                 Redacted::assembled(AiToolResult {
                     truncated: clamped.truncated,
@@ -73,7 +79,7 @@ mod tests {
     impl RedactedOutcome {
         fn content(self) -> Redacted<Value> {
             match self {
-                Self::Content(content) => content,
+                Self::Content { content, .. } => content,
                 Self::Failed(failed) => panic!("content expected: {failed:?}"),
             }
         }
@@ -81,7 +87,7 @@ mod tests {
         fn failed(self) -> Redacted<AiToolResult> {
             match self {
                 Self::Failed(failed) => failed,
-                Self::Content(content) => panic!("a failure expected: {content:?}"),
+                Self::Content { content, .. } => panic!("a failure expected: {content:?}"),
             }
         }
     }
@@ -135,14 +141,15 @@ mod tests {
         let clamp = ResultClamp::new(512);
         let step = ClampResult { clamp: &clamp };
         let redactor = Redactor::default();
+        let redact = RedactResult {
+            redactor: &redactor,
+        };
         let big = json!({"items": (0..500).map(|i| json!({"i": i})).collect::<Vec<_>>()});
-        let result = step.run(RedactedOutcome::Content(redactor.redacted(big)));
+        let result = step.run(redact.run(Ok(big)));
         assert!(result.is_success() && result.truncated);
         assert!(json_size(&result.content) <= 512);
         assert!(result.content["_truncated"].is_object());
-        let small = step.run(RedactedOutcome::Content(
-            redactor.redacted(json!({"ok": true})),
-        ));
+        let small = step.run(redact.run(Ok(json!({"ok": true}))));
         assert!(!small.truncated);
         let failed = step.run(RedactedOutcome::Failed(redactor.redacted_tool_result(
             AiToolResult::error(&AiError::bad_request("invalid_arguments", "bad")),
