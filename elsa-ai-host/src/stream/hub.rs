@@ -760,4 +760,68 @@ mod tests {
             "no journal read at the end either"
         );
     }
+
+    /// Counts how often a subscriber's task is woken.
+    #[derive(Default)]
+    struct Wakes(AtomicU64);
+
+    impl futures::task::ArcWake for Wakes {
+        fn wake_by_ref(this: &Arc<Self>) {
+            this.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Polls `stream` until it has nothing ready; returns the sequences it delivered.
+    fn drain(
+        stream: &mut BoxStream<'static, AiStreamEvent>,
+        cx: &mut std::task::Context<'_>,
+    ) -> Vec<u64> {
+        let mut delivered = Vec::new();
+        while let std::task::Poll::Ready(Some(event)) = stream.poll_next_unpin(cx) {
+            delivered.push(event.sequence);
+        }
+        delivered
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_behind_by_a_batch_is_woken_once_for_it() {
+        let hub = hub();
+        let channel = hub.new_channel(&TenantId::new("acme"), &ConversationId::generate());
+        let _slot = channel.begin_turn().unwrap();
+        let stream = channel.open_turn_stream();
+        let started = channel
+            .append(AiStreamEventType::ConversationStarted, json!({}))
+            .await
+            .unwrap();
+        let mut stream = stream.starting_with(started);
+        let wakes = Arc::new(Wakes::default());
+        let waker = futures::task::waker(wakes.clone());
+        let mut cx = std::task::Context::from_waker(&waker);
+        assert_eq!(drain(&mut stream, &mut cx), [1]);
+
+        // Within the live buffer (16 here), and beyond it: the second batch overflows the
+        // subscriber's ring, so it reads what it missed from the journal.
+        let mut next = 2;
+        for batch in [10, 40] {
+            for _ in 0..batch {
+                channel
+                    .append(AiStreamEventType::AssistantDelta, json!({"text": "x"}))
+                    .await
+                    .unwrap();
+            }
+            assert_eq!(
+                wakes.0.swap(0, Ordering::SeqCst),
+                1,
+                "one wake for a batch of {batch} events, not one per event"
+            );
+            let expected: Vec<u64> = (next..next + batch).collect();
+            assert_eq!(
+                drain(&mut stream, &mut cx),
+                expected,
+                "the whole batch, in order"
+            );
+            next += batch;
+        }
+        assert_eq!(wakes.0.load(Ordering::SeqCst), 0, "reading woke nobody");
+    }
 }
