@@ -517,6 +517,12 @@ impl Redactor {
     /// The value redacted through its JSON text as [`Self::redacted_payload`] is, with the
     /// length of the redacted value's compact JSON text (what the result clamp measures).
     pub(crate) fn redacted_measured(&self, mut value: Value) -> (Redacted<Value>, usize) {
+        // A number, boolean or null holds no text (tool results often are one): measured
+        // without writing it out.
+        if matches!(value, Value::Null | Value::Bool(_) | Value::Number(_)) {
+            let size = crate::clamp::json_size(&value);
+            return (Redacted::assembled(value), size);
+        }
         if let Ok(text) = serde_json::to_string(&value)
             && self.json_needs_nothing(&text)
         {
