@@ -839,6 +839,11 @@ mod tests {
             assert_eq!(*measured, redacted);
             assert_eq!(size, serde_json::to_string(&redacted).unwrap().len());
         }
+        for scalar in [json!(null), json!(true), json!(-1.5e300), json!(u64::MAX)] {
+            let (measured, size) = redactor.redacted_measured(scalar.clone());
+            assert_eq!(*measured, scalar);
+            assert_eq!(size, serde_json::to_string(&scalar).unwrap().len());
+        }
     }
 
     #[test]
