@@ -719,19 +719,24 @@ mod tests {
         assert_eq!(error.code(), "unreadable");
     }
 
-    #[tokio::test]
-    async fn a_turns_own_stream_gets_every_event_of_the_turn_without_reading_the_journal() {
-        let journal = Arc::new(NoLastSequence::default());
-        let hub = hub_on(journal.clone());
-        let tenant = TenantId::new("acme");
-        let channel = hub.new_channel(&tenant, &ConversationId::generate());
+    /// A turn on `channel`, its own stream and its first event (sequence 1, not yet read).
+    async fn started_turn(channel: &Arc<Channel>) -> (TurnSlot, BoxStream<'static, AiStreamEvent>) {
         let slot = channel.begin_turn().unwrap();
         let stream = channel.open_turn_stream();
         let started = channel
             .append(AiStreamEventType::ConversationStarted, json!({}))
             .await
             .unwrap();
-        let mut stream = stream.starting_with(started);
+        (slot, stream.starting_with(started))
+    }
+
+    #[tokio::test]
+    async fn a_turns_own_stream_gets_every_event_of_the_turn_without_reading_the_journal() {
+        let journal = Arc::new(NoLastSequence::default());
+        let hub = hub_on(journal.clone());
+        let tenant = TenantId::new("acme");
+        let channel = hub.new_channel(&tenant, &ConversationId::generate());
+        let (slot, mut stream) = started_turn(&channel).await;
         let delta = channel
             .append(AiStreamEventType::AssistantDelta, json!({"text": "hi"}))
             .await
@@ -787,13 +792,7 @@ mod tests {
     async fn a_subscriber_behind_by_a_batch_is_woken_once_for_it() {
         let hub = hub();
         let channel = hub.new_channel(&TenantId::new("acme"), &ConversationId::generate());
-        let _slot = channel.begin_turn().unwrap();
-        let stream = channel.open_turn_stream();
-        let started = channel
-            .append(AiStreamEventType::ConversationStarted, json!({}))
-            .await
-            .unwrap();
-        let mut stream = stream.starting_with(started);
+        let (_slot, mut stream) = started_turn(&channel).await;
         let wakes = Arc::new(Wakes::default());
         let waker = futures::task::waker(wakes.clone());
         let mut cx = std::task::Context::from_waker(&waker);
