@@ -809,7 +809,7 @@ mod tests {
     }
 
     #[test]
-    fn a_payload_is_redacted_through_its_text_and_walked_only_when_it_holds_a_secret() {
+    fn a_payload_redacted_through_its_text_keeps_that_text_or_loses_its_secrets() {
         let redactor = redactor();
         let clean = json!({"delta": "The workflow\nstarts \"here\"", "n": 2});
         let payload = redactor.redacted_payload(clean.clone()).into_inner();
